@@ -1,0 +1,131 @@
+//! Server time and weight of the dashboard's busiest pages for a large
+//! organisation: 10,000 repositories and 10,000 entries. Each page is
+//! requested 50 times through the real router (no network); the median
+//! time and the page size in bytes are printed.
+//!
+//! Run with `cargo bench --bench dashboard_render`; needs the server of
+//! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use prometheus_client::registry::Registry;
+use roster::db::queue::PgQueue;
+use roster::db::testing::fresh_database;
+use roster::metrics::Metrics;
+use roster::web::{router, AppState};
+use sqlx::PgPool;
+use tower::ServiceExt;
+
+const REPOS: i64 = 10_000;
+const REQUESTS: usize = 50;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let (pool, url) = fresh_database()
+        .await
+        .context("creating a fresh database")?;
+    let started = Instant::now();
+    seed(&pool).await?;
+    println!(
+        "dashboard render: {REPOS} repositories, {REPOS} entries (seeded in {:.1} s), database {url}",
+        started.elapsed().as_secs_f64()
+    );
+    let app = app(pool);
+    println!("  {REQUESTS} requests each, median server time, page weight:");
+    for uri in [
+        "/",
+        "/projects",
+        "/?status=error",
+        "/?q=repo-09",
+        "/repos/acme/repo-05000",
+    ] {
+        let (median, bytes) = measure(&app, uri).await?;
+        println!(
+            "  {uri:<24} {:>8.2} ms {:>10} bytes",
+            median.as_secs_f64() * 1000.0,
+            bytes
+        );
+    }
+    Ok(())
+}
+
+/// One entry per repository; every 20th repository in `error`, every 50th
+/// `invalid`, the rest `synced`, so the overview shows all three.
+async fn seed(pool: &PgPool) -> anyhow::Result<()> {
+    sqlx::query(
+        "insert into repositories (id, owner, name, status, error, synced_sha, last_synced_at,
+             default_branch)
+         select n, 'acme', 'repo-' || lpad(n::text, 5, '0'),
+             case when n % 20 = 0 then 'error' when n % 50 = 1 then 'invalid' else 'synced' end,
+             case when n % 20 = 0 then 'GitHub answered 502 Bad Gateway'
+                  when n % 50 = 1 then 'project.yaml:3:8: owner: must not be empty' end,
+             case when n % 20 <> 0 and n % 50 <> 1 then md5(n::text) || 'abcdefgh' end,
+             case when n % 20 <> 0 and n % 50 <> 1 then now() - make_interval(secs => n) end,
+             'main'
+         from generate_series(1, $1) as n",
+    )
+    .bind(REPOS)
+    .execute(pool)
+    .await?;
+    sqlx::query(
+        "insert into entries (name, repo_id, owner, description, lifecycle, tags, links, labels,
+             source_sha)
+         select 'project-' || lpad(n::text, 5, '0'), n, 'team-' || (n % 40),
+             'Service number ' || n || ' of the shop, with a description of ordinary length',
+             'production', array['tag-' || (n % 30), 'shop'],
+             jsonb_build_array(jsonb_build_object('title', 'Runbook',
+                 'url', 'https://runbooks.example.com/' || n)),
+             jsonb_build_object('tier', (n % 3)::text), md5(n::text)
+         from generate_series(1, $1) as n",
+    )
+    .bind(REPOS)
+    .execute(pool)
+    .await?;
+    sqlx::query("analyze").execute(pool).await?;
+    Ok(())
+}
+
+fn app(pool: PgPool) -> Router {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    metrics.rate_limit_remaining(1, 4_800);
+    router(AppState {
+        pool: pool.clone(),
+        queue: Arc::new(PgQueue::new(pool, Duration::from_secs(60))),
+        metrics: Arc::new(metrics),
+        registry: Arc::new(registry),
+        api_token: None,
+        github_web_url: Some("https://github.com".to_owned()),
+        project_file: "project.yaml".to_owned(),
+        resync_interval: Duration::from_secs(3600),
+    })
+}
+
+/// The median time of [`REQUESTS`] requests of `uri` (after one warm-up)
+/// and the size of the page.
+async fn measure(app: &Router, uri: &str) -> anyhow::Result<(Duration, usize)> {
+    let mut times = Vec::with_capacity(REQUESTS);
+    let mut bytes = 0;
+    for round in 0..=REQUESTS {
+        let started = Instant::now();
+        let response = app
+            .clone()
+            .oneshot(Request::get(uri).body(Body::empty())?)
+            .await?;
+        let status = response.status();
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await?;
+        let elapsed = started.elapsed();
+        ensure!(status == StatusCode::OK, "{uri} answered {status}");
+        bytes = body.len();
+        if round > 0 {
+            times.push(elapsed);
+        }
+    }
+    times.sort();
+    Ok((times[times.len() / 2], bytes))
+}

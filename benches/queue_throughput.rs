@@ -1,0 +1,122 @@
+//! How fast the PostgreSQL queue moves ids, next to what the same server
+//! does with the simplest comparable write (pgbench, one upsert per
+//! transaction). Run with `cargo bench --bench queue_throughput`; needs the
+//! server of `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`)
+//! and `pgbench` on `PATH` or under `/usr/lib/postgresql/*/bin`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use roster::controller::{Enqueue, WorkQueue};
+use roster::db::queue::PgQueue;
+use roster::db::testing::fresh_database;
+use roster::source::RepoId;
+use tokio::task::JoinSet;
+
+mod support {
+    pub mod pgbench;
+}
+
+const IDS: u32 = 10_000;
+const WORKERS: u32 = 8;
+const BATCH: u32 = 500;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
+    // binary without it, and the figures only mean something in release.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("skipped: run with `cargo bench`");
+        return Ok(());
+    }
+    let (pool, url) = fresh_database()
+        .await
+        .context("creating a fresh database")?;
+    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    println!("queue throughput: {IDS} ids, {WORKERS} concurrent clients, database {url}");
+
+    let enqueue_rate = enqueue_one_by_one(&queue).await?;
+    println!("  enqueue, one id per call:        {enqueue_rate:>10.0} ids/s");
+    let drain_rate = drain(&queue).await?;
+    println!("  claim + done:                    {drain_rate:>10.0} ids/s");
+
+    let started = Instant::now();
+    for first in (0..IDS).step_by(BATCH as usize) {
+        let items = (first..first + BATCH)
+            .map(|n| Enqueue::fresh(RepoId::from(n)))
+            .collect();
+        queue.enqueue(items).await?;
+    }
+    let batch_rate = f64::from(IDS) / started.elapsed().as_secs_f64();
+    println!("  enqueue, {BATCH} ids per call:      {batch_rate:>10.0} ids/s");
+    drain(&queue).await?;
+
+    let tps = support::pgbench::upserts_per_second(&pool, &url, WORKERS).await?;
+    println!(
+        "pgbench: one upsert per transaction, {WORKERS} clients, {} s",
+        support::pgbench::SECONDS
+    );
+    println!("  pgbench:                         {tps:>10.0} tps");
+    println!("ratio of queue ops/s to pgbench tps:");
+    println!(
+        "  enqueue, one id per call:        {:>10.2}",
+        enqueue_rate / tps
+    );
+    println!(
+        "  claim + done (two statements):   {:>10.2}",
+        drain_rate / tps
+    );
+    Ok(())
+}
+
+/// Enqueues every id with its own call, as webhooks do, from `WORKERS` tasks.
+async fn enqueue_one_by_one(queue: &Arc<PgQueue>) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut tasks = JoinSet::new();
+    for w in 0..WORKERS {
+        let queue = Arc::clone(queue);
+        tasks.spawn(async move {
+            for n in (w..IDS).step_by(WORKERS as usize) {
+                queue.enqueue(vec![Enqueue::fresh(RepoId::from(n))]).await?;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        joined??;
+    }
+    let rate = f64::from(IDS) / started.elapsed().as_secs_f64();
+    let depth = queue.depth().await?;
+    if depth != u64::from(IDS) {
+        bail!("expected {IDS} queued ids, found {depth}");
+    }
+    Ok(rate)
+}
+
+/// `WORKERS` tasks claim and finish ids until none is left; ids per second.
+async fn drain(queue: &Arc<PgQueue>) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut tasks = JoinSet::new();
+    for w in 0..WORKERS {
+        let queue = Arc::clone(queue);
+        tasks.spawn(async move {
+            let name = format!("bench-{w}");
+            let mut handled = 0u64;
+            while let Some(claim) = queue.claim(&name).await? {
+                queue.done(&claim).await?;
+                handled += 1;
+            }
+            anyhow::Ok(handled)
+        });
+    }
+    let mut handled = 0;
+    while let Some(joined) = tasks.join_next().await {
+        handled += joined??;
+    }
+    let rate = handled as f64 / started.elapsed().as_secs_f64();
+    if handled != u64::from(IDS) || queue.depth().await? != 0 {
+        bail!("expected to handle {IDS} ids, handled {handled}");
+    }
+    Ok(rate)
+}

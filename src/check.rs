@@ -1,0 +1,129 @@
+//! `roster check [FILE]`: validates a project file locally, so that a
+//! repository's own CI catches a broken file before Roster does (SPEC §4).
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::project::{self, MAX_FILE_BYTES};
+
+/// Checks the file at `path`, printing every problem one per line (labelled
+/// with `path` as given) or a one-line summary when it is valid. Returns the
+/// exit code: 0 when valid, 1 when not or when the file cannot be read.
+pub fn run(path: &Path, out: &mut dyn Write) -> i32 {
+    let label = path.display().to_string();
+    let bytes = match read(path, &label) {
+        Ok(bytes) => bytes,
+        Err(Failure::Problems(problems)) => return report(out, &problems.to_string(), 1),
+        Err(Failure::Io(error)) => {
+            return report(out, &format!("error: cannot read {label}: {error}"), 1)
+        }
+    };
+    match project::parse(&label, &bytes) {
+        Ok(file) => {
+            let count = file.projects.len();
+            let names: Vec<&str> = file.projects.iter().map(|p| p.name.as_str()).collect();
+            let noun = if count == 1 { "project" } else { "projects" };
+            let line = format!("ok: {label}: {count} {noun} ({})", names.join(", "));
+            report(out, &line, 0)
+        }
+        Err(problems) => report(out, &problems.to_string(), 1),
+    }
+}
+
+enum Failure {
+    Io(std::io::Error),
+    Problems(project::Problems),
+}
+
+/// Reads at most one byte past the limit, so that a huge file is refused by
+/// its size without being loaded.
+fn read(path: &Path, label: &str) -> Result<Vec<u8>, Failure> {
+    let file = File::open(path).map_err(Failure::Io)?;
+    let size = file.metadata().map_err(Failure::Io)?.len();
+    project::check_size(label, size).map_err(Failure::Problems)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Failure::Io)?;
+    Ok(bytes)
+}
+
+/// Writes `text` as the command's output; an unwritable output cannot be
+/// reported anywhere else, so it only leaves the exit code to speak.
+fn report(out: &mut dyn Write, text: &str, code: i32) -> i32 {
+    let _ = writeln!(out, "{text}");
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(path: &Path) -> (i32, String) {
+        let mut out = Vec::new();
+        let code = run(path, &mut out);
+        (code, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn run_should_exit_0_and_name_the_projects_of_a_valid_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("project.yaml");
+        std::fs::write(
+            &path,
+            "projects:\n  - name: a\n    owner: x\n  - name: b\n    owner: y\n",
+        )
+        .unwrap();
+        let (code, out) = check(&path);
+        assert_eq!(code, 0);
+        assert_eq!(out, format!("ok: {}: 2 projects (a, b)\n", path.display()));
+    }
+
+    #[test]
+    fn run_should_exit_1_and_print_every_problem_of_an_invalid_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("project.yaml");
+        std::fs::write(&path, "name: Bad\nowner: \"\"\ncolour: red\n").unwrap();
+        let (code, out) = check(&path);
+        let label = path.display();
+        assert_eq!(code, 1);
+        assert_eq!(
+            out,
+            format!(
+                "{label}:1:7: name: must contain only lowercase letters, digits and '-', found \"Bad\"\n\
+                 {label}:2:8: owner: must not be empty\n\
+                 {label}:3:1: colour: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels)\n"
+            )
+        );
+    }
+
+    #[test]
+    fn run_should_exit_1_when_the_file_cannot_be_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing.yaml");
+        let (code, out) = check(&path);
+        assert_eq!(code, 1);
+        assert!(
+            out.starts_with(&format!("error: cannot read {}: ", path.display())),
+            "{out}"
+        );
+        assert_eq!(out.lines().count(), 1);
+    }
+
+    #[test]
+    fn run_should_refuse_an_oversized_file_by_its_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("project.yaml");
+        std::fs::write(&path, vec![b'#'; MAX_FILE_BYTES + 10]).unwrap();
+        let (code, out) = check(&path);
+        assert_eq!(code, 1);
+        assert_eq!(
+            out,
+            format!(
+                "{}: file: is 262154 bytes, more than the limit of 262144 bytes (256 KiB)\n",
+                path.display()
+            )
+        );
+    }
+}

@@ -1,0 +1,40 @@
+//! Tuning of a controller, with defaults that fit most resources.
+
+use std::time::Duration;
+
+use super::backoff::Backoff;
+
+/// How a [`super::Controller`] runs. `Default` gives SPEC §4's values.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// Concurrent workers in this process.
+    pub workers: usize,
+    /// Period of the full listing (one per period across all replicas).
+    pub resync_interval: Duration,
+    /// How often a replica asks whether a listing is due or was requested.
+    pub listing_check: Duration,
+    /// Length of a claim; renewed every third of it while the work runs.
+    pub lease: Duration,
+    /// Idle workers look for work this often even without a wake-up.
+    pub poll_interval: Duration,
+    /// How long in-flight work may run on after shutdown was asked.
+    pub shutdown_grace: Duration,
+    pub backoff: Backoff,
+    /// Names this process in claims, so a lease can be traced to a replica.
+    pub worker_name: String,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self {
+            workers: 8,
+            resync_interval: Duration::from_secs(3600),
+            listing_check: Duration::from_secs(1),
+            lease: Duration::from_secs(60),
+            poll_interval: Duration::from_secs(1),
+            shutdown_grace: Duration::from_secs(20),
+            backoff: Backoff::default(),
+            worker_name: format!("pid-{}", std::process::id()),
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! A generic, level-driven controller: triggers enqueue keys, workers read
+//! the latest state and make the world match. Knows nothing of GitHub, YAML
+//! or SQL.
+
+pub mod backoff;
+pub mod config;
+pub mod conformance;
+pub mod memory_queue;
+pub mod metrics;
+pub mod queue;
+pub mod runner;
+pub mod traits;
+
+pub use backoff::Backoff;
+pub use config::ControllerConfig;
+pub use metrics::ControllerMetrics;
+pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
+pub use runner::Controller;
+pub use traits::{Failure, Found, Handler, Lister, Partition, Storage, Tracker};
+#[cfg(test)]
+mod runner_tests;

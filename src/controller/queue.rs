@@ -1,0 +1,142 @@
+//! The work queue contract every queue implementation keeps.
+//!
+//! Guarantees, for every key (SPEC §1):
+//! - **dedup**: a key enqueued many times before it is claimed is claimed once;
+//! - **exclusive**: at most one claim of a key is live at a time, across every
+//!   handle on the same backing store (replicas);
+//! - **no lost wake-up**: a key enqueued while claimed becomes ready again when
+//!   that claim ends (`done`, `fail` or `release`);
+//! - **retry**: `fail` records the attempt and the error and hides the key
+//!   until its delay has passed; a later `enqueue` makes it ready at once but
+//!   keeps the attempt count, so the next failure backs off further;
+//! - **lease**: a claim not renewed within the lease is given up, so a key
+//!   claimed by a crashed process is claimed again.
+
+use std::fmt::{Debug, Display};
+use std::future::Future;
+use std::hash::Hash;
+use std::time::Duration;
+
+/// Why a queue operation failed; always the backing store, never the caller.
+#[derive(Debug, thiserror::Error)]
+#[error("work queue: {0}")]
+pub struct QueueError(pub String);
+
+/// One key to enqueue, with an optional hint the lister already fetched.
+///
+/// A hint lets a worker skip a read the lister already paid for. It is only
+/// kept while no trigger without a hint arrives for the same key: a newer
+/// trigger means the hint may be stale, so the worker must read afresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enqueue<K> {
+    pub key: K,
+    pub hint: Option<Vec<u8>>,
+}
+
+impl<K> Enqueue<K> {
+    /// A trigger that says "something changed": the worker reads afresh.
+    pub fn fresh(key: K) -> Self {
+        Self { key, hint: None }
+    }
+}
+
+/// A live claim on one key, returned by [`WorkQueue::claim`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim<K> {
+    pub key: K,
+    /// Failed attempts so far (0 on a first try); drives the backoff.
+    pub attempts: u32,
+    /// The hint stored with the key, if still valid.
+    pub hint: Option<Vec<u8>>,
+    /// Identifies this claim, so a stale holder cannot end a newer claim.
+    pub token: String,
+}
+
+/// What a queue knows about one key, for the API and the tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemStatus {
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    /// How long until the key may be claimed (zero when ready now).
+    pub ready_in: Duration,
+    pub claimed: bool,
+}
+
+/// A durable, deduplicating, exclusive work queue of keys.
+///
+/// Implementations: [`super::memory_queue::MemoryQueue`] (tests, single
+/// process) and the PostgreSQL queue (`crate::db::queue::PgQueue`). Both pass
+/// [`super::conformance`].
+pub trait WorkQueue: Send + Sync + 'static {
+    type Key: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static;
+
+    /// Adds keys (upsert): waiting keys stay once, claimed keys run again later.
+    fn enqueue(
+        &self,
+        items: Vec<Enqueue<Self::Key>>,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Claims one ready key for `worker`, or `None` when nothing is ready.
+    fn claim(
+        &self,
+        worker: &str,
+    ) -> impl Future<Output = Result<Option<Claim<Self::Key>>, QueueError>> + Send;
+
+    /// Extends the lease of a live claim; `false` when the claim was lost.
+    fn renew(
+        &self,
+        claim: &Claim<Self::Key>,
+    ) -> impl Future<Output = Result<bool, QueueError>> + Send;
+
+    /// Ends a claim after success: forgets the key unless it was enqueued
+    /// meanwhile, in which case it is ready again at once with attempts reset.
+    fn done(&self, claim: &Claim<Self::Key>)
+        -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Ends a claim after failure: attempts + 1, `error` kept, hidden for `delay`.
+    fn fail(
+        &self,
+        claim: &Claim<Self::Key>,
+        error: &str,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Gives a claim back untouched (shutdown): ready again at once.
+    fn release(
+        &self,
+        claim: &Claim<Self::Key>,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Resolves when a key may have become ready (a wake-up hint, may be
+    /// spurious); workers also poll, so a missed wake-up only costs latency.
+    fn changed(&self) -> impl Future<Output = ()> + Send;
+
+    /// Number of keys waiting or claimed.
+    fn depth(&self) -> impl Future<Output = Result<u64, QueueError>> + Send;
+
+    /// What the queue holds for `key`, `None` when it holds nothing.
+    fn status(
+        &self,
+        key: &Self::Key,
+    ) -> impl Future<Output = Result<Option<ItemStatus>, QueueError>> + Send;
+}
+
+/// Decides which replica runs each periodic listing, so that one listing
+/// runs per period however many replicas there are.
+pub trait ListingSchedule: Send + Sync + 'static {
+    /// Takes the listing if one is due (none started within `interval`, or
+    /// one was requested); `true` means this caller must run it now.
+    fn take_listing(
+        &self,
+        interval: Duration,
+    ) -> impl Future<Output = Result<bool, QueueError>> + Send;
+
+    /// Asks for a listing as soon as possible, on whichever replica.
+    fn request_listing(&self) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Records that a listing completed everywhere without error, so people
+    /// can see how fresh the last full picture is. Nothing by default.
+    fn listing_finished(&self) -> impl Future<Output = Result<(), QueueError>> + Send {
+        async { Ok(()) }
+    }
+}

@@ -1,0 +1,465 @@
+//! The controller on in-memory fakes and tokio's paused clock.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+use super::memory_queue::MemoryQueue;
+use super::*;
+
+type Key = i64;
+
+/// One handled call: key, the state given (or the failure), start and end.
+type Call = (Key, Result<Option<String>, String>, Instant, Instant);
+
+/// The world the fakes observe: key → value, plus scripted failures.
+#[derive(Default)]
+struct World {
+    items: BTreeMap<Key, String>,
+    tracked: BTreeSet<Key>,
+    /// Failures still to give per key, each with an optional retry-after.
+    failures: HashMap<Key, Vec<Option<Duration>>>,
+    failing_partition: bool,
+    /// The listing sends what it found, then takes this long to finish.
+    listing_tail: Duration,
+    /// Sweep at most this many keys at once; above it, sweep none.
+    guard_limit: Option<usize>,
+    /// What the guard was told: tracked count, listed keys.
+    guard_seen: Vec<(usize, Vec<Key>)>,
+    calls: Vec<Call>,
+    hints: Vec<(Key, Option<Vec<u8>>)>,
+    work_time: Duration,
+}
+
+#[derive(Clone, Default)]
+struct Fake(Arc<Mutex<World>>);
+
+impl Fake {
+    fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+        let mut w = self.0.lock().expect("world lock");
+        f(&mut w)
+    }
+
+    /// Waits (in paused time) until `cond` holds; panics after a virtual hour.
+    async fn until(&self, what: &str, cond: impl Fn(&World) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(3600);
+        while !self.with(|w| cond(w)) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Lister for Fake {
+    type Key = Key;
+    async fn list(&self) -> Result<Vec<Partition<Key>>, Failure> {
+        self.with(|w| {
+            let items = w
+                .items
+                .keys()
+                .map(|k| Enqueue {
+                    key: *k,
+                    hint: Some(k.to_string().into_bytes()),
+                })
+                .collect();
+            let outcome = if w.failing_partition {
+                Err(Failure::new("page 2 failed"))
+            } else {
+                Ok(())
+            };
+            Ok(vec![Partition {
+                name: "p".into(),
+                items,
+                outcome,
+            }])
+        })
+    }
+
+    async fn list_streaming(&self, found: Found<Key>) -> Result<Vec<Partition<Key>>, Failure> {
+        let partitions = self.list().await?;
+        for p in &partitions {
+            let _ = found.send(p.items.clone());
+        }
+        let tail = self.with(|w| w.listing_tail);
+        tokio::time::sleep(tail).await;
+        Ok(partitions)
+    }
+}
+
+impl Tracker for Fake {
+    type Key = Key;
+    async fn tracked(&self, partition: &str) -> Result<Vec<Key>, Failure> {
+        assert_eq!(partition, "p");
+        Ok(self.with(|w| w.tracked.iter().copied().collect()))
+    }
+
+    async fn guard_sweep(
+        &self,
+        _: &str,
+        tracked: usize,
+        listed: &[Key],
+        gone: Vec<Key>,
+    ) -> Result<Vec<Key>, Failure> {
+        self.with(|w| {
+            let mut listed = listed.to_vec();
+            listed.sort();
+            w.guard_seen.push((tracked, listed));
+            Ok(match w.guard_limit {
+                Some(limit) if gone.len() > limit => Vec::new(),
+                _ => gone,
+            })
+        })
+    }
+}
+
+impl Storage for Fake {
+    type Key = Key;
+    type State = Option<String>;
+    async fn get(&self, key: &Key, hint: Option<&[u8]>) -> Result<Option<String>, Failure> {
+        self.with(|w| {
+            w.hints.push((*key, hint.map(<[u8]>::to_vec)));
+            if let Some(list) = w.failures.get_mut(key) {
+                if !list.is_empty() {
+                    let after = list.remove(0);
+                    let f = Failure::new(format!("{key} unavailable"));
+                    return Err(match after {
+                        Some(d) => f.retry_after(d),
+                        None => f,
+                    });
+                }
+            }
+            Ok(w.items.get(key).cloned())
+        })
+    }
+}
+
+impl Handler for Fake {
+    type Key = Key;
+    type State = Option<String>;
+    async fn apply(
+        &self,
+        key: &Key,
+        state: Result<Option<String>, Failure>,
+    ) -> Result<&'static str, Failure> {
+        let start = Instant::now();
+        let work = self.with(|w| w.work_time);
+        tokio::time::sleep(work).await;
+        let end = Instant::now();
+        self.with(|w| {
+            w.calls
+                .push((*key, state.clone().map_err(|f| f.message), start, end));
+            match &state {
+                Ok(Some(_)) => {
+                    w.tracked.insert(*key);
+                }
+                Ok(None) => {
+                    w.tracked.remove(key);
+                }
+                Err(_) => {}
+            }
+        });
+        match state {
+            Ok(Some(_)) => Ok("synced"),
+            Ok(None) => Ok("removed"),
+            Err(f) => Err(f),
+        }
+    }
+}
+
+struct Running {
+    stop: oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+    queue: Arc<MemoryQueue<Key>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.done.await.expect("controller task");
+    }
+}
+
+fn start(fake: &Fake, config: ControllerConfig) -> Running {
+    let queue = Arc::new(MemoryQueue::new(config.lease));
+    let f = Arc::new(fake.clone());
+    let controller =
+        Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
+    let (stop, rx) = oneshot::channel();
+    let done = tokio::spawn(controller.run(async move {
+        let _ = rx.await;
+    }));
+    Running { stop, done, queue }
+}
+
+fn config() -> ControllerConfig {
+    ControllerConfig {
+        workers: 4,
+        resync_interval: Duration::from_secs(600),
+        ..ControllerConfig::default()
+    }
+}
+
+fn calls_for(w: &World, key: Key) -> usize {
+    w.calls.iter().filter(|c| c.0 == key).count()
+}
+
+#[tokio::test(start_paused = true)]
+async fn start_up_listing_should_reconcile_every_listed_key_once() {
+    let fake = Fake::default();
+    fake.with(|w| (1..=20).for_each(|k| drop(w.items.insert(k, format!("v{k}")))));
+    let running = start(&fake, config());
+    fake.until("20 keys", |w| w.calls.len() >= 20).await;
+    running.stop().await;
+    fake.with(|w| {
+        for k in 1..=20 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+        // The lister's hint reached the storage.
+        assert!(w
+            .hints
+            .iter()
+            .all(|(k, h)| h.as_deref() == Some(k.to_string().as_bytes())));
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn complete_listing_should_sweep_tracked_keys_that_disappeared() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.tracked.extend([1, 2, 3]);
+    });
+    let running = start(&fake, config());
+    fake.until("sweep", |w| {
+        calls_for(w, 2) == 1 && calls_for(w, 3) == 1 && calls_for(w, 1) == 1
+    })
+    .await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(w.tracked, BTreeSet::from([1]));
+        // Swept keys go to the storage without a hint: it must ask afresh.
+        assert!(w.hints.iter().filter(|h| h.0 != 1).all(|h| h.1.is_none()));
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn incomplete_listing_should_sweep_nothing() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.tracked.extend([1, 2, 3]);
+        w.failing_partition = true;
+    });
+    let running = start(&fake, config());
+    fake.until("listed key", |w| calls_for(w, 1) == 1).await;
+    // Let any (wrong) sweep happen: well past the listing and a poll.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(calls_for(w, 2) + calls_for(w, 3), 0);
+        assert_eq!(w.tracked, BTreeSet::from([1, 2, 3]));
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_should_be_retried_with_growing_delay() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(7, "x".into());
+        w.failures.insert(7, vec![None; 4]);
+    });
+    let running = start(&fake, config());
+    fake.until("success after 4 failures", |w| {
+        w.calls.iter().any(|c| c.0 == 7 && c.1.is_ok())
+    })
+    .await;
+    let status = running.queue.status(&7).await.expect("status");
+    running.stop().await;
+    assert_eq!(status, None, "a success forgets the key");
+    let starts: Vec<Instant> = fake.with(|w| w.calls.iter().map(|c| c.2).collect());
+    assert_eq!(starts.len(), 5);
+    let gaps: Vec<f64> = starts
+        .windows(2)
+        .map(|p| (p[1] - p[0]).as_secs_f64())
+        .collect();
+    // 1 s, 2 s, 4 s, 8 s, each ±20 %, plus at most one poll interval of latency.
+    for (gap, nominal) in gaps.iter().zip([1.0, 2.0, 4.0, 8.0]) {
+        assert!(
+            *gap >= nominal * 0.8 && *gap <= nominal * 1.2 + 1.0,
+            "gap {gap} for {nominal}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn retry_after_should_override_the_backoff() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(7, "x".into());
+        w.failures.insert(7, vec![Some(Duration::from_secs(90))]);
+    });
+    let running = start(&fake, config());
+    fake.until("failure", |w| calls_for(w, 7) == 1).await;
+    let status = running
+        .queue
+        .status(&7)
+        .await
+        .expect("status")
+        .expect("queued");
+    assert_eq!(status.attempts, 1);
+    assert_eq!(status.last_error.as_deref(), Some("7 unavailable"));
+    assert!(
+        status.ready_in > Duration::from_secs(80),
+        "{:?}",
+        status.ready_in
+    );
+    fake.until("retry", |w| calls_for(w, 7) == 2).await;
+    running.stop().await;
+    let gap = fake.with(|w| w.calls[1].2 - w.calls[0].2);
+    assert!(gap >= Duration::from_secs(90), "{gap:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_key_enqueued_while_handled_should_run_again_but_never_twice_at_once() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.work_time = Duration::from_millis(500);
+    });
+    let mut cfg = config();
+    cfg.workers = 8;
+    let running = start(&fake, cfg);
+    fake.until("first call started", |w| {
+        !w.calls.is_empty() || w.hints.len() == 1
+    })
+    .await;
+    // Hammer the key while the first call runs.
+    for _ in 0..20 {
+        running
+            .queue
+            .enqueue(vec![Enqueue::fresh(1)])
+            .await
+            .expect("enqueue");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fake.until("second call", |w| calls_for(w, 1) >= 2).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    running.stop().await;
+    fake.with(|w| {
+        let mut spans: Vec<(Instant, Instant)> = w.calls.iter().map(|c| (c.2, c.3)).collect();
+        spans.sort();
+        for pair in spans.windows(2) {
+            assert!(
+                pair[1].0 >= pair[0].1,
+                "overlapping reconciles of one key: {pair:?}"
+            );
+        }
+        // Twenty triggers during handling collapse into a few runs, not twenty.
+        assert!(spans.len() <= 3, "{} runs", spans.len());
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_should_let_in_flight_work_finish() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.work_time = Duration::from_secs(5);
+    });
+    let running = start(&fake, config());
+    fake.until("work started", |w| w.hints.len() == 1).await;
+    let queue = running.queue.clone();
+    running.stop().await;
+    fake.with(|w| assert_eq!(w.calls.len(), 1, "the in-flight reconcile completed"));
+    assert_eq!(queue.status(&1).await.expect("status"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_should_give_back_work_that_outlives_the_grace() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.work_time = Duration::from_secs(600);
+    });
+    let mut cfg = config();
+    cfg.lease = Duration::from_secs(1200);
+    let running = start(&fake, cfg);
+    fake.until("work started", |w| w.hints.len() == 1).await;
+    let queue = running.queue.clone();
+    let before = Instant::now();
+    running.stop().await;
+    assert!(
+        before.elapsed() <= Duration::from_secs(21),
+        "stopped within the grace"
+    );
+    fake.with(|w| assert!(w.calls.is_empty(), "the slow reconcile was dropped"));
+    let status = queue
+        .status(&1)
+        .await
+        .expect("status")
+        .expect("still queued");
+    assert!(!status.claimed && status.ready_in == Duration::ZERO && status.attempts == 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_period_should_list_again() {
+    let fake = Fake::default();
+    fake.with(|w| drop(w.items.insert(1, "a".into())));
+    let mut cfg = config();
+    cfg.resync_interval = Duration::from_secs(60);
+    let running = start(&fake, cfg);
+    fake.until("three listings", |w| calls_for(w, 1) >= 3).await;
+    running.stop().await;
+    let starts: Vec<Instant> = fake.with(|w| w.calls.iter().map(|c| c.2).collect());
+    assert!(
+        starts[2] - starts[0] >= Duration::from_secs(119),
+        "{:?}",
+        starts[2] - starts[0]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sweep_guard_should_be_able_to_hold_every_removal() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.tracked.extend([1, 2, 3, 4]);
+        w.guard_limit = Some(2);
+    });
+    let running = start(&fake, config());
+    fake.until("listed key", |w| {
+        calls_for(w, 1) == 1 && !w.guard_seen.is_empty()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(w.guard_seen[0], (4, vec![1]));
+        assert_eq!(
+            calls_for(w, 2) + calls_for(w, 3) + calls_for(w, 4),
+            0,
+            "held: none swept"
+        );
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_found_early_should_be_handled_before_the_listing_ends() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.listing_tail = Duration::from_secs(600);
+    });
+    let started = Instant::now();
+    let running = start(&fake, config());
+    fake.until("key handled", |w| calls_for(w, 1) == 1).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    running.stop().await;
+}

@@ -1,0 +1,132 @@
+//! The three roles a resource plugs into the controller (lister, storage,
+//! handler), as in the Kubernetes controller pattern.
+
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use super::queue::Enqueue;
+
+/// A failed attempt, with the wait the remote side asked for, if any.
+///
+/// `retry_after` overrides the controller's backoff (a `Retry-After` header
+/// or a rate-limit reset); without it the per-key exponential backoff applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub message: String,
+    pub retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn retry_after(mut self, wait: Duration) -> Self {
+        self.retry_after = Some(wait);
+        self
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// One part of a listing (an installation, a folder) that either completed
+/// or failed as a whole. Only complete partitions are swept.
+#[derive(Debug, Clone)]
+pub struct Partition<K> {
+    /// Stable name of the partition, as the [`Tracker`] knows it.
+    pub name: String,
+    /// Every key found, each with the hint the lister fetched alongside.
+    pub items: Vec<Enqueue<K>>,
+    /// `Err` when any page failed: then nothing in this partition is swept.
+    pub outcome: Result<(), Failure>,
+}
+
+/// Where a lister hands over what it found while it is still listing.
+pub type Found<K> = tokio::sync::mpsc::UnboundedSender<Vec<Enqueue<K>>>;
+
+/// Produces every key that exists now (the periodic, org-wide listing).
+pub trait Lister: Send + Sync + 'static {
+    type Key: Clone + Send + Sync;
+    fn list(&self) -> impl Future<Output = Result<Vec<Partition<Self::Key>>, Failure>> + Send;
+
+    /// Like [`Lister::list`], but sends each batch to `found` as soon as it
+    /// is read, so workers start on the first page while later pages are
+    /// still coming. The partitions returned still hold every item (the
+    /// sweep needs the whole set); the controller enqueues what was sent.
+    /// By default everything is sent at the end.
+    fn list_streaming(
+        &self,
+        found: Found<Self::Key>,
+    ) -> impl Future<Output = Result<Vec<Partition<Self::Key>>, Failure>> + Send {
+        async move {
+            let partitions = self.list().await?;
+            for partition in &partitions {
+                // The receiver only goes away when the controller stops.
+                let _ = found.send(partition.items.clone());
+            }
+            Ok(partitions)
+        }
+    }
+}
+
+/// Knows which keys the controller already manages, so a complete listing
+/// can find the ones that disappeared (the sweep).
+pub trait Tracker: Send + Sync + 'static {
+    type Key: Send + Sync;
+    fn tracked(
+        &self,
+        partition: &str,
+    ) -> impl Future<Output = Result<Vec<Self::Key>, Failure>> + Send;
+
+    /// Decides which of the keys that a complete listing of `partition` no
+    /// longer returned (`gone`, out of `tracked` keys) are swept now, and
+    /// learns which keys were listed. A deletion guard holds them here when
+    /// too many vanish at once; by default every one is swept.
+    fn guard_sweep(
+        &self,
+        partition: &str,
+        tracked: usize,
+        listed: &[Self::Key],
+        gone: Vec<Self::Key>,
+    ) -> impl Future<Output = Result<Vec<Self::Key>, Failure>> + Send {
+        let _ = (partition, tracked, listed);
+        async move { Ok(gone) }
+    }
+}
+
+/// Turns a key into the current observed state of the resource.
+pub trait Storage: Send + Sync + 'static {
+    type Key: Send + Sync;
+    type State: Send;
+    /// `hint` is what the lister fetched with the key, when still valid.
+    fn get(
+        &self,
+        key: &Self::Key,
+        hint: Option<&[u8]>,
+    ) -> impl Future<Output = Result<Self::State, Failure>> + Send;
+}
+
+/// Makes the managed world match the observed state. Must be idempotent.
+///
+/// It also receives the storage's failures, so it can record them (for
+/// instance as an `error` status) before the controller retries.
+pub trait Handler: Send + Sync + 'static {
+    type Key: Send + Sync;
+    type State: Send;
+    /// On success, a short outcome label for metrics and logs (`synced`, …).
+    fn apply(
+        &self,
+        key: &Self::Key,
+        state: Result<Self::State, Failure>,
+    ) -> impl Future<Output = Result<&'static str, Failure>> + Send;
+}

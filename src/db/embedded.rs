@@ -1,0 +1,469 @@
+//! A private PostgreSQL for running Roster without setting up a database:
+//! when `DATABASE_URL` is unset, `roster serve` starts the system's
+//! PostgreSQL binaries on a cluster under `ROSTER_DATA_DIR`.
+//!
+//! The cluster listens only on a unix socket inside the data folder (no TCP
+//! port, so nothing else on the machine can reach it and no port can clash),
+//! and trusts local connections: the folder is made private (mode 0700), so
+//! only its owner can open the socket. The port number 5432 only names the
+//! socket file.
+//!
+//! PostgreSQL refuses to run as root; when Roster runs as root, the server
+//! runs as the `postgres` system user instead.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use sqlx::Connection;
+use tokio::process::Command;
+
+/// Names the socket file (`.s.PGSQL.5432`) inside our private folder.
+const PORT: u16 = 5432;
+/// User and database created in the private cluster.
+const USER: &str = "roster";
+const DATABASE: &str = "roster";
+/// Longest path a unix socket address holds (`sun_path`, minus the NUL).
+const MAX_SOCKET_PATH: usize = 107;
+/// How long `pg_ctl start -w` may wait for the server to accept connections.
+const START_TIMEOUT_SECS: &str = "60";
+
+/// Why the private PostgreSQL could not be started or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    #[error(
+        "PostgreSQL is not installed (no initdb and pg_ctl on PATH or in \
+         /usr/lib/postgresql/*/bin): install it (e.g. `apt-get install postgresql`) \
+         or set DATABASE_URL to an existing server"
+    )]
+    NotInstalled,
+    #[error(
+        "PostgreSQL refuses to run as root and there is no `postgres` system user \
+         to run it as: run roster as a normal user or set DATABASE_URL"
+    )]
+    RootWithoutPostgresUser,
+    #[error(
+        "the `postgres` system user cannot enter {path} (the private database runs \
+         as that user because roster runs as root): make the folder readable by it, \
+         choose another ROSTER_DATA_DIR, run roster as a normal user or set DATABASE_URL"
+    )]
+    Unreachable { path: PathBuf },
+    #[error(
+        "the database socket path {path} is longer than the {MAX_SOCKET_PATH} bytes a \
+         unix socket allows: choose a shorter ROSTER_DATA_DIR or set DATABASE_URL"
+    )]
+    SocketPathTooLong { path: PathBuf },
+    #[error("cannot prepare {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        program: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}): {detail}")]
+    Command {
+        command: String,
+        status: String,
+        detail: String,
+    },
+    #[error("cannot create the `{DATABASE}` database in the private PostgreSQL: {0}")]
+    CreateDatabase(#[source] sqlx::Error),
+}
+
+/// A running private PostgreSQL; call [`EmbeddedPostgres::stop`] when done.
+#[derive(Debug)]
+pub struct EmbeddedPostgres {
+    data_dir: PathBuf,
+    pgdata: PathBuf,
+    bin_dir: PathBuf,
+    run_as: Option<SystemUser>,
+    /// False when the server was already running (another roster process
+    /// on the same folder, or one left by a killed process): then `stop`
+    /// leaves it running for whoever uses it.
+    started_here: bool,
+}
+
+/// The user the server runs as, when Roster runs as root.
+#[derive(Debug, Clone, Copy)]
+struct SystemUser {
+    uid: u32,
+    gid: u32,
+}
+
+impl EmbeddedPostgres {
+    /// Starts (creating on first use) the cluster in `<data_dir>/pgdata` and
+    /// makes sure the `roster` database exists.
+    pub async fn start(data_dir: &Path) -> Result<EmbeddedPostgres, EmbeddedError> {
+        let data_dir = prepare_data_dir(data_dir)?;
+        let pgdata = data_dir.join("pgdata");
+        let bin_dir = find_bin_dir(&pgdata)?;
+        let run_as = run_as_user()?;
+
+        let socket = data_dir.join(format!(".s.PGSQL.{PORT}"));
+        if socket.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(EmbeddedError::SocketPathTooLong { path: socket });
+        }
+        if let Some(user) = run_as {
+            std::os::unix::fs::chown(&data_dir, Some(user.uid), Some(user.gid))
+                .map_err(io_err(&data_dir))?;
+            check_reachable(&data_dir, user)?;
+        }
+
+        let mut pg = EmbeddedPostgres {
+            data_dir,
+            pgdata,
+            bin_dir,
+            run_as,
+            started_here: false,
+        };
+        if !pg.pgdata.join("PG_VERSION").is_file() {
+            pg.initdb().await?;
+        }
+        pg.write_settings()?;
+        if pg.is_running().await? {
+            tracing::info!(data_dir = %pg.data_dir.display(), "private PostgreSQL already running; reusing it");
+        } else {
+            pg.pg_ctl_start().await?;
+            pg.started_here = true;
+        }
+        if let Err(e) = pg.create_database().await {
+            // Do not leave a server behind that nobody will stop.
+            let _ = pg.stop_server().await;
+            return Err(e);
+        }
+        Ok(pg)
+    }
+
+    /// URL of the `roster` database through the private socket.
+    pub fn url(&self) -> String {
+        self.url_of(DATABASE)
+    }
+
+    /// Folder holding the cluster, its socket and `postgres.log`.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// Stops the server (fast shutdown: open sessions are ended) if this
+    /// value started it.
+    pub async fn stop(self) -> Result<(), EmbeddedError> {
+        if self.started_here {
+            self.stop_server().await?;
+        }
+        Ok(())
+    }
+
+    fn url_of(&self, database: &str) -> String {
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("host", &self.data_dir.to_string_lossy())
+            .append_pair("port", &PORT.to_string())
+            .finish();
+        format!("postgres://{USER}@localhost/{database}?{query}")
+    }
+
+    async fn initdb(&self) -> Result<(), EmbeddedError> {
+        tracing::info!(pgdata = %self.pgdata.display(), "creating the private PostgreSQL cluster");
+        let mut cmd = self.command("initdb");
+        cmd.arg("-D").arg(&self.pgdata).args([
+            "-U",
+            USER,
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C",
+        ]);
+        run(cmd, "initdb").await?;
+        // Our settings live in their own file, rewritten at every start so
+        // that a moved data folder still points at the right socket folder.
+        let conf = self.pgdata.join("postgresql.conf");
+        let mut text = std::fs::read_to_string(&conf).map_err(io_err(&conf))?;
+        text.push_str(
+            "\n# Written by roster: socket-only settings.\ninclude_if_exists = 'roster.conf'\n",
+        );
+        std::fs::write(&conf, text).map_err(io_err(&conf))
+    }
+
+    fn write_settings(&self) -> Result<(), EmbeddedError> {
+        let path = self.pgdata.join("roster.conf");
+        let text = format!(
+            "# Rewritten by roster at every start.\n\
+             listen_addresses = ''\n\
+             unix_socket_directories = '{}'\n\
+             port = {PORT}\n",
+            conf_quote(&self.data_dir.to_string_lossy())
+        );
+        std::fs::write(&path, text).map_err(io_err(&path))?;
+        if let Some(user) = self.run_as {
+            std::os::unix::fs::chown(&path, Some(user.uid), Some(user.gid))
+                .map_err(io_err(&path))?;
+        }
+        Ok(())
+    }
+
+    /// `pg_ctl status` exits 0 when a server runs on the folder, 3 when not
+    /// (including a stale `postmaster.pid` left by a crash).
+    async fn is_running(&self) -> Result<bool, EmbeddedError> {
+        let mut cmd = self.command("pg_ctl");
+        cmd.arg("status").arg("-D").arg(&self.pgdata);
+        let output = spawn(cmd, &self.bin_dir.join("pg_ctl")).await?;
+        Ok(output.status.success())
+    }
+
+    async fn pg_ctl_start(&self) -> Result<(), EmbeddedError> {
+        let log = self.data_dir.join("postgres.log");
+        let mut cmd = self.command("pg_ctl");
+        cmd.arg("start")
+            .args(["-w", "-t", START_TIMEOUT_SECS])
+            .arg("-D")
+            .arg(&self.pgdata)
+            .arg("-l")
+            .arg(&log);
+        run(cmd, "pg_ctl start").await.map_err(|e| match e {
+            EmbeddedError::Command {
+                command,
+                status,
+                detail,
+            } => EmbeddedError::Command {
+                command,
+                status,
+                detail: format!("{detail}; server log {}: {}", log.display(), log_tail(&log)),
+            },
+            other => other,
+        })
+    }
+
+    async fn stop_server(&self) -> Result<(), EmbeddedError> {
+        let mut cmd = self.command("pg_ctl");
+        cmd.arg("stop")
+            .args(["-w", "-m", "fast", "-D"])
+            .arg(&self.pgdata);
+        run(cmd, "pg_ctl stop").await
+    }
+
+    async fn create_database(&self) -> Result<(), EmbeddedError> {
+        let mut conn = sqlx::PgConnection::connect(&self.url_of("postgres"))
+            .await
+            .map_err(EmbeddedError::CreateDatabase)?;
+        let exists: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+                .bind(DATABASE)
+                .fetch_optional(&mut conn)
+                .await
+                .map_err(EmbeddedError::CreateDatabase)?;
+        if exists.is_none() {
+            let created = sqlx::query(&format!("CREATE DATABASE {DATABASE}"))
+                .execute(&mut conn)
+                .await;
+            match created {
+                Ok(_) => {}
+                // Another process created it between our check and now.
+                Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("42P04") => {}
+                Err(e) => return Err(EmbeddedError::CreateDatabase(e)),
+            }
+        }
+        let _ = conn.close().await;
+        Ok(())
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut cmd = Command::new(self.bin_dir.join(program));
+        // Run from our folder: the `postgres` user may not enter the
+        // caller's working directory.
+        cmd.current_dir(&self.data_dir)
+            .env_remove("PGDATA")
+            .env_remove("PGPORT")
+            .env_remove("PGHOST")
+            .kill_on_drop(false);
+        if let Some(user) = self.run_as {
+            cmd.uid(user.uid).gid(user.gid);
+        }
+        cmd
+    }
+}
+
+/// Creates the folder, makes it private and returns its absolute path
+/// (the socket folder setting must be absolute).
+fn prepare_data_dir(data_dir: &Path) -> Result<PathBuf, EmbeddedError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(data_dir).map_err(io_err(data_dir))?;
+    let data_dir = std::fs::canonicalize(data_dir).map_err(io_err(data_dir))?;
+    std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(io_err(&data_dir))?;
+    Ok(data_dir)
+}
+
+/// The folder holding `initdb` and `pg_ctl`: the version the cluster was
+/// created with if it exists, else the first on PATH, else the newest
+/// Debian-style install.
+fn find_bin_dir(pgdata: &Path) -> Result<PathBuf, EmbeddedError> {
+    let has_tools = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+    let debian = Path::new("/usr/lib/postgresql");
+    if let Ok(version) = std::fs::read_to_string(pgdata.join("PG_VERSION")) {
+        let dir = debian.join(version.trim()).join("bin");
+        if has_tools(&dir) {
+            return Ok(dir);
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        if let Some(dir) = std::env::split_paths(&path).find(|d| has_tools(d)) {
+            return Ok(dir);
+        }
+    }
+    let mut versions: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(debian)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let key: Option<Vec<u32>> = name.split('.').map(|p| p.parse().ok()).collect();
+            Some((key?, entry.path().join("bin")))
+        })
+        .filter(|(_, dir)| has_tools(dir))
+        .collect();
+    versions.sort();
+    versions
+        .pop()
+        .map(|(_, dir)| dir)
+        .ok_or(EmbeddedError::NotInstalled)
+}
+
+/// `None` for a normal user; the `postgres` system user when we are root.
+fn run_as_user() -> Result<Option<SystemUser>, EmbeddedError> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return Ok(None);
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    postgres_user(&passwd)
+        .map(Some)
+        .ok_or(EmbeddedError::RootWithoutPostgresUser)
+}
+
+fn postgres_user(passwd: &str) -> Option<SystemUser> {
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        if fields.next()? != "postgres" {
+            return None;
+        }
+        let _password = fields.next()?;
+        let uid = fields.next()?.parse().ok()?;
+        let gid = fields.next()?.parse().ok()?;
+        (uid != 0).then_some(SystemUser { uid, gid })
+    })
+}
+
+/// Each folder above `data_dir` must let the `postgres` user pass through.
+fn check_reachable(data_dir: &Path, user: SystemUser) -> Result<(), EmbeddedError> {
+    use std::os::unix::fs::MetadataExt;
+    for dir in data_dir.ancestors().skip(1) {
+        let meta = std::fs::metadata(dir).map_err(io_err(dir))?;
+        let mode = meta.mode();
+        let can_enter = mode & 0o001 != 0
+            || (meta.uid() == user.uid && mode & 0o100 != 0)
+            || (meta.gid() == user.gid && mode & 0o010 != 0);
+        if !can_enter {
+            return Err(EmbeddedError::Unreachable {
+                path: dir.to_path_buf(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Quotes a value for postgresql.conf (backslash escapes, doubled quotes).
+fn conf_quote(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('\'', "''")
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EmbeddedError + '_ {
+    move |source| EmbeddedError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+async fn spawn(mut cmd: Command, program: &Path) -> Result<Output, EmbeddedError> {
+    cmd.stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|source| EmbeddedError::Spawn {
+            program: program.to_path_buf(),
+            source,
+        })
+}
+
+async fn run(cmd: Command, name: &str) -> Result<(), EmbeddedError> {
+    let program = PathBuf::from(cmd.as_std().get_program());
+    let output = spawn(cmd, &program).await?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
+    let detail = [text(&output.stderr), text(&output.stdout)]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ");
+    Err(EmbeddedError::Command {
+        command: name.to_owned(),
+        status: output.status.to_string(),
+        detail: one_line(&detail),
+    })
+}
+
+/// The last lines of the server log, which say why a start failed.
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(5).collect();
+    let tail: Vec<&str> = lines.into_iter().rev().collect();
+    one_line(&tail.join(" / "))
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_user_should_be_read_from_passwd() {
+        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
+                      postgres:x:101:104:PostgreSQL administrator:/var/lib/postgresql:/bin/bash\n";
+        let user = postgres_user(passwd).unwrap();
+        assert_eq!((user.uid, user.gid), (101, 104));
+        assert!(postgres_user("root:x:0:0::/root:/bin/sh\n").is_none());
+        assert!(postgres_user("postgres:x:0:0::/:/bin/sh\n").is_none());
+    }
+
+    #[test]
+    fn conf_values_should_be_quoted() {
+        assert_eq!(conf_quote(r"/tmp/it's\here"), r"/tmp/it''s\\here");
+    }
+
+    #[test]
+    fn url_should_point_at_the_private_socket() {
+        let pg = EmbeddedPostgres {
+            data_dir: PathBuf::from("/srv/roster data"),
+            pgdata: PathBuf::from("/srv/roster data/pgdata"),
+            bin_dir: PathBuf::from("/usr/bin"),
+            run_as: None,
+            started_here: false,
+        };
+        let opts: sqlx::postgres::PgConnectOptions = pg.url().parse().unwrap();
+        assert_eq!(
+            opts.get_socket().map(|p| p.as_path()),
+            Some(Path::new("/srv/roster data"))
+        );
+        assert_eq!(opts.get_port(), PORT);
+        assert_eq!(opts.get_username(), USER);
+        assert_eq!(opts.get_database(), Some(DATABASE));
+    }
+}

@@ -1,0 +1,347 @@
+//! The GraphQL listing query and what its answer means.
+//!
+//! One query returns 100 repositories of an account *and* each one's project
+//! file at the head of its default branch, so a full listing costs about one
+//! request per 100 repositories instead of one REST call per repository.
+//! The file is read through the head commit itself (`Commit.file`), so the
+//! bytes and the sha they are reported with always belong together.
+//!
+//! Every query string the code sends is in [`QUERIES`]; a test validates each
+//! against GitHub's published schema.
+
+use serde::Deserialize;
+
+use super::MAX_FILE_BYTES;
+use crate::source::{FileState, Observed, RepoId, RepoInfo};
+
+/// Repositories of one account (`$owner`), 100 per page, each with its
+/// project file (`$path`) at the head of its default branch.
+///
+/// `repositoryOwner(login:)` rather than `viewer`: an installation token has
+/// no viewer, and it only sees the repositories the installation was
+/// granted, so this lists exactly those. Ordered by creation so that pages
+/// stay stable while the listing walks them.
+pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $after: String, $path: String!) {
+  rateLimit {
+    limit
+    remaining
+    resetAt
+  }
+  repositoryOwner(login: $owner) {
+    repositories(first: 100, after: $after, ownerAffiliations: [OWNER], orderBy: {field: CREATED_AT, direction: ASC}) {
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      nodes {
+        databaseId
+        name
+        owner {
+          login
+        }
+        isArchived
+        url
+        defaultBranchRef {
+          name
+          target {
+            oid
+            ... on Commit {
+              file(path: $path) {
+                object {
+                  ... on Blob {
+                    byteSize
+                    isBinary
+                    isTruncated
+                    text
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}"#;
+
+/// Every GraphQL query Roster sends, by name (checked against the schema).
+pub const QUERIES: &[(&str, &str)] = &[("LIST_REPOSITORIES", LIST_REPOSITORIES)];
+
+/// A GraphQL answer: data, errors, or both.
+#[derive(Debug, Deserialize)]
+pub struct Answer<T> {
+    pub data: Option<T>,
+    #[serde(default)]
+    pub errors: Vec<GraphqlError>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GraphqlError {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub message: String,
+}
+
+impl GraphqlError {
+    pub fn is_rate_limit(&self) -> bool {
+        self.kind.as_deref() == Some("RATE_LIMITED")
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListData {
+    pub repository_owner: Option<Owner>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Owner {
+    pub repositories: Connection,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Connection {
+    pub page_info: PageInfo,
+    #[serde(default)]
+    pub nodes: Vec<Option<RepoNode>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageInfo {
+    pub has_next_page: bool,
+    pub end_cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepoNode {
+    pub database_id: Option<i64>,
+    pub name: String,
+    pub owner: Login,
+    pub is_archived: bool,
+    pub url: Option<String>,
+    pub default_branch_ref: Option<BranchRef>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Login {
+    pub login: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct BranchRef {
+    pub name: String,
+    pub target: Option<Target>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Target {
+    pub oid: String,
+    pub file: Option<TreeEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TreeEntry {
+    pub object: Option<Blob>,
+}
+
+/// A blob; every field is absent when the path names a tree or a submodule.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Blob {
+    pub byte_size: Option<u64>,
+    pub is_binary: Option<bool>,
+    pub is_truncated: Option<bool>,
+    pub text: Option<String>,
+}
+
+impl RepoNode {
+    /// What the listing observed about this repository, as the storage
+    /// would report it; `None` without a database id (cannot be keyed).
+    pub fn observe(self, installation: i64) -> Option<(RepoId, Observed)> {
+        let id = RepoId(self.database_id?);
+        let branch = self.default_branch_ref;
+        let repo = RepoInfo {
+            owner: self.owner.login,
+            name: self.name,
+            installation_id: Some(installation),
+            default_branch: branch.as_ref().map(|b| b.name.clone()).unwrap_or_default(),
+            html_url: self.url,
+        };
+        if self.is_archived {
+            return Some((
+                id,
+                Observed::Removed {
+                    repo: Some(repo),
+                    reason: "archived".into(),
+                },
+            ));
+        }
+        // No default branch: an empty repository, which has no file.
+        let file = match branch.and_then(|b| b.target) {
+            None => FileState::Absent,
+            Some(target) => file_state(target.oid, target.file.and_then(|f| f.object)),
+        };
+        Some((id, Observed::Present { repo, file }))
+    }
+}
+
+fn file_state(sha: String, blob: Option<Blob>) -> FileState {
+    let Some(blob) = blob else {
+        return FileState::Absent;
+    };
+    let size = blob.byte_size.unwrap_or(0);
+    if size > MAX_FILE_BYTES {
+        return FileState::Unreadable {
+            sha: Some(sha),
+            message: too_large(size),
+        };
+    }
+    if blob.is_binary == Some(true) {
+        return FileState::Unreadable {
+            sha: Some(sha),
+            message: "the file is binary, not UTF-8 text".into(),
+        };
+    }
+    match (blob.text, blob.is_truncated) {
+        (Some(text), Some(false) | None) => FileState::Found {
+            sha,
+            bytes: text.into_bytes(),
+        },
+        // A tree or submodule at the path has none of the blob's fields.
+        (None, None) if blob.byte_size.is_none() => FileState::Unreadable {
+            sha: Some(sha),
+            message: "the path is not a file".into(),
+        },
+        _ => FileState::Unreadable {
+            sha: Some(sha),
+            message: "GitHub did not return the file's text".into(),
+        },
+    }
+}
+
+/// The message for a file over the size limit.
+pub fn too_large(size: u64) -> String {
+    format!("the file is {size} bytes, over the limit of {MAX_FILE_BYTES} bytes (256 KiB)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(json: serde_json::Value) -> RepoNode {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn repo(archived: bool, branch: serde_json::Value) -> RepoNode {
+        node(serde_json::json!({
+            "databaseId": 7, "name": "checkout", "owner": {"login": "acme"},
+            "isArchived": archived, "url": "https://github.com/acme/checkout",
+            "defaultBranchRef": branch,
+        }))
+    }
+
+    fn with_blob(blob: serde_json::Value) -> serde_json::Value {
+        serde_json::json!({"name": "main", "target": {"oid": "abc", "file": {"object": blob}}})
+    }
+
+    #[test]
+    fn a_repository_with_a_file_should_be_found_at_the_head() {
+        let (id, observed) = repo(
+            false,
+            with_blob(serde_json::json!({
+                "byteSize": 5, "isBinary": false, "isTruncated": false, "text": "name:"
+            })),
+        )
+        .observe(3)
+        .unwrap();
+        assert_eq!(id, RepoId(7));
+        let Observed::Present { repo, file } = observed else {
+            panic!("not present")
+        };
+        assert_eq!(repo.installation_id, Some(3));
+        assert_eq!(repo.default_branch, "main");
+        assert_eq!(
+            file,
+            FileState::Found {
+                sha: "abc".into(),
+                bytes: b"name:".to_vec()
+            }
+        );
+    }
+
+    #[test]
+    fn an_archived_repository_should_be_removed_with_its_info() {
+        let (_, observed) = repo(true, serde_json::Value::Null).observe(3).unwrap();
+        assert!(
+            matches!(observed, Observed::Removed { repo: Some(_), ref reason } if reason == "archived")
+        );
+    }
+
+    #[test]
+    fn an_empty_repository_or_a_missing_file_should_be_absent() {
+        let (_, empty) = repo(false, serde_json::Value::Null).observe(3).unwrap();
+        assert!(matches!(
+            empty,
+            Observed::Present {
+                file: FileState::Absent,
+                ..
+            }
+        ));
+        let no_file = serde_json::json!({"name": "main", "target": {"oid": "abc", "file": null}});
+        let (_, missing) = repo(false, no_file).observe(3).unwrap();
+        assert!(matches!(
+            missing,
+            Observed::Present {
+                file: FileState::Absent,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_large_or_binary_file_should_be_unreadable() {
+        let large = with_blob(serde_json::json!({
+            "byteSize": 300_000, "isBinary": false, "isTruncated": true, "text": "x"
+        }));
+        let (_, observed) = repo(false, large).observe(3).unwrap();
+        let Observed::Present {
+            file: FileState::Unreadable { message, .. },
+            ..
+        } = observed
+        else {
+            panic!("not unreadable")
+        };
+        assert!(message.contains("300000 bytes"), "{message}");
+
+        let binary = with_blob(serde_json::json!({
+            "byteSize": 10, "isBinary": true, "isTruncated": false, "text": null
+        }));
+        let (_, observed) = repo(false, binary).observe(3).unwrap();
+        assert!(matches!(
+            observed,
+            Observed::Present {
+                file: FileState::Unreadable { .. },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_directory_at_the_path_should_be_unreadable() {
+        let (_, observed) = repo(false, with_blob(serde_json::json!({})))
+            .observe(3)
+            .unwrap();
+        let Observed::Present {
+            file: FileState::Unreadable { message, .. },
+            ..
+        } = observed
+        else {
+            panic!("not unreadable")
+        };
+        assert_eq!(message, "the path is not a file");
+    }
+}

@@ -1,0 +1,249 @@
+//! The periodic org-wide listing: every installation, every page.
+//!
+//! Each installation is one partition (`installation/<id>`), walked with the
+//! GraphQL listing query, 100 repositories and their project files a page.
+//! Every repository found is enqueued with a hint: the [`Observed`] the page
+//! already shows, so the worker does not read GitHub again unless a newer
+//! trigger for that repository arrives first. A partition with a failed
+//! page reports `Err`: the sweep then leaves it alone.
+//!
+//! Two partitions have no pages: a suspended installation (its known
+//! repositories are enqueued so they show the suspension, outcome `Err`, so
+//! nothing is swept) and an installation the registry still remembers but
+//! GitHub no longer lists (the App was uninstalled: an empty, complete
+//! partition, so the sweep asks GitHub about each repository, and only the
+//! definite answer removes them).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+
+use super::auth::Installation;
+use super::client::Client;
+use super::graphql::{ListData, LIST_REPOSITORIES};
+use super::http::CallError;
+use crate::controller::{Enqueue, Failure, Found, Lister, Partition};
+use crate::registry::partition_name;
+use crate::source::{Observed, RepoId};
+
+/// At most this many pages (100 repositories each) per installation.
+const MAX_PAGES: usize = 10_000;
+
+/// Pause before the one retry of a page that failed for a passing reason.
+const PAGE_RETRY_DELAY: Duration = Duration::from_millis(500);
+
+/// Lists every repository of every installation of the App.
+#[derive(Debug, Clone)]
+pub struct GithubLister {
+    client: Arc<Client>,
+}
+
+impl GithubLister {
+    pub(crate) fn new(client: Arc<Client>) -> Self {
+        Self { client }
+    }
+
+    /// Lists one installation, sending each page's repositories to `found`
+    /// as soon as it arrives.
+    async fn list_installation(
+        &self,
+        installation: &Installation,
+        found: &Found<RepoId>,
+    ) -> Partition<RepoId> {
+        let name = partition_name(Some(installation.id));
+        if installation.suspended {
+            return self.suspended(installation.id, name, found).await;
+        }
+        let mut items = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = match self.page(installation, after.as_deref()).await {
+                Ok(page) => page,
+                Err(CallError::Suspended(id)) => {
+                    self.client.mark_suspended(id);
+                    return self.suspended(id, name, found).await;
+                }
+                Err(error) => {
+                    tracing::warn!(installation = installation.id, %error, "listing stopped part-way");
+                    return Partition {
+                        name,
+                        items,
+                        outcome: Err(error.into_failure()),
+                    };
+                }
+            };
+            let connection = match page.repository_owner {
+                Some(owner) => owner.repositories,
+                None => {
+                    let message = format!(
+                        "GitHub does not know the account {:?}",
+                        installation.account
+                    );
+                    return Partition {
+                        name,
+                        items,
+                        outcome: Err(Failure::new(message)),
+                    };
+                }
+            };
+            let first_of_page = items.len();
+            for node in connection.nodes.into_iter().flatten() {
+                let Some((id, observed)) = node.observe(installation.id) else {
+                    continue;
+                };
+                items.push(hinted(id, &observed));
+            }
+            // The receiver only goes away when the controller stops.
+            let _ = found.send(items[first_of_page..].to_vec());
+            match (
+                connection.page_info.has_next_page,
+                connection.page_info.end_cursor,
+            ) {
+                (true, Some(cursor)) => after = Some(cursor),
+                (true, None) => {
+                    let failure = Failure::new("GitHub said more pages follow but gave no cursor");
+                    return Partition {
+                        name,
+                        items,
+                        outcome: Err(failure),
+                    };
+                }
+                (false, _) => {
+                    return Partition {
+                        name,
+                        items,
+                        outcome: Ok(()),
+                    }
+                }
+            }
+        }
+        Partition {
+            name,
+            items,
+            outcome: Err(Failure::new("too many pages")),
+        }
+    }
+
+    /// One page, retried once when it failed for a passing reason (GitHub's
+    /// GraphQL endpoint answers the odd 502 under load); never after a rate
+    /// limit.
+    async fn page(
+        &self,
+        installation: &Installation,
+        after: Option<&str>,
+    ) -> Result<ListData, CallError> {
+        let variables = serde_json::json!({
+            "owner": installation.account,
+            "after": after,
+            "path": self.client.project_file,
+        });
+        let first = self
+            .client
+            .graphql(installation.id, LIST_REPOSITORIES, variables.clone())
+            .await;
+        match first {
+            Err(CallError::Timeout { .. } | CallError::Transport { .. }) => {}
+            Err(CallError::Status { status, .. }) if status >= 500 => {}
+            other => return other,
+        }
+        tokio::time::sleep(PAGE_RETRY_DELAY).await;
+        self.client
+            .graphql(installation.id, LIST_REPOSITORIES, variables)
+            .await
+    }
+
+    /// A suspended installation: its known repositories, to show the
+    /// suspension, and an `Err` outcome so none is swept.
+    async fn suspended(
+        &self,
+        installation: i64,
+        name: String,
+        found: &Found<RepoId>,
+    ) -> Partition<RepoId> {
+        let known = sqlx::query_scalar::<_, i64>(
+            "select id from repositories where installation_id = $1 and status <> 'removed' order by id",
+        )
+        .bind(installation)
+        .fetch_all(&self.client.pool)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(installation, %error, "could not read the suspended installation's repositories");
+            Vec::new()
+        });
+        let items: Vec<_> = known
+            .into_iter()
+            .map(|id| Enqueue::fresh(RepoId(id)))
+            .collect();
+        let _ = found.send(items.clone());
+        Partition {
+            name,
+            items,
+            outcome: Err(Failure::new("installation suspended")),
+        }
+    }
+
+    /// Installations the registry remembers that GitHub no longer lists.
+    async fn vanished(&self, listed: &[Installation]) -> Vec<Partition<RepoId>> {
+        let remembered = sqlx::query_scalar::<_, i64>(
+            "select distinct installation_id from repositories
+             where installation_id is not null and status <> 'removed'",
+        )
+        .fetch_all(&self.client.pool)
+        .await;
+        let remembered = match remembered {
+            Ok(ids) => ids,
+            Err(error) => {
+                tracing::warn!(%error, "could not read the remembered installations");
+                return Vec::new();
+            }
+        };
+        let listed: BTreeSet<i64> = listed.iter().map(|i| i.id).collect();
+        remembered
+            .into_iter()
+            .filter(|id| !listed.contains(id))
+            .map(|id| Partition {
+                name: partition_name(Some(id)),
+                items: Vec::new(),
+                outcome: Ok(()),
+            })
+            .collect()
+    }
+}
+
+impl Lister for GithubLister {
+    type Key = RepoId;
+
+    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
+        // Nobody listens: everything is in the partitions returned.
+        let (found, _) = tokio::sync::mpsc::unbounded_channel();
+        self.list_streaming(found).await
+    }
+
+    async fn list_streaming(
+        &self,
+        found: Found<RepoId>,
+    ) -> Result<Vec<Partition<RepoId>>, Failure> {
+        let installations = self
+            .client
+            .refresh_installations()
+            .await
+            .map_err(CallError::into_failure)?;
+        let listings = installations
+            .iter()
+            .map(|i| self.list_installation(i, &found));
+        let mut partitions = join_all(listings).await;
+        partitions.extend(self.vanished(&installations).await);
+        Ok(partitions)
+    }
+}
+
+/// A key with the observation it was listed with.
+fn hinted(id: RepoId, observed: &Observed) -> Enqueue<RepoId> {
+    // Serialising plain data cannot fail; if it ever did, the worker reads afresh.
+    Enqueue {
+        key: id,
+        hint: serde_json::to_vec(observed).ok(),
+    }
+}

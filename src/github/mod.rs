@@ -1,0 +1,29 @@
+//! The GitHub App: authentication, the org-wide listing (GraphQL), reading
+//! one repository by id (REST), rate limits, and the webhook route.
+//!
+//! Start from [`GithubSource`]: it hands out the [`GithubLister`] and the
+//! [`GithubStorage`] the controller runs.
+
+pub mod auth;
+mod client;
+pub mod error;
+pub mod etag;
+pub mod graphql;
+pub mod http;
+pub mod lister;
+pub mod rate_limit;
+pub mod redelivery;
+pub mod source;
+pub mod storage;
+pub mod webhook;
+
+pub use auth::Installation;
+pub use error::GithubError;
+pub use graphql::{LIST_REPOSITORIES, QUERIES};
+pub use http::Reply;
+pub use lister::GithubLister;
+pub use source::{GithubOptions, GithubSource};
+pub use storage::GithubStorage;
+
+/// The largest project file Roster reads (SPEC §2: 256 KiB).
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;

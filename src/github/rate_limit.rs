@@ -1,0 +1,372 @@
+//! GitHub's rate limits, learnt from every answer and honoured before every
+//! request.
+//!
+//! GitHub counts requests per installation (and separately per App JWT) in
+//! hourly windows, with a separate budget for GraphQL. Each answer says what
+//! is left (`x-ratelimit-remaining`) and when the window resets
+//! (`x-ratelimit-reset`, epoch seconds). Roster slows down before the budget
+//! runs out (below [`LOW_WATER_PERCENT`] it spreads the rest over the time
+//! left) and, after a 403/429 rate-limit answer, sends nothing in that
+//! bucket until the wait GitHub asked for has passed: the caller gets the
+//! wait back instead, so a worker retries later rather than hammering.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::http::HeaderMap;
+
+/// Below this share of the window's limit, requests are spread out.
+pub const LOW_WATER_PERCENT: u64 = 5;
+
+/// Waits up to this long are taken in place; longer ones are handed back.
+pub const MAX_PAUSE: Duration = Duration::from_secs(5);
+
+/// GitHub's advice after a secondary limit that names no wait: one minute.
+const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+
+/// Whose budget a request spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Who {
+    /// The App itself (JWT): installations, tokens, the delivery log.
+    App,
+    /// One installation's token.
+    Installation(i64),
+}
+
+/// GitHub keeps separate budgets for REST (`core`) and GraphQL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Resource {
+    Core,
+    Graphql,
+}
+
+/// One rate-limit budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Bucket {
+    pub who: Who,
+    pub resource: Resource,
+}
+
+/// The rate-limit headers of one answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateHeaders {
+    pub limit: Option<u64>,
+    pub remaining: Option<u64>,
+    /// Epoch seconds at which the window resets.
+    pub reset: Option<u64>,
+    /// `retry-after`, in seconds.
+    pub retry_after: Option<u64>,
+}
+
+impl RateHeaders {
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        let number = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        };
+        Self {
+            limit: number("x-ratelimit-limit"),
+            remaining: number("x-ratelimit-remaining"),
+            reset: number("x-ratelimit-reset"),
+            retry_after: number("retry-after"),
+        }
+    }
+
+    /// Whether a 403 with these headers is a rate limit rather than a refusal
+    /// (GitHub sends 403 for both; `body_mentions_limit` covers secondary
+    /// limits that carry neither header).
+    pub fn is_rate_limited(&self, status: u16, body_mentions_limit: bool) -> bool {
+        match status {
+            429 => true,
+            403 => self.retry_after.is_some() || self.remaining == Some(0) || body_mentions_limit,
+            _ => false,
+        }
+    }
+
+    /// How long to wait after a rate-limit answer, as GitHub documents it:
+    /// `retry-after` first, else until the reset when nothing is left, else
+    /// a minute.
+    pub fn wait(&self, now: SystemTime) -> Duration {
+        if let Some(secs) = self.retry_after {
+            return Duration::from_secs(secs);
+        }
+        if self.remaining == Some(0) {
+            if let Some(reset) = self.reset {
+                return until(reset, now).max(Duration::from_secs(1));
+            }
+        }
+        DEFAULT_WAIT
+    }
+}
+
+/// What to do before sending a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    Go,
+    /// Pause this long, then send.
+    Pause(Duration),
+    /// Do not send; try again after this long.
+    Refuse(Duration),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Window {
+    limit: Option<u64>,
+    remaining: Option<u64>,
+    reset: Option<u64>,
+    blocked_until: Option<SystemTime>,
+}
+
+impl Window {
+    fn admit(&mut self, now: SystemTime) -> Admission {
+        if let Some(until) = self.blocked_until {
+            match until.duration_since(now) {
+                Ok(wait) if !wait.is_zero() => return Admission::Refuse(wait),
+                _ => self.blocked_until = None,
+            }
+        }
+        let (Some(limit), Some(remaining), Some(reset)) = (self.limit, self.remaining, self.reset)
+        else {
+            return Admission::Go;
+        };
+        let left = until(reset, now);
+        if left.is_zero() {
+            // A new window has begun; the next answer tells its budget.
+            self.remaining = None;
+            return Admission::Go;
+        }
+        if remaining == 0 {
+            return Admission::Refuse(left);
+        }
+        // Count this request now, so concurrent callers pace each other.
+        self.remaining = Some(remaining - 1);
+        if remaining.saturating_mul(100) >= limit.saturating_mul(LOW_WATER_PERCENT) {
+            return Admission::Go;
+        }
+        let spread = left / u32::try_from(remaining).unwrap_or(u32::MAX);
+        if spread <= MAX_PAUSE {
+            Admission::Pause(spread)
+        } else {
+            Admission::Refuse(spread)
+        }
+    }
+}
+
+/// Every bucket's window, shared by all requests of one GitHub source.
+#[derive(Debug, Default)]
+pub struct RateLimits {
+    windows: Mutex<HashMap<Bucket, Window>>,
+}
+
+impl RateLimits {
+    /// Decides whether a request in `bucket` may go now.
+    pub fn admit(&self, bucket: Bucket, now: SystemTime) -> Admission {
+        match self.windows.lock() {
+            Ok(mut windows) => windows.entry(bucket).or_default().admit(now),
+            // A poisoned lock only loses pacing, never correctness.
+            Err(_) => Admission::Go,
+        }
+    }
+
+    /// Records an answer's headers; returns the wait when it was a rate limit.
+    pub fn observe(
+        &self,
+        bucket: Bucket,
+        status: u16,
+        headers: &RateHeaders,
+        body_mentions_limit: bool,
+        now: SystemTime,
+    ) -> Option<Duration> {
+        let mut windows = self.windows.lock().ok()?;
+        let window = windows.entry(bucket).or_default();
+        if headers.limit.is_some() {
+            window.limit = headers.limit;
+        }
+        if headers.remaining.is_some() {
+            window.remaining = headers.remaining;
+        }
+        if headers.reset.is_some() {
+            window.reset = headers.reset;
+        }
+        if !headers.is_rate_limited(status, body_mentions_limit) {
+            return None;
+        }
+        Some(block(window, headers.wait(now), now))
+    }
+
+    /// Records a rate limit reported in a body (GraphQL's `RATE_LIMITED`).
+    pub fn block(&self, bucket: Bucket, wait: Duration, now: SystemTime) -> Duration {
+        match self.windows.lock() {
+            Ok(mut windows) => block(windows.entry(bucket).or_default(), wait, now),
+            Err(_) => wait,
+        }
+    }
+
+    /// The lowest remaining budget known for an installation (for the gauge).
+    pub fn remaining(&self, installation: i64) -> Option<u64> {
+        let windows = self.windows.lock().ok()?;
+        windows
+            .iter()
+            .filter(|(bucket, _)| bucket.who == Who::Installation(installation))
+            .filter_map(|(_, window)| window.remaining)
+            .min()
+    }
+}
+
+fn block(window: &mut Window, wait: Duration, now: SystemTime) -> Duration {
+    let until = now + wait;
+    window.blocked_until = Some(window.blocked_until.map_or(until, |b| b.max(until)));
+    wait
+}
+
+/// Time from `now` until the epoch second `at` (zero when past).
+fn until(at: u64, now: SystemTime) -> Duration {
+    let now = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    Duration::from_secs(at).saturating_sub(now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CORE: Bucket = Bucket {
+        who: Who::Installation(1),
+        resource: Resource::Core,
+    };
+
+    fn at(secs: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    fn headers(limit: u64, remaining: u64, reset: u64) -> RateHeaders {
+        RateHeaders {
+            limit: Some(limit),
+            remaining: Some(remaining),
+            reset: Some(reset),
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn a_fresh_bucket_should_let_requests_go() {
+        let limits = RateLimits::default();
+        assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn plenty_left_should_let_requests_go() {
+        let limits = RateLimits::default();
+        limits.observe(CORE, 200, &headers(5000, 4000, 4600), false, at(1000));
+        assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
+        assert_eq!(limits.remaining(1), Some(3999));
+    }
+
+    #[test]
+    fn low_budget_should_spread_the_rest_until_the_reset() {
+        let limits = RateLimits::default();
+        // 100 left of 5000 (2 %), 100 s to the reset: one request a second.
+        limits.observe(CORE, 200, &headers(5000, 100, 1100), false, at(1000));
+        assert_eq!(
+            limits.admit(CORE, at(1000)),
+            Admission::Pause(Duration::from_secs(1))
+        );
+    }
+
+    #[test]
+    fn a_spread_longer_than_the_pause_bound_should_be_handed_back() {
+        let limits = RateLimits::default();
+        limits.observe(CORE, 200, &headers(5000, 10, 4600), false, at(1000));
+        assert_eq!(
+            limits.admit(CORE, at(1000)),
+            Admission::Refuse(Duration::from_secs(360))
+        );
+    }
+
+    #[test]
+    fn an_empty_budget_should_refuse_until_the_reset_then_go() {
+        let limits = RateLimits::default();
+        limits.observe(CORE, 200, &headers(5000, 0, 1030), false, at(1000));
+        assert_eq!(
+            limits.admit(CORE, at(1000)),
+            Admission::Refuse(Duration::from_secs(30))
+        );
+        assert_eq!(limits.admit(CORE, at(1031)), Admission::Go);
+    }
+
+    #[test]
+    fn a_secondary_limit_should_block_for_retry_after() {
+        let limits = RateLimits::default();
+        let answer = RateHeaders {
+            retry_after: Some(42),
+            ..headers(5000, 4000, 4600)
+        };
+        let wait = limits.observe(CORE, 403, &answer, false, at(1000));
+        assert_eq!(wait, Some(Duration::from_secs(42)));
+        assert_eq!(
+            limits.admit(CORE, at(1010)),
+            Admission::Refuse(Duration::from_secs(32))
+        );
+        assert_eq!(limits.admit(CORE, at(1042)), Admission::Go);
+    }
+
+    #[test]
+    fn a_429_without_headers_should_wait_a_minute() {
+        let limits = RateLimits::default();
+        let wait = limits.observe(CORE, 429, &RateHeaders::default(), false, at(1000));
+        assert_eq!(wait, Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_primary_limit_403_should_wait_until_the_reset() {
+        let limits = RateLimits::default();
+        let wait = limits.observe(CORE, 403, &headers(5000, 0, 1300), false, at(1000));
+        assert_eq!(wait, Some(Duration::from_secs(300)));
+    }
+
+    #[test]
+    fn a_403_that_is_not_a_rate_limit_should_not_block() {
+        let limits = RateLimits::default();
+        assert_eq!(
+            limits.observe(CORE, 403, &headers(5000, 4000, 4600), false, at(1000)),
+            None
+        );
+        assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn buckets_should_not_share_a_block() {
+        let limits = RateLimits::default();
+        limits.block(CORE, Duration::from_secs(60), at(1000));
+        let graphql = Bucket {
+            who: Who::Installation(1),
+            resource: Resource::Graphql,
+        };
+        assert_eq!(limits.admit(graphql, at(1000)), Admission::Go);
+        let other = Bucket {
+            who: Who::Installation(2),
+            resource: Resource::Core,
+        };
+        assert_eq!(limits.admit(other, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn headers_should_parse_from_an_answer() {
+        let mut map = HeaderMap::new();
+        map.insert("x-ratelimit-limit", "15000".parse().unwrap());
+        map.insert("x-ratelimit-remaining", "14996".parse().unwrap());
+        map.insert("x-ratelimit-reset", "1659645535".parse().unwrap());
+        map.insert("retry-after", "7".parse().unwrap());
+        assert_eq!(
+            RateHeaders::from_headers(&map),
+            RateHeaders {
+                limit: Some(15000),
+                remaining: Some(14996),
+                reset: Some(1659645535),
+                retry_after: Some(7)
+            }
+        );
+    }
+}

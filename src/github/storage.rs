@@ -1,0 +1,477 @@
+//! Turns a repository id into what GitHub shows now.
+//!
+//! With the listing's hint, the hint is the answer (no request). Without it:
+//! the repository by id (`GET /repositories/{id}`, which survives renames and
+//! transfers), the head of its default branch, and the project file at that
+//! commit. The head is asked for under the name and branch the registry
+//! recorded at the same time as the read by id, so a webhook costs two round
+//! trips instead of three; when the read by id shows another name or branch
+//! (a rename), that guess is dropped and the head asked for again.
+//!
+//! Only definite answers remove a repository: a 404 by id, the archived
+//! flag, or the installation being gone. Everything uncertain
+//! (5xx, timeouts, rate limits, answers that do not parse, a suspended
+//! installation) is a [`Failure`] that the controller retries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde::Deserialize;
+
+use super::auth::Installation;
+use super::client::Client;
+use super::graphql::too_large;
+use super::http::{join, CallError, Reply};
+use super::MAX_FILE_BYTES;
+use crate::controller::{Failure, Storage};
+use crate::source::{FileState, Observed, RepoId, RepoInfo};
+
+/// Why a repository is removed when no installation sees it any more.
+pub const NOT_VISIBLE: &str = "no longer visible to the App";
+
+/// A suspended installation is not retried sooner than this: unsuspending
+/// it triggers a listing, which enqueues its repositories at once.
+const SUSPENDED_RETRY: Duration = Duration::from_secs(600);
+
+const JSON: &str = "application/vnd.github+json";
+const SHA: &str = "application/vnd.github.sha";
+
+/// Reads repositories from GitHub (or from the listing's hint).
+#[derive(Debug, Clone)]
+pub struct GithubStorage {
+    client: Arc<Client>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RestRepo {
+    name: String,
+    owner: RestOwner,
+    #[serde(default)]
+    archived: bool,
+    default_branch: Option<String>,
+    html_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RestOwner {
+    login: String,
+}
+
+/// Where the registry last saw a repository: the installation, and the
+/// name and default branch its head is most likely found under.
+#[derive(Debug, Clone, Default)]
+struct Recorded {
+    installation: Option<i64>,
+    owner: String,
+    name: String,
+    default_branch: String,
+}
+
+impl Recorded {
+    /// Whether `repo` is where this record says (GitHub's names ignore case).
+    fn matches(&self, repo: &RepoInfo) -> bool {
+        self.owner.eq_ignore_ascii_case(&repo.owner)
+            && self.name.eq_ignore_ascii_case(&repo.name)
+            && self.default_branch == repo.default_branch
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Contents {
+    File(FileContents),
+    Directory(Vec<serde::de::IgnoredAny>),
+}
+
+#[derive(Debug, Deserialize)]
+struct FileContents {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    encoding: Option<String>,
+    #[serde(default)]
+    size: u64,
+    #[serde(default)]
+    content: Option<String>,
+}
+
+impl GithubStorage {
+    pub(crate) fn new(client: Arc<Client>) -> Self {
+        Self { client }
+    }
+
+    /// The installations to ask, the recorded one first, then the others
+    /// that are not suspended; none in `tried`.
+    fn candidates(
+        recorded: Option<i64>,
+        installations: &[Installation],
+        tried: &[i64],
+    ) -> Vec<i64> {
+        let others = installations
+            .iter()
+            .filter(|i| Some(i.id) != recorded && !i.suspended)
+            .map(|i| i.id);
+        recorded
+            .into_iter()
+            .chain(others)
+            .filter(|id| !tried.contains(id))
+            .collect()
+    }
+
+    /// Asks each candidate installation in turn; `Ok(None)` when none sees
+    /// the repository.
+    async fn ask(
+        &self,
+        id: RepoId,
+        record: &Recorded,
+        candidates: Vec<i64>,
+        tried: &mut Vec<i64>,
+    ) -> Result<Option<Observed>, Failure> {
+        let recorded = record.installation;
+        for installation in candidates {
+            tried.push(installation);
+            let guess = (Some(installation) == recorded).then_some(record);
+            match self.read(installation, id, guess).await {
+                Ok(Some(observed)) => return Ok(Some(observed)),
+                Ok(None) => continue,
+                Err(CallError::Suspended(suspended)) => {
+                    self.client.mark_suspended(suspended);
+                    if Some(suspended) == recorded {
+                        return Err(
+                            Failure::new("installation suspended").retry_after(SUSPENDED_RETRY)
+                        );
+                    }
+                }
+                Err(error) => return Err(error.into_failure()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// What `installation` sees of repository `id`; `None` when it does not
+    /// see it at all (404 by id, or the installation is gone). With `guess`,
+    /// the head is asked for under the recorded name meanwhile.
+    async fn read(
+        &self,
+        installation: i64,
+        id: RepoId,
+        guess: Option<&Recorded>,
+    ) -> Result<Option<Observed>, CallError> {
+        if self.client.is_suspended(installation) {
+            return Err(CallError::Suspended(installation));
+        }
+        let url = join(&self.client.api_url, ["repositories", &id.to_string()])?;
+        let guess = guess.filter(|g| !g.owner.is_empty() && !g.default_branch.is_empty());
+        let early_head = async {
+            match guess {
+                Some(g) => Some(
+                    self.head(installation, &g.owner, &g.name, &g.default_branch)
+                        .await,
+                ),
+                None => None,
+            }
+        };
+        let (by_id, early_head) =
+            tokio::join!(self.client.get(installation, &url, JSON, true), early_head);
+        let reply = match by_id {
+            Err(CallError::InstallationGone(_)) => return Ok(None),
+            other => other?,
+        };
+        let what = format!("GET /repositories/{id}");
+        match reply.status {
+            200 => {}
+            404 => return Ok(None),
+            status => {
+                return Err(CallError::Status {
+                    what,
+                    status,
+                    message: reply.message(),
+                })
+            }
+        }
+        let rest: RestRepo = parse(&what, &reply)?;
+        let repo = RepoInfo {
+            owner: rest.owner.login,
+            name: rest.name,
+            installation_id: Some(installation),
+            default_branch: rest.default_branch.unwrap_or_default(),
+            html_url: rest.html_url,
+        };
+        if rest.archived {
+            return Ok(Some(Observed::Removed {
+                repo: Some(repo),
+                reason: "archived".into(),
+            }));
+        }
+        // The early head counts only if it was asked where the repository is.
+        let early_head = early_head.filter(|_| guess.is_some_and(|g| g.matches(&repo)));
+        let file = self.file(installation, &repo, early_head).await?;
+        Ok(Some(Observed::Present { repo, file }))
+    }
+
+    /// `GET /repos/{owner}/{name}/commits/{branch}`, the sha alone.
+    async fn head(
+        &self,
+        installation: i64,
+        owner: &str,
+        name: &str,
+        branch: &str,
+    ) -> Result<Reply, CallError> {
+        let head_url = join(
+            &self.client.api_url,
+            ["repos", owner, name, "commits"]
+                .into_iter()
+                .chain(branch.split('/')),
+        )?;
+        self.client.get(installation, &head_url, SHA, true).await
+    }
+
+    /// The project file at the head of the default branch; `early_head` is
+    /// the answer for that head when it was already asked for.
+    async fn file(
+        &self,
+        installation: i64,
+        repo: &RepoInfo,
+        early_head: Option<Result<Reply, CallError>>,
+    ) -> Result<FileState, CallError> {
+        if repo.default_branch.is_empty() {
+            return Ok(FileState::Absent);
+        }
+        let (owner, name) = (repo.owner.as_str(), repo.name.as_str());
+        let head = match early_head {
+            Some(head) => head?,
+            None => {
+                self.head(installation, owner, name, &repo.default_branch)
+                    .await?
+            }
+        };
+        let what = format!("GET /repos/{owner}/{name}/commits/{}", repo.default_branch);
+        let sha = match head.status {
+            200 => head.body.trim().to_owned(),
+            // "Git Repository is empty."
+            409 => return Ok(FileState::Absent),
+            status => {
+                return Err(CallError::Status {
+                    what,
+                    status,
+                    message: head.message(),
+                })
+            }
+        };
+        if sha.is_empty() || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(CallError::unexpected(
+                what,
+                "the answer is not a commit sha",
+            ));
+        }
+
+        let path = self.client.project_file.as_str();
+        let mut url = join(
+            &self.client.api_url,
+            ["repos", owner, name, "contents"]
+                .into_iter()
+                .chain(path.split('/')),
+        )?;
+        url.query_pairs_mut().append_pair("ref", &sha);
+        let reply = self.client.get(installation, &url, JSON, true).await?;
+        let what = format!("GET /repos/{owner}/{name}/contents/{path}");
+        match reply.status {
+            200 => {}
+            404 => return Ok(FileState::Absent),
+            status => {
+                return Err(CallError::Status {
+                    what,
+                    status,
+                    message: reply.message(),
+                })
+            }
+        }
+        let contents: Contents = parse(&what, &reply)?;
+        file_state(&what, sha, contents)
+    }
+}
+
+impl Storage for GithubStorage {
+    type Key = RepoId;
+    type State = Observed;
+
+    async fn get(&self, key: &RepoId, hint: Option<&[u8]>) -> Result<Observed, Failure> {
+        if let Some(hint) = hint {
+            match serde_json::from_slice::<Observed>(hint) {
+                Ok(observed) => return Ok(observed),
+                Err(error) => {
+                    tracing::warn!(repo = %key, %error, "unusable listing hint; reading GitHub")
+                }
+            }
+        }
+        let record: Recorded = sqlx::query_as::<_, (Option<i64>, String, String, Option<String>)>(
+            "select installation_id, owner, name, default_branch from repositories where id = $1",
+        )
+        .bind(key.0)
+        .fetch_optional(&self.client.pool)
+        .await
+        .map_err(|e| Failure::new(format!("registry database: {e}")))?
+        .map(|(installation, owner, name, branch)| Recorded {
+            installation,
+            owner,
+            name,
+            default_branch: branch.unwrap_or_default(),
+        })
+        .unwrap_or_default();
+        let recorded = record.installation;
+        let mut tried = Vec::new();
+        let known = self
+            .client
+            .installations()
+            .await
+            .map_err(CallError::into_failure)?;
+        let candidates = Self::candidates(recorded, &known, &tried);
+        if let Some(observed) = self.ask(*key, &record, candidates, &mut tried).await? {
+            return Ok(observed);
+        }
+        // Before calling it gone: the repository may have moved to an
+        // installation made since the list was read.
+        let fresh = self
+            .client
+            .refresh_installations()
+            .await
+            .map_err(CallError::into_failure)?;
+        let candidates = Self::candidates(recorded, &fresh, &tried);
+        if let Some(observed) = self.ask(*key, &record, candidates, &mut tried).await? {
+            return Ok(observed);
+        }
+        Ok(Observed::Removed {
+            repo: None,
+            reason: NOT_VISIBLE.into(),
+        })
+    }
+}
+
+fn parse<T: for<'de> Deserialize<'de>>(what: &str, reply: &Reply) -> Result<T, CallError> {
+    serde_json::from_str(&reply.body).map_err(|e| CallError::unexpected(what, e))
+}
+
+fn file_state(what: &str, sha: String, contents: Contents) -> Result<FileState, CallError> {
+    let file = match contents {
+        Contents::Directory(entries) => {
+            let message = format!(
+                "the path is a directory ({} entries), not a file",
+                entries.len()
+            );
+            return Ok(FileState::Unreadable {
+                sha: Some(sha),
+                message,
+            });
+        }
+        Contents::File(file) => file,
+    };
+    if file.kind != "file" {
+        let message = format!("the path is a {}, not a file", file.kind);
+        return Ok(FileState::Unreadable {
+            sha: Some(sha),
+            message,
+        });
+    }
+    if file.size > MAX_FILE_BYTES {
+        return Ok(FileState::Unreadable {
+            sha: Some(sha),
+            message: too_large(file.size),
+        });
+    }
+    match (file.encoding.as_deref(), file.content) {
+        (Some("base64"), Some(content)) => {
+            let bytes = decode_base64(&content).map_err(|e| CallError::unexpected(what, e))?;
+            Ok(FileState::Found { sha, bytes })
+        }
+        (encoding, _) => {
+            let message = format!(
+                "GitHub did not return the file's content (encoding {:?})",
+                encoding.unwrap_or("none")
+            );
+            Ok(FileState::Unreadable {
+                sha: Some(sha),
+                message,
+            })
+        }
+    }
+}
+
+/// Decodes GitHub's base64, which is wrapped in newlines every 60 chars.
+pub fn decode_base64(content: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    // Some copies of GitHub's examples carry the newlines as literal `\n`;
+    // a backslash is never part of base64, so removing both is safe.
+    let compact: String = content
+        .replace("\\n", "")
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    base64::engine::general_purpose::STANDARD.decode(compact)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapped_base64_should_decode() {
+        let content = "bmFtZTogY2hlY2tvdXQtYXBpCm93bmVyOiB0ZWFt\nLXBheW1lbnRzCg==\n";
+        assert_eq!(
+            decode_base64(content).unwrap(),
+            b"name: checkout-api\nowner: team-payments\n"
+        );
+    }
+
+    #[test]
+    fn the_published_contents_example_should_decode() {
+        let text = include_str!(
+            "../../tests/fixtures/github/rest/get-repos-owner-repo-contents-path.file.json"
+        );
+        let contents: Contents = serde_json::from_str(text).unwrap();
+        let Contents::File(file) = contents else {
+            panic!("not a file")
+        };
+        let content = file.content.unwrap();
+        // The published example's text was edited by hand (it is not valid
+        // UTF-8 any more), but its wrapping is GitHub's and must go.
+        let bytes = decode_base64(&content).unwrap();
+        assert!(bytes.starts_with(b"# Yoga"));
+    }
+
+    #[test]
+    fn a_large_file_should_be_unreadable_and_name_its_size() {
+        let contents = Contents::File(FileContents {
+            kind: "file".into(),
+            encoding: Some("base64".into()),
+            size: 300_000,
+            content: Some(String::new()),
+        });
+        let state = file_state("x", "abc".into(), contents).unwrap();
+        assert!(
+            matches!(state, FileState::Unreadable { ref message, .. } if message.contains("300000"))
+        );
+    }
+
+    #[test]
+    fn a_file_without_content_should_be_unreadable() {
+        let contents = Contents::File(FileContents {
+            kind: "file".into(),
+            encoding: Some("none".into()),
+            size: 100,
+            content: Some(String::new()),
+        });
+        assert!(matches!(
+            file_state("x", "abc".into(), contents),
+            Ok(FileState::Unreadable { .. })
+        ));
+    }
+
+    #[test]
+    fn a_directory_should_be_unreadable() {
+        let contents: Contents = serde_json::from_str(r#"[{"type":"file","name":"a"}]"#).unwrap();
+        assert!(matches!(
+            file_state("x", "abc".into(), contents),
+            Ok(FileState::Unreadable { .. })
+        ));
+    }
+}

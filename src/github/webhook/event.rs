@@ -1,0 +1,622 @@
+//! GitHub's webhook payloads, mapped into Roster's own [`WebhookEvent`].
+//!
+//! One small `parse_*` function per event type reads only the fields Roster
+//! needs (unknown fields are ignored), so the rest of the server never sees a
+//! raw payload. A payload that lacks a needed field is an error, never a panic.
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::source::{RepoId, RepoInfo};
+
+/// A repository named in a payload, with what the payload says about it.
+///
+/// Installation payloads list repositories without their default branch or
+/// URL: `default_branch` is then empty and `html_url` `None`, until the
+/// repository's own reconcile reads them from GitHub.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadRepo {
+    pub id: RepoId,
+    pub info: RepoInfo,
+}
+
+/// What happened to a repository, among the `repository` actions that can
+/// change what Roster registers for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepositoryAction {
+    Created,
+    Deleted,
+    Archived,
+    Unarchived,
+    Renamed,
+    Transferred,
+    /// Only when the default branch changed: the file is read from it.
+    DefaultBranchChanged,
+    Privatized,
+    Publicized,
+}
+
+/// What happened to an installation of the App.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InstallationAction {
+    Created,
+    Deleted,
+    Suspend,
+    Unsuspend,
+    NewPermissionsAccepted,
+}
+
+/// A delivery, as Roster understands it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WebhookEvent {
+    /// GitHub checks that the hook works.
+    Ping,
+    /// A push to the default branch: the project file may have changed.
+    DefaultBranchPush { repo: PayloadRepo },
+    /// The repository appeared, went, moved or changed in a way that matters.
+    Repository {
+        action: RepositoryAction,
+        repo: PayloadRepo,
+    },
+    /// The App was installed, uninstalled, suspended or given permissions.
+    /// `repos` are the repositories the payload lists (often none).
+    Installation {
+        action: InstallationAction,
+        installation_id: i64,
+        repos: Vec<PayloadRepo>,
+    },
+    /// Repositories were added to or removed from an installation.
+    InstallationRepositories {
+        installation_id: i64,
+        added: Vec<PayloadRepo>,
+        removed: Vec<PayloadRepo>,
+    },
+    /// Nothing for Roster to do; `reason` says why, for the delivery log.
+    Ignored { reason: String },
+}
+
+/// A parsed delivery: the event plus what the delivery log shows about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedDelivery {
+    /// The payload's `action`, when it has one.
+    pub action: Option<String>,
+    /// `owner/name` of the payload's `repository`, when it has one.
+    pub repo: Option<String>,
+    pub event: WebhookEvent,
+}
+
+/// Why a (correctly signed) body could not be understood; answers 400.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    #[error("body is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("{event} payload: {source}")]
+    Payload {
+        event: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Parses a verified body of event type `event` (the `X-GitHub-Event` header).
+pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
+    let value: Value = serde_json::from_slice(body).map_err(ParseError::NotJson)?;
+    let action = value
+        .get("action")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let repo = value
+        .pointer("/repository/full_name")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let event = match event {
+        "ping" => Ok(WebhookEvent::Ping),
+        "push" => parse_push(&value),
+        "repository" => parse_repository(&value),
+        "installation" => parse_installation(&value),
+        "installation_repositories" => parse_installation_repositories(&value),
+        other => Ok(WebhookEvent::Ignored {
+            reason: format!("{other} events do not change project files"),
+        }),
+    }
+    .map_err(|source| ParseError::Payload {
+        event: event.to_owned(),
+        source,
+    })?;
+    Ok(ParsedDelivery {
+        action,
+        repo,
+        event,
+    })
+}
+
+fn parse_push(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Push {
+        #[serde(rename = "ref")]
+        git_ref: String,
+        #[serde(default)]
+        deleted: bool,
+        repository: Repository,
+        installation: Option<Installation>,
+    }
+    let push: Push = read(value)?;
+    let default_ref = format!("refs/heads/{}", push.repository.default_branch);
+    if push.deleted {
+        return Ok(ignored(format!("{} was deleted", push.git_ref)));
+    }
+    if push.git_ref != default_ref {
+        return Ok(ignored(format!(
+            "push to {}, not the default branch {}",
+            push.git_ref, push.repository.default_branch
+        )));
+    }
+    Ok(WebhookEvent::DefaultBranchPush {
+        repo: push.repository.into_payload_repo(push.installation),
+    })
+}
+
+fn parse_repository(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct RepositoryEvent {
+        action: String,
+        #[serde(default)]
+        changes: Changes,
+        repository: Repository,
+        installation: Option<Installation>,
+    }
+    #[derive(Deserialize, Default)]
+    struct Changes {
+        default_branch: Option<Value>,
+    }
+    let event: RepositoryEvent = read(value)?;
+    let action = match event.action.as_str() {
+        "created" => RepositoryAction::Created,
+        "deleted" => RepositoryAction::Deleted,
+        "archived" => RepositoryAction::Archived,
+        "unarchived" => RepositoryAction::Unarchived,
+        "renamed" => RepositoryAction::Renamed,
+        "transferred" => RepositoryAction::Transferred,
+        "edited" if event.changes.default_branch.is_some() => {
+            RepositoryAction::DefaultBranchChanged
+        }
+        "edited" => return Ok(ignored("edit left the default branch as it was")),
+        "privatized" => RepositoryAction::Privatized,
+        "publicized" => RepositoryAction::Publicized,
+        other => return Ok(ignored(format!("repository {other} does not matter"))),
+    };
+    Ok(WebhookEvent::Repository {
+        action,
+        repo: event.repository.into_payload_repo(event.installation),
+    })
+}
+
+fn parse_installation(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct InstallationEvent {
+        action: String,
+        installation: InstallationWithAccount,
+        #[serde(default)]
+        repositories: Vec<ListedRepository>,
+    }
+    let event: InstallationEvent = read(value)?;
+    let action = match event.action.as_str() {
+        "created" => InstallationAction::Created,
+        "deleted" => InstallationAction::Deleted,
+        "suspend" => InstallationAction::Suspend,
+        "unsuspend" => InstallationAction::Unsuspend,
+        "new_permissions_accepted" => InstallationAction::NewPermissionsAccepted,
+        other => return Ok(ignored(format!("installation {other} does not matter"))),
+    };
+    let installation = &event.installation;
+    Ok(WebhookEvent::Installation {
+        action,
+        installation_id: installation.id,
+        repos: listed(event.repositories, installation),
+    })
+}
+
+fn parse_installation_repositories(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct InstallationRepositoriesEvent {
+        action: String,
+        installation: InstallationWithAccount,
+        #[serde(default)]
+        repositories_added: Vec<ListedRepository>,
+        #[serde(default)]
+        repositories_removed: Vec<ListedRepository>,
+    }
+    let event: InstallationRepositoriesEvent = read(value)?;
+    if !matches!(event.action.as_str(), "added" | "removed") {
+        return Ok(ignored(format!(
+            "installation_repositories {} does not matter",
+            event.action
+        )));
+    }
+    let installation = &event.installation;
+    Ok(WebhookEvent::InstallationRepositories {
+        installation_id: installation.id,
+        added: listed(event.repositories_added, installation),
+        removed: listed(event.repositories_removed, installation),
+    })
+}
+
+fn read<T: DeserializeOwned>(value: &Value) -> Result<T, serde_json::Error> {
+    T::deserialize(value)
+}
+
+fn ignored(reason: impl Into<String>) -> WebhookEvent {
+    WebhookEvent::Ignored {
+        reason: reason.into(),
+    }
+}
+
+/// `repository` as push and repository events carry it.
+#[derive(Deserialize)]
+struct Repository {
+    id: i64,
+    name: String,
+    owner: Account,
+    default_branch: String,
+    html_url: Option<String>,
+}
+
+impl Repository {
+    fn into_payload_repo(self, installation: Option<Installation>) -> PayloadRepo {
+        PayloadRepo {
+            id: RepoId(self.id),
+            info: RepoInfo {
+                owner: self.owner.login,
+                name: self.name,
+                installation_id: installation.map(|i| i.id),
+                default_branch: self.default_branch,
+                html_url: self.html_url,
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Account {
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct Installation {
+    id: i64,
+}
+
+#[derive(Deserialize)]
+struct InstallationWithAccount {
+    id: i64,
+    account: Option<Account>,
+}
+
+/// A repository as installation payloads list it: id, name, `owner/name`.
+#[derive(Deserialize)]
+struct ListedRepository {
+    id: i64,
+    name: String,
+    full_name: Option<String>,
+}
+
+fn listed(
+    repos: Vec<ListedRepository>,
+    installation: &InstallationWithAccount,
+) -> Vec<PayloadRepo> {
+    repos
+        .into_iter()
+        .map(|repo| {
+            let owner = repo
+                .full_name
+                .as_deref()
+                .and_then(|full| full.split_once('/'))
+                .map(|(owner, _)| owner.to_owned())
+                .or_else(|| installation.account.as_ref().map(|a| a.login.clone()))
+                .unwrap_or_default();
+            PayloadRepo {
+                id: RepoId(repo.id),
+                info: RepoInfo {
+                    owner,
+                    name: repo.name,
+                    installation_id: Some(installation.id),
+                    default_branch: String::new(),
+                    html_url: None,
+                },
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/github/webhooks")
+            .join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn event_of(name: &str) -> WebhookEvent {
+        let kind = name.split('.').next().unwrap_or_default();
+        match parse(kind, &fixture(name)) {
+            Ok(parsed) => parsed.event,
+            Err(e) => panic!("{name}: {e}"),
+        }
+    }
+
+    fn hello_world(id: i64, owner: &str, installation_id: Option<i64>) -> PayloadRepo {
+        PayloadRepo {
+            id: RepoId(id),
+            info: RepoInfo {
+                owner: owner.to_owned(),
+                name: "Hello-World".to_owned(),
+                installation_id,
+                default_branch: "master".to_owned(),
+                html_url: Some(format!("https://github.com/{owner}/Hello-World")),
+            },
+        }
+    }
+
+    fn listed_repo(id: i64, owner: &str, name: &str, installation_id: i64) -> PayloadRepo {
+        PayloadRepo {
+            id: RepoId(id),
+            info: RepoInfo {
+                owner: owner.to_owned(),
+                name: name.to_owned(),
+                installation_id: Some(installation_id),
+                default_branch: String::new(),
+                html_url: None,
+            },
+        }
+    }
+
+    fn is_ignored(event: &WebhookEvent) -> bool {
+        matches!(event, WebhookEvent::Ignored { .. })
+    }
+
+    #[test]
+    fn ping_fixtures_should_parse_as_ping() {
+        assert_eq!(event_of("ping.json"), WebhookEvent::Ping);
+        assert_eq!(event_of("ping.with-app_id.json"), WebhookEvent::Ping);
+    }
+
+    #[test]
+    fn push_to_the_default_branch_should_name_the_repository() {
+        let expected = WebhookEvent::DefaultBranchPush {
+            repo: hello_world(186853002, "Codertocat", Some(1)),
+        };
+        assert_eq!(event_of("push.default-branch-created.json"), expected);
+        assert_eq!(
+            event_of("push.default-branch-no-username-committer.json"),
+            expected
+        );
+    }
+
+    #[test]
+    fn deleted_tag_push_should_be_ignored_with_or_without_installation() {
+        assert!(is_ignored(&event_of("push.tag-deleted.json")));
+        assert!(is_ignored(&event_of(
+            "push.tag-deleted.with-installation.json"
+        )));
+    }
+
+    #[test]
+    fn push_to_another_branch_should_be_ignored() {
+        let mut value: Value = serde_json::from_slice(&fixture("push.default-branch-created.json"))
+            .unwrap_or_default();
+        value["ref"] = Value::from("refs/heads/feature");
+        let body = serde_json::to_vec(&value).unwrap_or_default();
+        let parsed = parse("push", &body).map(|p| p.event);
+        assert!(
+            matches!(parsed, Ok(WebhookEvent::Ignored { reason }) if reason.contains("refs/heads/feature"))
+        );
+    }
+
+    #[test]
+    fn deletion_of_the_default_branch_should_be_ignored() {
+        let mut value: Value = serde_json::from_slice(&fixture("push.default-branch-created.json"))
+            .unwrap_or_default();
+        value["deleted"] = Value::from(true);
+        let body = serde_json::to_vec(&value).unwrap_or_default();
+        assert!(matches!(
+            parse("push", &body).map(|p| p.event),
+            Ok(WebhookEvent::Ignored { .. })
+        ));
+    }
+
+    #[test]
+    fn repository_fixtures_should_parse_into_their_actions() {
+        let cases = [
+            ("repository.created.json", RepositoryAction::Created, None),
+            (
+                "repository.created.with-installation.json",
+                RepositoryAction::Created,
+                Some(1),
+            ),
+            (
+                "repository.renamed.json",
+                RepositoryAction::Renamed,
+                Some(1),
+            ),
+            (
+                "repository.transferred.json",
+                RepositoryAction::Transferred,
+                None,
+            ),
+            (
+                "repository.transferred.with-installation.json",
+                RepositoryAction::Transferred,
+                Some(1),
+            ),
+            (
+                "repository.edited.with-default_branch-edit.json",
+                RepositoryAction::DefaultBranchChanged,
+                None,
+            ),
+        ];
+        for (name, action, installation) in cases {
+            assert_eq!(
+                event_of(name),
+                WebhookEvent::Repository {
+                    action,
+                    repo: hello_world(186853261, "Octocoders", installation),
+                },
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn repository_deleted_should_name_the_deleted_repository() {
+        match event_of("repository.deleted.json") {
+            WebhookEvent::Repository { action, repo } => {
+                assert_eq!(action, RepositoryAction::Deleted);
+                assert_eq!(repo.id, RepoId(120));
+                assert_eq!(repo.info.full_name(), "Octocoders/Hello-World");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn edit_that_keeps_the_default_branch_should_be_ignored() {
+        assert!(is_ignored(&event_of("repository.edited.json")));
+    }
+
+    #[test]
+    fn installation_fixtures_should_parse_into_their_actions() {
+        let hello = vec![listed_repo(186853002, "Codertocat", "Hello-World", 957387)];
+        let cases = [
+            (
+                "installation.created.json",
+                InstallationAction::Created,
+                957387,
+                hello.clone(),
+            ),
+            (
+                "installation.created.with-requester.json",
+                InstallationAction::Created,
+                957387,
+                hello.clone(),
+            ),
+            (
+                "installation.deleted.json",
+                InstallationAction::Deleted,
+                2,
+                vec![listed_repo(1296269, "octocat", "Hello-World", 2)],
+            ),
+            (
+                "installation.new_permissions_accepted.json",
+                InstallationAction::NewPermissionsAccepted,
+                957387,
+                hello,
+            ),
+            (
+                "installation.suspend.json",
+                InstallationAction::Suspend,
+                16598467,
+                vec![],
+            ),
+            (
+                "installation.unsuspend.json",
+                InstallationAction::Unsuspend,
+                16598467,
+                vec![],
+            ),
+        ];
+        for (name, action, installation_id, repos) in cases {
+            assert_eq!(
+                event_of(name),
+                WebhookEvent::Installation {
+                    action,
+                    installation_id,
+                    repos,
+                },
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn installation_repositories_fixtures_should_list_added_and_removed() {
+        assert_eq!(
+            event_of("installation_repositories.added.json"),
+            WebhookEvent::InstallationRepositories {
+                installation_id: 957387,
+                added: vec![listed_repo(186853007, "Codertocat", "Space", 957387)],
+                removed: vec![],
+            }
+        );
+        assert_eq!(
+            event_of("installation_repositories.removed.json"),
+            WebhookEvent::InstallationRepositories {
+                installation_id: 2,
+                added: vec![],
+                removed: vec![listed_repo(1296269, "octocat", "Hello-World", 2)],
+            }
+        );
+    }
+
+    #[test]
+    fn other_events_should_be_ignored_but_keep_action_and_repo() {
+        for name in [
+            "check_suite.requested.json",
+            "check_suite.requested.with-organization.json",
+            "pull_request.opened.json",
+            "pull_request.synchronize.json",
+        ] {
+            let kind = name.split('.').next().unwrap_or_default();
+            let parsed = parse(kind, &fixture(name)).map_err(|e| e.to_string());
+            let parsed = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(is_ignored(&parsed.event), "{name}");
+            assert!(parsed.action.is_some(), "{name}");
+            assert_eq!(parsed.repo.as_deref(), Some("Codertocat/Hello-World"));
+        }
+    }
+
+    #[test]
+    fn delivery_should_carry_action_and_repo_for_the_log() {
+        let parsed = parse("repository", &fixture("repository.renamed.json"));
+        let parsed = parsed.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(parsed.action.as_deref(), Some("renamed"));
+        assert_eq!(parsed.repo.as_deref(), Some("Octocoders/Hello-World"));
+    }
+
+    #[test]
+    fn body_that_is_not_json_should_be_refused() {
+        assert!(matches!(
+            parse("push", b"not json"),
+            Err(ParseError::NotJson(_))
+        ));
+    }
+
+    #[test]
+    fn payload_without_a_needed_field_should_say_which() {
+        let err = parse("push", br#"{"ref": "refs/heads/main"}"#).err();
+        let message = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.contains("push payload"), "{message}");
+        assert!(message.contains("repository"), "{message}");
+    }
+
+    #[test]
+    fn payload_of_the_wrong_shape_should_be_an_error_not_a_panic() {
+        assert!(parse(
+            "installation",
+            br#"{"action": "created", "installation": 5}"#
+        )
+        .is_err());
+        assert!(parse("repository", br#"[]"#).is_err());
+        assert!(parse("installation_repositories", br#"{"action": "added"}"#).is_err());
+    }
+
+    #[test]
+    fn unknown_event_with_odd_json_should_be_ignored() {
+        let parsed = parse("star", br#"[1, 2, 3]"#).map(|p| p.event);
+        assert!(matches!(parsed, Ok(WebhookEvent::Ignored { .. })));
+    }
+}

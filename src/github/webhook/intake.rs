@@ -1,0 +1,298 @@
+//! What each webhook event does: make the repositories it names known, and
+//! enqueue their ids (or ask for a listing). Never more: the reconcile reads
+//! GitHub afresh and decides; a webhook never deletes anything by itself.
+
+use std::collections::BTreeSet;
+
+use sqlx::PgConnection;
+
+use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
+use crate::controller::{Enqueue, QueueError};
+use crate::db::queue::PgQueue;
+use crate::registry::{ensure_known, RegistryError};
+use crate::source::{RepoId, RepoInfo};
+
+/// What an event asks for, before anything is written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Repositories to make visible (as `pending` when new).
+    pub known: Vec<PayloadRepo>,
+    /// Ids to enqueue.
+    pub enqueue: Vec<RepoId>,
+    /// Also enqueue every repository tracked for this installation.
+    pub tracked_of_installation: Option<i64>,
+    /// Ask for an org-wide listing.
+    pub listing: bool,
+    /// Why nothing is done, when nothing is.
+    pub ignored: Option<String>,
+}
+
+/// What intake did, for the answer and the delivery log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Intake {
+    /// Every id enqueued, sorted.
+    pub enqueued: Vec<RepoId>,
+    pub listing_requested: bool,
+    /// Set when nothing was enqueued and no listing requested.
+    pub ignored: Option<String>,
+}
+
+impl Intake {
+    /// `queued` or `ignored`: the delivery's outcome.
+    pub fn outcome(&self) -> &'static str {
+        if self.ignored.is_some() {
+            "ignored"
+        } else {
+            "queued"
+        }
+    }
+}
+
+/// Why an event could not be persisted; the delivery answers 503 so that
+/// GitHub records a failure that a redelivery recovers.
+#[derive(Debug, thiserror::Error)]
+pub enum IntakeError {
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error("webhook intake database: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+/// Decides what `event` asks for (pure: no I/O).
+pub fn plan(event: &WebhookEvent) -> Plan {
+    match event {
+        WebhookEvent::Ping => ignore("ping"),
+        WebhookEvent::DefaultBranchPush { repo } => make_known_and_enqueue(vec![repo.clone()]),
+        // A deleted repository is not made known: if Roster never tracked
+        // it, there is nothing to show; if it did, the enqueue is enough.
+        WebhookEvent::Repository {
+            action: RepositoryAction::Deleted,
+            repo,
+        } => Plan {
+            enqueue: vec![repo.id],
+            ..Plan::default()
+        },
+        WebhookEvent::Repository { repo, .. } => make_known_and_enqueue(vec![repo.clone()]),
+        WebhookEvent::Installation {
+            action,
+            installation_id,
+            repos,
+        } => match action {
+            // The listing covers every installation; the listed repositories
+            // show up as pending at once.
+            InstallationAction::Created | InstallationAction::Unsuspend => Plan {
+                listing: true,
+                ..make_known_and_enqueue(repos.clone())
+            },
+            // Their reconcile finds the App lost access (deleted, removed
+            // subject to the deletion guard) or cannot read them (suspended,
+            // `error`, entries kept).
+            InstallationAction::Deleted | InstallationAction::Suspend => Plan {
+                enqueue: repos.iter().map(|r| r.id).collect(),
+                tracked_of_installation: Some(*installation_id),
+                ..Plan::default()
+            },
+            InstallationAction::NewPermissionsAccepted => Plan {
+                listing: true,
+                ..Plan::default()
+            },
+        },
+        WebhookEvent::InstallationRepositories { added, removed, .. } => {
+            let mut plan = make_known_and_enqueue(added.clone());
+            plan.enqueue.extend(removed.iter().map(|r| r.id));
+            plan
+        }
+        WebhookEvent::Ignored { reason } => ignore(reason),
+    }
+}
+
+/// Writes what `event` asks for on `conn`, the caller's transaction: the
+/// caller adds its own record, commits once, and only then calls
+/// [`PgQueue::enqueued`] with `enqueued.len()` so workers wake to rows they
+/// can see. A rolled-back transaction leaves nothing enqueued.
+pub async fn apply(
+    conn: &mut PgConnection,
+    queue: &PgQueue,
+    event: &WebhookEvent,
+) -> Result<Intake, IntakeError> {
+    let plan = plan(event);
+    if let Some(reason) = plan.ignored {
+        return Ok(Intake {
+            enqueued: Vec::new(),
+            listing_requested: false,
+            ignored: Some(reason),
+        });
+    }
+    make_known(conn, &plan.known).await?;
+    let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
+    if let Some(installation_id) = plan.tracked_of_installation {
+        ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
+    }
+    if !ids.is_empty() {
+        queue
+            .enqueue_in(conn, ids.iter().copied().map(Enqueue::fresh).collect())
+            .await?;
+    }
+    if plan.listing {
+        queue.request_listing_in(conn).await?;
+    }
+    let ignored = (ids.is_empty() && !plan.listing)
+        .then(|| "no repository of this installation is tracked".to_owned());
+    Ok(Intake {
+        enqueued: ids.into_iter().collect(),
+        listing_requested: plan.listing,
+        ignored,
+    })
+}
+
+fn ignore(reason: &str) -> Plan {
+    Plan {
+        ignored: Some(reason.to_owned()),
+        ..Plan::default()
+    }
+}
+
+fn make_known_and_enqueue(repos: Vec<PayloadRepo>) -> Plan {
+    Plan {
+        enqueue: repos.iter().map(|r| r.id).collect(),
+        known: repos,
+        ..Plan::default()
+    }
+}
+
+/// Makes the repositories visible as `pending` before their reconcile.
+///
+/// A payload that says all a listing would (push and repository events from
+/// an installation) refreshes the stored names too. Installation payloads
+/// lack the default branch and URL, so those repositories are only added
+/// when unseen: a partial payload must not overwrite what a listing stored.
+async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<(), IntakeError> {
+    let repos: Vec<&PayloadRepo> = repos.iter().filter(|r| !r.info.owner.is_empty()).collect();
+    let (complete, partial): (Vec<&PayloadRepo>, Vec<&PayloadRepo>) =
+        repos.into_iter().partition(|r| is_complete(&r.info));
+    let mut known: Vec<(RepoId, RepoInfo)> =
+        complete.iter().map(|r| (r.id, r.info.clone())).collect();
+    if !partial.is_empty() {
+        let ids: Vec<i64> = partial.iter().map(|r| r.id.0).collect();
+        let seen: BTreeSet<i64> =
+            sqlx::query_scalar("select id from repositories where id = any($1)")
+                .bind(&ids)
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
+        known.extend(
+            partial
+                .iter()
+                .filter(|r| !seen.contains(&r.id.0))
+                .map(|r| (r.id, r.info.clone())),
+        );
+    }
+    ensure_known(conn, &known).await?;
+    Ok(())
+}
+
+fn is_complete(info: &RepoInfo) -> bool {
+    info.installation_id.is_some() && !info.default_branch.is_empty() && info.html_url.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(id: i64) -> PayloadRepo {
+        PayloadRepo {
+            id: RepoId(id),
+            info: RepoInfo {
+                owner: "acme".to_owned(),
+                name: format!("repo-{id}"),
+                installation_id: Some(7),
+                default_branch: "main".to_owned(),
+                html_url: None,
+            },
+        }
+    }
+
+    #[test]
+    fn default_branch_push_should_make_known_and_enqueue_the_repository() {
+        let plan = plan(&WebhookEvent::DefaultBranchPush { repo: repo(1) });
+        assert_eq!(plan.known, vec![repo(1)]);
+        assert_eq!(plan.enqueue, vec![RepoId(1)]);
+        assert!(!plan.listing);
+    }
+
+    #[test]
+    fn repository_deleted_should_enqueue_without_making_known() {
+        let plan = plan(&WebhookEvent::Repository {
+            action: RepositoryAction::Deleted,
+            repo: repo(2),
+        });
+        assert!(plan.known.is_empty());
+        assert_eq!(plan.enqueue, vec![RepoId(2)]);
+    }
+
+    #[test]
+    fn installation_created_should_request_a_listing_and_enqueue_its_repositories() {
+        let plan = plan(&WebhookEvent::Installation {
+            action: InstallationAction::Created,
+            installation_id: 7,
+            repos: vec![repo(3), repo(4)],
+        });
+        assert!(plan.listing);
+        assert_eq!(plan.enqueue, vec![RepoId(3), RepoId(4)]);
+        assert_eq!(plan.known.len(), 2);
+    }
+
+    #[test]
+    fn installation_deleted_and_suspend_should_enqueue_tracked_repositories_only() {
+        for action in [InstallationAction::Deleted, InstallationAction::Suspend] {
+            let plan = plan(&WebhookEvent::Installation {
+                action,
+                installation_id: 7,
+                repos: vec![],
+            });
+            assert_eq!(plan.tracked_of_installation, Some(7));
+            assert!(plan.known.is_empty());
+            assert!(!plan.listing);
+        }
+    }
+
+    #[test]
+    fn new_permissions_should_only_request_a_listing() {
+        let plan = plan(&WebhookEvent::Installation {
+            action: InstallationAction::NewPermissionsAccepted,
+            installation_id: 7,
+            repos: vec![repo(5)],
+        });
+        assert_eq!(
+            plan,
+            Plan {
+                listing: true,
+                ..Plan::default()
+            }
+        );
+    }
+
+    #[test]
+    fn installation_repositories_should_make_added_known_and_enqueue_both() {
+        let plan = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: vec![repo(6)],
+            removed: vec![repo(8)],
+        });
+        assert_eq!(plan.known, vec![repo(6)]);
+        assert_eq!(plan.enqueue, vec![RepoId(6), RepoId(8)]);
+    }
+
+    #[test]
+    fn ping_and_ignored_events_should_do_nothing() {
+        assert!(plan(&WebhookEvent::Ping).ignored.is_some());
+        let plan = plan(&WebhookEvent::Ignored {
+            reason: "tag".to_owned(),
+        });
+        assert_eq!(plan.ignored.as_deref(), Some("tag"));
+        assert!(plan.enqueue.is_empty());
+    }
+}

@@ -1,0 +1,15 @@
+//! Roster keeps an organisation's project registry in sync with the
+//! `project.yaml` files in its repositories.
+
+pub mod app;
+pub mod check;
+pub mod config;
+pub mod controller;
+pub mod db;
+pub mod github;
+pub mod logging;
+pub mod metrics;
+pub mod project;
+pub mod registry;
+pub mod source;
+pub mod web;

@@ -1,0 +1,203 @@
+//! The `roster` command: `serve`, `migrate` and `check`.
+//!
+//! Exit codes: 0 success; 1 a runtime failure (or, for `check`, an invalid
+//! file); 2 a misconfiguration found at start (`error: SETTING: message`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use secrecy::ExposeSecret;
+
+use roster::config::{ConfigError, DatabaseArgs, DatabaseSettings, ServeArgs};
+use roster::db::embedded::EmbeddedPostgres;
+use roster::db::DbError;
+
+/// How long the first connection to the database may take at start.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Keeps an organisation's project registry in sync with the project.yaml
+/// files in its GitHub repositories.
+#[derive(Debug, Parser)]
+#[command(name = "roster", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the server: webhooks, API, dashboard, workers, periodic listing.
+    Serve(Box<ServeArgs>),
+    /// Apply database migrations and exit.
+    Migrate(DatabaseArgs),
+    /// Validate a project file and print every problem (exit 1 when invalid).
+    Check {
+        /// The project file to check.
+        #[arg(default_value = "project.yaml")]
+        file: PathBuf,
+    },
+}
+
+/// A failure that ends the process: what to print and the exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn config(e: ConfigError) -> Self {
+        Failure {
+            code: 2,
+            message: e.to_string(),
+        }
+    }
+
+    fn runtime(message: impl std::fmt::Display) -> Self {
+        Failure {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Check { file } => {
+            let code = roster::check::run(&file, &mut std::io::stdout());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Command::Serve(args) => with_runtime(|| serve(*args)),
+        Command::Migrate(args) => with_runtime(|| migrate(args)),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", one_line(&failure.message));
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn with_runtime<F, Fut>(run: F) -> Result<(), Failure>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(), Failure>>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(run())
+}
+
+async fn serve(args: ServeArgs) -> Result<(), Failure> {
+    let settings = args.validate().map_err(Failure::config)?;
+    roster::logging::init(settings.log_format);
+    let database = DatabaseSettings {
+        database_url: settings.database_url.clone(),
+        data_dir: settings.data_dir.clone(),
+    };
+    let (url, embedded) = resolve_database(&database).await?;
+    let pool = match connect(&url).await {
+        Ok(pool) => pool,
+        Err(failure) => {
+            stop_embedded(embedded).await;
+            return Err(failure);
+        }
+    };
+    tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
+    let served = roster::app::serve(settings, pool.clone()).await;
+    // Close the connections before the private database goes away.
+    pool.close().await;
+    stop_embedded(embedded).await;
+    served.map_err(|e| match e {
+        roster::app::ServeError::Config(e) => Failure::config(e),
+        roster::app::ServeError::Runtime(e) => Failure::runtime(format!("{e:#}")),
+    })
+}
+
+async fn migrate(args: DatabaseArgs) -> Result<(), Failure> {
+    let database = args.validate().map_err(Failure::config)?;
+    roster::logging::init(roster::config::LogFormat::Text);
+    let (url, embedded) = resolve_database(&database).await?;
+    let result = connect(&url).await;
+    if let Ok(pool) = &result {
+        pool.close().await;
+        tracing::info!("migrations applied");
+    }
+    stop_embedded(embedded).await;
+    result.map(|_| ())
+}
+
+/// Opens the pool and applies migrations. One direct connection first: the
+/// pool retries a refused connection until its timeout and then reports
+/// only "timed out", while this says why (refused, bad password, no such
+/// database) at once.
+async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
+    use sqlx::Connection;
+    let cannot_connect = |e: &dyn std::fmt::Display| {
+        Failure::config(ConfigError::new(
+            "DATABASE_URL",
+            format!("cannot connect: {e}"),
+        ))
+    };
+    let probe = tokio::time::timeout(CONNECT_TIMEOUT, sqlx::PgConnection::connect(url)).await;
+    match probe {
+        Err(_) => {
+            return Err(cannot_connect(&format!(
+                "no answer within {}s",
+                CONNECT_TIMEOUT.as_secs()
+            )))
+        }
+        Ok(Err(e)) => return Err(cannot_connect(&e)),
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+        }
+    }
+    roster::db::connect_and_migrate(url)
+        .await
+        .map_err(|e| match e {
+            DbError::Connect(e) => cannot_connect(&e),
+            DbError::Url(e) => Failure::config(ConfigError::new("DATABASE_URL", e.to_string())),
+            // The database answered: a failed migration is not a setting.
+            other @ DbError::Migrate(_) => Failure::runtime(other),
+        })
+}
+
+/// `DATABASE_URL` when set; otherwise the private PostgreSQL under the
+/// data folder, started here (and stopped by the caller).
+async fn resolve_database(
+    database: &DatabaseSettings,
+) -> Result<(String, Option<EmbeddedPostgres>), Failure> {
+    if let Some(url) = &database.database_url {
+        return Ok((url.expose_secret().to_owned(), None));
+    }
+    let embedded = EmbeddedPostgres::start(&database.data_dir)
+        .await
+        .map_err(|e| {
+            Failure::config(ConfigError::new(
+                "DATABASE_URL",
+                format!("unset, and the private PostgreSQL did not start: {e}"),
+            ))
+        })?;
+    tracing::info!(
+        data_dir = %embedded.data_dir().display(),
+        log = %embedded.data_dir().join("postgres.log").display(),
+        "using the private PostgreSQL (DATABASE_URL is unset)"
+    );
+    Ok((embedded.url(), Some(embedded)))
+}
+
+async fn stop_embedded(embedded: Option<EmbeddedPostgres>) {
+    if let Some(embedded) = embedded {
+        if let Err(e) = embedded.stop().await {
+            tracing::warn!(error = %e, "could not stop the private PostgreSQL");
+        }
+    }
+}
+
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}

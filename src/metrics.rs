@@ -1,0 +1,230 @@
+//! Roster's own Prometheus metrics (SPEC §7): webhooks, GitHub requests,
+//! rate limits and repositories per status. The controller core registers
+//! its queue metrics into the same registry.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use crate::registry::Status;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    event: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusCodeLabels {
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InstallationLabels {
+    installation: i64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RepoStatusLabels {
+    status: String,
+}
+
+/// Handles on Roster's metrics; cheap to share behind an `Arc`, every
+/// method takes `&self`.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    webhooks: Family<WebhookLabels, Counter>,
+    github_requests: Family<StatusCodeLabels, Counter>,
+    rate_limit_remaining: Family<InstallationLabels, Gauge>,
+    /// The same values as `rate_limit_remaining`, readable by the dashboard
+    /// (a metric family cannot be listed).
+    rate_limits: Arc<Mutex<BTreeMap<i64, i64>>>,
+    repos: Family<RepoStatusLabels, Gauge>,
+    holds: Gauge,
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them into `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let metrics = Self {
+            webhooks: Family::default(),
+            github_requests: Family::default(),
+            rate_limit_remaining: Family::default(),
+            rate_limits: Arc::default(),
+            repos: Family::default(),
+            holds: Gauge::default(),
+        };
+        // Counters get their `_total` suffix from the encoder.
+        registry.register(
+            "roster_webhooks",
+            "Webhook deliveries received, by event and outcome",
+            metrics.webhooks.clone(),
+        );
+        registry.register(
+            "roster_github_requests",
+            "Requests sent to GitHub, by HTTP status of the answer",
+            metrics.github_requests.clone(),
+        );
+        registry.register(
+            "roster_github_rate_limit_remaining",
+            "Requests left in the current GitHub rate-limit window, per installation",
+            metrics.rate_limit_remaining.clone(),
+        );
+        registry.register(
+            "roster_repos",
+            "Tracked repositories, by status",
+            metrics.repos.clone(),
+        );
+        registry.register(
+            "roster_holds",
+            "Active deletion-guard holds: removals waiting for an operator",
+            metrics.holds.clone(),
+        );
+        metrics
+    }
+
+    /// Sets `roster_holds` to the number of active holds (done on scrape).
+    pub fn set_active_holds(&self, holds: i64) {
+        self.holds.set(holds);
+    }
+
+    /// Counts one webhook delivery (`event` as in `X-GitHub-Event`).
+    pub fn webhook(&self, event: &str, outcome: &str) {
+        self.webhooks
+            .get_or_create(&WebhookLabels {
+                event: event.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Counts one answer from GitHub by its HTTP status.
+    pub fn github_request(&self, status: u16) {
+        self.github_requests
+            .get_or_create(&StatusCodeLabels { status })
+            .inc();
+    }
+
+    /// Records the `x-ratelimit-remaining` GitHub last sent for an installation.
+    pub fn rate_limit_remaining(&self, installation: i64, remaining: i64) {
+        self.rate_limit_remaining
+            .get_or_create(&InstallationLabels { installation })
+            .set(remaining);
+        self.rate_limits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(installation, remaining);
+    }
+
+    /// `(installation, requests left)` as last recorded, by installation id;
+    /// empty until GitHub answered once (and always for the local folder).
+    pub fn rate_limits(&self) -> Vec<(i64, i64)> {
+        self.rate_limits
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .map(|(&installation, &remaining)| (installation, remaining))
+            .collect()
+    }
+
+    /// Replaces `roster_repos` with fresh counts per status (done on scrape).
+    pub fn set_repo_counts(&self, counts: &BTreeMap<String, i64>) {
+        // Every status shows, with a zero when no repository has it: alerts on
+        // an absent series are awkward. Set in place (no clear) so a
+        // concurrent scrape never sees the family empty.
+        for status in Status::ALL {
+            let count = counts.get(status.as_str()).copied().unwrap_or(0);
+            self.repos
+                .get_or_create(&RepoStatusLabels {
+                    status: status.as_str().to_owned(),
+                })
+                .set(count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::encoding::text::encode;
+
+    fn exposition(registry: &Registry) -> String {
+        let mut text = String::new();
+        let encoded = encode(&mut text, registry);
+        assert!(encoded.is_ok());
+        text
+    }
+
+    #[test]
+    fn metrics_should_expose_every_spec_name_with_its_labels() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.webhook("push", "enqueued");
+        metrics.webhook("push", "enqueued");
+        metrics.github_request(200);
+        metrics.rate_limit_remaining(42, 4999);
+        metrics.set_repo_counts(&BTreeMap::from([("synced".to_owned(), 3)]));
+
+        let text = exposition(&registry);
+        assert!(
+            text.contains(r#"roster_webhooks_total{event="push",outcome="enqueued"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"roster_github_requests_total{status="200"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"roster_github_rate_limit_remaining{installation="42"} 4999"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"roster_repos{status="synced"} 3"#),
+            "{text}"
+        );
+        assert!(text.contains(r#"roster_repos{status="error"} 0"#), "{text}");
+    }
+
+    #[test]
+    fn holds_gauge_should_show_the_active_holds_without_labels() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.set_active_holds(2);
+        let text = exposition(&registry);
+        assert!(text.contains("\nroster_holds 2\n"), "{text}");
+    }
+
+    #[test]
+    fn rate_limits_should_read_back_the_last_value_per_installation() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        assert!(metrics.rate_limits().is_empty());
+        metrics.rate_limit_remaining(9, 100);
+        metrics.rate_limit_remaining(3, 4000);
+        metrics.rate_limit_remaining(9, 99);
+        assert_eq!(metrics.rate_limits(), vec![(3, 4000), (9, 99)]);
+    }
+
+    #[test]
+    fn repo_counts_should_drop_to_zero_for_statuses_that_disappeared() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        metrics.set_repo_counts(&BTreeMap::from([("synced".to_owned(), 3)]));
+        metrics.set_repo_counts(&BTreeMap::from([("invalid".to_owned(), 1)]));
+
+        let text = exposition(&registry);
+        assert!(
+            text.contains(r#"roster_repos{status="synced"} 0"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"roster_repos{status="invalid"} 1"#),
+            "{text}"
+        );
+    }
+}

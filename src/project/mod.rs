@@ -1,0 +1,164 @@
+//! The project file (`project.yaml`) and its rules (SPEC §2).
+//!
+//! [`parse`] turns the bytes of a file into a [`ProjectFile`], or into every
+//! [`Problem`] found, each with the line and column of the offending YAML
+//! node, like a compiler. Positions come from `saphyr-parser`, a streaming
+//! YAML parser that gives a span for every event; `serde_yaml` has none.
+//!
+//! Choices where SPEC §2 is silent:
+//! - plain scalars are taken as their text, so `tier: 1` is the label `"1"`
+//!   (the source text is kept, never a re-printed number);
+//! - an empty field (`description:`) counts as absent for optional fields and
+//!   as empty for required ones; an empty file is invalid;
+//! - YAML tags (`!!str`) are ignored, merge keys (`<<`) are unknown fields;
+//! - nesting deeper than 64 levels is refused, as are aliases that would
+//!   expand the document past [`MAX_FILE_BYTES`].
+
+mod model;
+mod name;
+mod problem;
+mod rules;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
+pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
+pub use problem::{Problem, Problems};
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use rules::Issue;
+use tree::Pos;
+
+/// Largest project file accepted, before and after alias expansion: far more
+/// than any real file needs, small enough that a hostile one costs nothing.
+pub const MAX_FILE_BYTES: usize = 256 * 1024;
+
+/// Reads a project file. `file` is the label used in messages (the path
+/// inside the repository, e.g. `project.yaml`). Returns every problem, in
+/// document order, when the file breaks any rule.
+pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
+    check_size(file, bytes.len() as u64)?;
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => return Err(not_utf8(file, bytes, error.valid_up_to())),
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // The parser is not ours: a panic on strange input must not take the
+    // caller down with it.
+    let loaded = catch_unwind(AssertUnwindSafe(|| tree::load(text))).unwrap_or_else(|_| {
+        Err(tree::LoadError {
+            pos: Pos { line: 1, column: 1 },
+            message: "the YAML parser failed on this file".into(),
+        })
+    });
+    let tree = loaded.map_err(|error| {
+        one(Problem {
+            file: file.to_owned(),
+            line: Some(error.pos.line),
+            column: Some(error.pos.column),
+            field: "yaml".into(),
+            message: one_line(error.message),
+        })
+    })?;
+    let root = match tree.root {
+        Some(root) if !is_empty(&tree, root) => root,
+        _ => {
+            return Err(one(Problem {
+                file: file.to_owned(),
+                line: None,
+                column: None,
+                field: "file".into(),
+                message: "is empty (a project file needs at least name and owner)".into(),
+            }))
+        }
+    };
+    let (projects, mut issues) = rules::read(&tree, root);
+    if issues.is_empty() {
+        return Ok(ProjectFile { projects });
+    }
+    issues.sort_by_key(|issue| issue.pos);
+    Err(Problems(
+        issues
+            .into_iter()
+            .map(|issue| with_file(file, issue))
+            .collect(),
+    ))
+}
+
+/// Refuses a file of `size` bytes over [`MAX_FILE_BYTES`]; lets callers that
+/// know the size first (file metadata, GitHub's answer) skip reading it.
+pub fn check_size(file: &str, size: u64) -> Result<(), Problems> {
+    if size <= MAX_FILE_BYTES as u64 {
+        return Ok(());
+    }
+    Err(one(Problem {
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        field: "file".into(),
+        message: format!(
+            "is {size} bytes, more than the limit of {MAX_FILE_BYTES} bytes (256 KiB)"
+        ),
+    }))
+}
+
+fn one(problem: Problem) -> Problems {
+    Problems(vec![problem])
+}
+
+fn with_file(file: &str, issue: Issue) -> Problem {
+    Problem {
+        file: file.to_owned(),
+        line: issue.pos.map(|pos| pos.line),
+        column: issue.pos.map(|pos| pos.column),
+        field: one_line(issue.field),
+        message: one_line(issue.message),
+    }
+}
+
+/// Each problem prints on one line (SPEC §2), but fields and messages quote
+/// text from the file, which may hold line breaks: those are escaped (`\n`).
+fn one_line(text: String) -> String {
+    let breaks = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');
+    if !text.contains(breaks) {
+        return text;
+    }
+    text.chars()
+        .map(|c| {
+            if breaks(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A document that is only `~`, `null` or nothing at all.
+fn is_empty(tree: &tree::Tree, root: tree::NodeId) -> bool {
+    matches!(&tree.get(root).kind, tree::Kind::Scalar { text, plain } if rules::is_null(text, *plain))
+}
+
+/// Points at the first byte that is not UTF-8.
+fn not_utf8(file: &str, bytes: &[u8], valid_up_to: usize) -> Problems {
+    let valid = String::from_utf8_lossy(&bytes[..valid_up_to]);
+    let line = valid.matches('\n').count() + 1;
+    let column = valid
+        .rsplit('\n')
+        .next()
+        .map_or(0, |tail| tail.chars().count())
+        + 1;
+    one(Problem {
+        file: file.to_owned(),
+        line: Some(line),
+        column: Some(column),
+        field: "file".into(),
+        message: format!(
+            "is not valid UTF-8 (byte 0x{:02x} at offset {valid_up_to})",
+            bytes.get(valid_up_to).copied().unwrap_or(0)
+        ),
+    })
+}

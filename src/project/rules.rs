@@ -1,0 +1,524 @@
+//! The rules of SPEC §2, applied to a positioned YAML tree.
+//!
+//! The walk never stops at the first problem: it visits every field, records
+//! each violation with the position of the offending node, and builds a
+//! [`Project`] only for projects that broke no rule. It descends only as deep
+//! as the format itself (at most five levels), so hostile nesting or alias
+//! chains cannot make it recurse deeply.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::model::{Lifecycle, Link, Project};
+use super::name::{check_name, ProjectName};
+use super::tree::{Kind, NodeId, Pos, Tree};
+
+pub(crate) const MAX_OWNER_CHARS: usize = 100;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
+pub(crate) const MAX_TAGS: usize = 20;
+pub(crate) const MAX_LABELS: usize = 50;
+pub(crate) const MAX_LINKS: usize = 20;
+
+const PROJECT_FIELDS: &str = "name, owner, description, lifecycle, tags, links, labels";
+const LINK_FIELDS: &str = "title, url";
+
+/// A problem before it is given a file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Issue {
+    pub pos: Option<Pos>,
+    pub field: String,
+    pub message: String,
+}
+
+/// What a node holds, as far as the rules care.
+enum Value<'t> {
+    Null,
+    Text(&'t str),
+    List(&'t [NodeId]),
+    Map(&'t [(NodeId, NodeId)]),
+}
+
+/// Reads every project of the document rooted at `root`; the projects are
+/// only complete when no issue was found.
+pub(crate) fn read(tree: &Tree, root: NodeId) -> (Vec<Project>, Vec<Issue>) {
+    let mut walk = Walk {
+        tree,
+        issues: Vec::new(),
+    };
+    let projects = walk.root(root);
+    (projects, walk.issues)
+}
+
+struct Walk<'t> {
+    tree: &'t Tree,
+    issues: Vec<Issue>,
+}
+
+/// A project's name as declared, kept even when the rest of it is invalid so
+/// that duplicates are still found.
+struct Declared {
+    name: ProjectName,
+    pos: Pos,
+    field: String,
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    // An empty key (`"": x`) is shown quoted, so that no field is blank.
+    let key = if key.is_empty() { "\"\"" } else { key };
+    if prefix.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+/// A plain `~`, `null` or nothing: YAML's null, which no quoted text is.
+pub(crate) fn is_null(text: &str, plain: bool) -> bool {
+    plain && matches!(text, "" | "~" | "null" | "Null" | "NULL")
+}
+
+impl<'t> Walk<'t> {
+    fn issue(&mut self, id: NodeId, field: impl Into<String>, message: impl Into<String>) {
+        self.issues.push(Issue {
+            pos: Some(self.tree.nodes[id].pos),
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+
+    fn value(&self, id: NodeId) -> Value<'t> {
+        let tree: &'t Tree = self.tree;
+        match &tree.get(id).kind {
+            Kind::Scalar { text, plain } if is_null(text, *plain) => Value::Null,
+            Kind::Scalar { text, .. } => Value::Text(text),
+            Kind::Seq(items) => Value::List(items),
+            Kind::Map(entries) => Value::Map(entries),
+            // `Tree::get` never returns an alias.
+            Kind::Alias(_) => Value::Null,
+        }
+    }
+
+    fn describe(&self, id: NodeId) -> &'static str {
+        match self.value(id) {
+            Value::Null => "nothing",
+            Value::Text(_) => "a string",
+            Value::List(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    /// The text of a scalar (`""` for null); reports anything else.
+    fn string(&mut self, id: NodeId, field: &str) -> Option<&'t str> {
+        match self.value(id) {
+            Value::Null => Some(""),
+            Value::Text(text) => Some(text),
+            _ => {
+                let found = self.describe(id);
+                self.issue(id, field, format!("must be a string, found {found}"));
+                None
+            }
+        }
+    }
+
+    /// The items of a list (none for null); reports anything else.
+    fn list(&mut self, id: NodeId, field: &str) -> Option<&'t [NodeId]> {
+        match self.value(id) {
+            Value::Null => Some(&[]),
+            Value::List(items) => Some(items),
+            _ => {
+                let found = self.describe(id);
+                self.issue(id, field, format!("must be a list, found {found}"));
+                None
+            }
+        }
+    }
+
+    /// The entries of a mapping with their keys as text, reporting keys that
+    /// are not strings and keys given twice (the later one is dropped).
+    fn entries(
+        &mut self,
+        map: &'t [(NodeId, NodeId)],
+        prefix: &str,
+    ) -> Vec<(&'t str, NodeId, NodeId)> {
+        let mut seen: HashMap<&'t str, Pos> = HashMap::new();
+        let mut entries = Vec::with_capacity(map.len());
+        for &(key, value) in map {
+            let field = if prefix.is_empty() { "file" } else { prefix };
+            let text = match self.value(key) {
+                Value::Text(text) => text,
+                Value::Null => {
+                    self.issue(key, field, "keys must not be empty");
+                    continue;
+                }
+                _ => {
+                    self.issue(key, field, "keys must be strings");
+                    continue;
+                }
+            };
+            let pos = self.tree.nodes[key].pos;
+            if let Some(first) = seen.get(text) {
+                let message = format!("duplicate key (first given at line {})", first.line);
+                self.issue(key, join(prefix, text), message);
+                continue;
+            }
+            seen.insert(text, pos);
+            entries.push((text, key, value));
+        }
+        entries
+    }
+
+    fn root(&mut self, root: NodeId) -> Vec<Project> {
+        let Value::Map(map) = self.value(root) else {
+            let found = self.describe(root);
+            self.issue(
+                root,
+                "file",
+                format!("must be a mapping with the fields of a project or with projects, found {found}"),
+            );
+            return Vec::new();
+        };
+        let has_projects = map
+            .iter()
+            .any(|&(key, _)| matches!(self.value(key), Value::Text("projects")));
+        let mut declared = Vec::new();
+        let mut projects = Vec::new();
+        if has_projects {
+            for (key, key_id, value) in self.entries(map, "") {
+                if key != "projects" {
+                    self.issue(
+                        key_id,
+                        join("", key),
+                        "unknown field next to projects (a project's fields go inside its item of the list)",
+                    );
+                    continue;
+                }
+                match self.value(value) {
+                    Value::List(items) if !items.is_empty() => {
+                        for (index, &item) in items.iter().enumerate() {
+                            let prefix = format!("projects[{index}]");
+                            projects.extend(self.project(item, &prefix, &mut declared));
+                        }
+                    }
+                    Value::List(_) | Value::Null => {
+                        self.issue(value, "projects", "must list at least one project");
+                    }
+                    _ => {
+                        let found = self.describe(value);
+                        self.issue(
+                            value,
+                            "projects",
+                            format!("must be a list of projects, found {found}"),
+                        );
+                    }
+                }
+            }
+        } else {
+            projects.extend(self.project(root, "", &mut declared));
+        }
+        self.unique(&declared);
+        projects
+    }
+
+    /// Reports every name declared a second time, at the later declaration.
+    fn unique(&mut self, declared: &[Declared]) {
+        let mut first: HashMap<&ProjectName, &Declared> = HashMap::new();
+        for entry in declared {
+            match first.get(&entry.name) {
+                Some(earlier) => self.issues.push(Issue {
+                    pos: Some(entry.pos),
+                    field: entry.field.clone(),
+                    message: format!(
+                        "duplicate name \"{}\" (already declared by {} at line {})",
+                        entry.name, earlier.field, earlier.pos.line
+                    ),
+                }),
+                None => {
+                    first.insert(&entry.name, entry);
+                }
+            }
+        }
+    }
+
+    fn project(
+        &mut self,
+        id: NodeId,
+        prefix: &str,
+        declared: &mut Vec<Declared>,
+    ) -> Option<Project> {
+        let Value::Map(map) = self.value(id) else {
+            let found = self.describe(id);
+            self.issue(
+                id,
+                prefix,
+                format!("must be a mapping with name and owner, found {found}"),
+            );
+            return None;
+        };
+        let before = self.issues.len();
+        let (mut name, mut owner, mut description, mut lifecycle) = (None, None, None, None);
+        let (mut seen_name, mut seen_owner) = (false, false);
+        let (mut tags, mut links, mut labels) = (Vec::new(), Vec::new(), BTreeMap::new());
+        for (key, key_id, value) in self.entries(map, prefix) {
+            let field = join(prefix, key);
+            match key {
+                "name" => {
+                    seen_name = true;
+                    name = self.name(value, &field);
+                    if let Some(name) = &name {
+                        declared.push(Declared {
+                            name: name.clone(),
+                            pos: self.tree.nodes[value].pos,
+                            field: field.clone(),
+                        });
+                    }
+                }
+                "owner" => {
+                    seen_owner = true;
+                    owner = self.owner(value, &field);
+                }
+                "description" => description = self.description(value, &field),
+                "lifecycle" => lifecycle = self.lifecycle(value, &field),
+                "tags" => tags = self.tags(value, &field),
+                "links" => links = self.links(value, &field),
+                "labels" => labels = self.labels(value, &field),
+                _ => self.issue(
+                    key_id,
+                    field,
+                    format!("unknown field (expected one of {PROJECT_FIELDS})"),
+                ),
+            }
+        }
+        for (seen, key) in [(seen_name, "name"), (seen_owner, "owner")] {
+            if !seen {
+                self.issue(id, join(prefix, key), "missing required field");
+            }
+        }
+        if self.issues.len() != before {
+            return None;
+        }
+        Some(Project {
+            name: name?,
+            owner: owner?,
+            description,
+            lifecycle,
+            tags,
+            links,
+            labels,
+        })
+    }
+
+    fn name(&mut self, id: NodeId, field: &str) -> Option<ProjectName> {
+        let text = self.string(id, field)?;
+        match ProjectName::parse(text) {
+            Ok(name) => Some(name),
+            Err(error) => {
+                self.issue(id, field, error.to_string());
+                None
+            }
+        }
+    }
+
+    fn owner(&mut self, id: NodeId, field: &str) -> Option<String> {
+        let text = self.string(id, field)?;
+        let chars = text.chars().count();
+        if text.trim().is_empty() {
+            self.issue(id, field, "must not be empty");
+        } else if chars > MAX_OWNER_CHARS {
+            self.issue(
+                id,
+                field,
+                format!("must be at most {MAX_OWNER_CHARS} characters, found {chars}"),
+            );
+        } else {
+            return Some(text.to_owned());
+        }
+        None
+    }
+
+    fn description(&mut self, id: NodeId, field: &str) -> Option<String> {
+        if matches!(self.value(id), Value::Null) {
+            return None;
+        }
+        let text = self.string(id, field)?;
+        let chars = text.chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            let message =
+                format!("must be at most {MAX_DESCRIPTION_CHARS} characters, found {chars}");
+            self.issue(id, field, message);
+            return None;
+        }
+        Some(text.to_owned())
+    }
+
+    fn lifecycle(&mut self, id: NodeId, field: &str) -> Option<Lifecycle> {
+        if matches!(self.value(id), Value::Null) {
+            return None;
+        }
+        let text = self.string(id, field)?;
+        match text.parse() {
+            Ok(lifecycle) => Some(lifecycle),
+            Err(error) => {
+                self.issue(id, field, error.to_string());
+                None
+            }
+        }
+    }
+
+    fn tags(&mut self, id: NodeId, field: &str) -> Vec<String> {
+        let Some(items) = self.list(id, field) else {
+            return Vec::new();
+        };
+        if items.len() > MAX_TAGS {
+            let message = format!("at most {MAX_TAGS} tags are allowed, found {}", items.len());
+            self.issue(id, field, message);
+        }
+        let mut tags = Vec::with_capacity(items.len());
+        for (index, &item) in items.iter().enumerate() {
+            let item_field = format!("{field}[{index}]");
+            let Some(text) = self.string(item, &item_field) else {
+                continue;
+            };
+            match check_name(text) {
+                Ok(()) => tags.push(text.to_owned()),
+                Err(error) => self.issue(item, item_field, error.to_string()),
+            }
+        }
+        tags
+    }
+
+    fn links(&mut self, id: NodeId, field: &str) -> Vec<Link> {
+        let Some(items) = self.list(id, field) else {
+            return Vec::new();
+        };
+        if items.len() > MAX_LINKS {
+            let message = format!(
+                "at most {MAX_LINKS} links are allowed, found {}",
+                items.len()
+            );
+            self.issue(id, field, message);
+        }
+        let mut links = Vec::with_capacity(items.len());
+        for (index, &item) in items.iter().enumerate() {
+            links.extend(self.link(item, &format!("{field}[{index}]")));
+        }
+        links
+    }
+
+    fn link(&mut self, id: NodeId, prefix: &str) -> Option<Link> {
+        let Value::Map(map) = self.value(id) else {
+            let found = self.describe(id);
+            self.issue(
+                id,
+                prefix,
+                format!("must be a mapping with title and url, found {found}"),
+            );
+            return None;
+        };
+        let before = self.issues.len();
+        let (mut title, mut url) = (None, None);
+        let (mut seen_title, mut seen_url) = (false, false);
+        for (key, key_id, value) in self.entries(map, prefix) {
+            let field = join(prefix, key);
+            match key {
+                "title" => {
+                    seen_title = true;
+                    title = self.title(value, &field);
+                }
+                "url" => {
+                    seen_url = true;
+                    url = self.url(value, &field);
+                }
+                _ => self.issue(
+                    key_id,
+                    field,
+                    format!("unknown field (expected one of {LINK_FIELDS})"),
+                ),
+            }
+        }
+        for (seen, key) in [(seen_title, "title"), (seen_url, "url")] {
+            if !seen {
+                self.issue(id, join(prefix, key), "missing required field");
+            }
+        }
+        if self.issues.len() != before {
+            return None;
+        }
+        Some(Link {
+            title: title?,
+            url: url?,
+        })
+    }
+
+    fn title(&mut self, id: NodeId, field: &str) -> Option<String> {
+        let text = self.string(id, field)?;
+        if text.trim().is_empty() {
+            self.issue(id, field, "must not be empty");
+            return None;
+        }
+        Some(text.to_owned())
+    }
+
+    fn url(&mut self, id: NodeId, field: &str) -> Option<String> {
+        let text = self.string(id, field)?;
+        if text.trim().is_empty() {
+            self.issue(id, field, "must not be empty");
+            return None;
+        }
+        match url::Url::parse(text) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => return Some(text.to_owned()),
+            Ok(_) => self.issue(
+                id,
+                field,
+                format!("must be an http or https URL, found \"{text}\""),
+            ),
+            Err(error) => self.issue(
+                id,
+                field,
+                format!("must be an http or https URL, found \"{text}\" ({error})"),
+            ),
+        }
+        None
+    }
+
+    fn labels(&mut self, id: NodeId, field: &str) -> BTreeMap<String, String> {
+        let map = match self.value(id) {
+            Value::Null => return BTreeMap::new(),
+            Value::Map(map) => map,
+            _ => {
+                let found = self.describe(id);
+                let message = format!("must be a mapping of strings to strings, found {found}");
+                self.issue(id, field, message);
+                return BTreeMap::new();
+            }
+        };
+        if map.len() > MAX_LABELS {
+            let message = format!(
+                "at most {MAX_LABELS} labels are allowed, found {}",
+                map.len()
+            );
+            self.issue(id, field, message);
+        }
+        let mut labels = BTreeMap::new();
+        for (key, _, value) in self.entries(map, field) {
+            let label_field = join(field, key);
+            match self.value(value) {
+                Value::Text(text) => {
+                    labels.insert(key.to_owned(), text.to_owned());
+                }
+                Value::Null => self.issue(
+                    value,
+                    label_field,
+                    "must be a string, found nothing (write \"\" for an empty value)",
+                ),
+                _ => {
+                    let found = self.describe(value);
+                    self.issue(
+                        value,
+                        label_field,
+                        format!("must be a string, found {found}"),
+                    );
+                }
+            }
+        }
+        labels
+    }
+}

@@ -1,0 +1,241 @@
+//! Holds of the deletion guard (SPEC §3, §5): a hold keeps a partition's
+//! repositories from being removed until an operator releases it or the
+//! repositories come back.
+//!
+//! A hold is *active* until it is released (`released_at`) or cleared
+//! (`cleared_at`, when no repository is left on it). A partition has at most
+//! one active hold; later removals join it.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+
+use super::json::ActiveHoldJson;
+use super::tracker::parse_partition;
+use super::RegistryError;
+use crate::source::RepoId;
+
+/// `holds h` is active: neither released nor cleared.
+const ACTIVE: &str = "h.released_at is null and h.cleared_at is null";
+
+/// The hold a repository points at, as far as its removal is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HoldState {
+    /// No hold, or one that was cleared: the guard counts the removal.
+    None,
+    /// Its removal waits on this hold.
+    Active(i64),
+    /// An operator released this hold: the removal proceeds uncounted.
+    Released(i64),
+}
+
+/// Where one repository stands; the caller holds the repository's row lock.
+pub(crate) async fn hold_state(
+    conn: &mut PgConnection,
+    id: RepoId,
+) -> Result<HoldState, sqlx::Error> {
+    let row: Option<(i64, bool, bool)> = sqlx::query_as(
+        "select h.id, h.released_at is not null, h.cleared_at is not null
+         from repositories r join holds h on h.id = r.hold_id
+         where r.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(match row {
+        None | Some((_, false, true)) => HoldState::None,
+        Some((hold, true, _)) => HoldState::Released(hold),
+        Some((hold, false, false)) => HoldState::Active(hold),
+    })
+}
+
+/// The active hold of a partition, found or just opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OpenHold {
+    pub id: i64,
+    /// `false` when the partition already had an active hold (its `since`
+    /// and `reason` stay those of the first removal it held).
+    pub created: bool,
+}
+
+/// Finds the partition's active hold, or opens one with `reason`.
+pub(crate) async fn open(
+    conn: &mut PgConnection,
+    partition: &str,
+    reason: &str,
+) -> Result<OpenHold, sqlx::Error> {
+    // A concurrent opener makes this wait, then do nothing; the select
+    // below (a new snapshot) then sees its hold.
+    let created: Option<i64> = sqlx::query_scalar(
+        "insert into holds (partition, reason) values ($1, $2)
+         on conflict (partition) where released_at is null and cleared_at is null
+         do nothing
+         returning id",
+    )
+    .bind(partition)
+    .bind(reason)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(id) = created {
+        return Ok(OpenHold { id, created: true });
+    }
+    let id = sqlx::query_scalar(&format!(
+        "select h.id from holds h where h.partition = $1 and {ACTIVE}"
+    ))
+    .bind(partition)
+    .fetch_one(conn)
+    .await?;
+    Ok(OpenHold { id, created: false })
+}
+
+/// Puts repositories (not already removed) on `hold`; returns how many
+/// changed.
+///
+/// Rows another transaction holds are skipped rather than waited for: that
+/// transaction is a reconcile of the repository, which decides (and
+/// guards) its removal itself. Never waiting on a row lock here is what
+/// keeps the sweep from deadlocking with reconciles of the same partition.
+pub(crate) async fn attach(
+    conn: &mut PgConnection,
+    hold: i64,
+    ids: &[RepoId],
+) -> Result<u64, sqlx::Error> {
+    let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    let locked: Vec<i64> = sqlx::query_scalar(
+        "select id from repositories
+         where id = any($1) and status <> 'removed' and hold_id is distinct from $2
+         order by id for update skip locked",
+    )
+    .bind(&ids)
+    .bind(hold)
+    .fetch_all(&mut *conn)
+    .await?;
+    if locked.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query("update repositories set hold_id = $1 where id = any($2)")
+        .bind(hold)
+        .bind(&locked)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// Takes repositories off their holds (they were seen again), then clears
+/// the active holds that have no repository left. Returns the cleared holds.
+/// Like [`attach`], skips rows a reconcile holds: that reconcile sees the
+/// repository itself and takes it off its hold.
+pub(crate) async fn detach(
+    conn: &mut PgConnection,
+    ids: &[RepoId],
+) -> Result<Vec<i64>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    let held: Vec<(i64, i64)> = sqlx::query_as(
+        "select id, hold_id from repositories
+         where hold_id is not null and id = any($1)
+         order by id for update skip locked",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (ids, holds): (Vec<i64>, Vec<i64>) = held.into_iter().unzip();
+    sqlx::query("update repositories set hold_id = null where id = any($1)")
+        .bind(&ids)
+        .execute(&mut *conn)
+        .await?;
+    clear_empty(conn, holds).await
+}
+
+/// Clears the active holds among `holds` that no repository points at.
+async fn clear_empty(
+    conn: &mut PgConnection,
+    mut holds: Vec<i64>,
+) -> Result<Vec<i64>, sqlx::Error> {
+    holds.sort_unstable();
+    holds.dedup();
+    if holds.is_empty() {
+        return Ok(holds);
+    }
+    sqlx::query_scalar(&format!(
+        "update holds h set cleared_at = now()
+         where h.id = any($1) and {ACTIVE}
+           and not exists (select 1 from repositories r where r.hold_id = h.id)
+         returning h.id"
+    ))
+    .bind(&holds)
+    .fetch_all(conn)
+    .await
+}
+
+#[derive(sqlx::FromRow)]
+struct HoldRow {
+    id: i64,
+    partition: String,
+    since: DateTime<Utc>,
+    reason: String,
+    repos: Vec<String>,
+}
+
+/// Every active hold, oldest first, with the repositories it holds.
+pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHoldJson>, RegistryError> {
+    let rows: Vec<HoldRow> = sqlx::query_as(&format!(
+        "select h.id, h.partition, h.since, h.reason,
+                array(select r.owner || '/' || r.name from repositories r
+                      where r.hold_id = h.id order by r.owner, r.name, r.id) as repos
+         from holds h where {ACTIVE}
+         order by h.id"
+    ))
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|row| {
+            let installation_id = parse_partition(&row.partition).ok_or_else(|| {
+                RegistryError::Corrupt(format!("hold {} has partition {:?}", row.id, row.partition))
+            })?;
+            Ok(ActiveHoldJson {
+                id: row.id,
+                installation_id,
+                repos: row.repos,
+                since: row.since,
+                reason: row.reason,
+            })
+        })
+        .collect()
+}
+
+/// How many holds are active (the `roster_holds` gauge).
+pub async fn active_hold_count(pool: &PgPool) -> Result<i64, RegistryError> {
+    Ok(
+        sqlx::query_scalar(&format!("select count(*) from holds h where {ACTIVE}"))
+            .fetch_one(pool)
+            .await?,
+    )
+}
+
+/// Releases an active hold: its repositories' removals proceed at their
+/// next reconcile (the caller enqueues them). `None` when no active hold
+/// has that id (unknown, already released, or cleared).
+pub async fn release_hold(pool: &PgPool, id: i64) -> Result<Option<Vec<RepoId>>, RegistryError> {
+    let mut tx = pool.begin().await?;
+    let released: Option<i64> = sqlx::query_scalar(&format!(
+        "update holds h set released_at = now() where h.id = $1 and {ACTIVE} returning h.id"
+    ))
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if released.is_none() {
+        return Ok(None);
+    }
+    let repos: Vec<RepoId> =
+        sqlx::query_scalar("select id from repositories where hold_id = $1 order by id")
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+    tx.commit().await?;
+    Ok(Some(repos))
+}

@@ -1,0 +1,97 @@
+//! The JSON shapes of SPEC §5, shared by the API and the dashboard.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::Status;
+use crate::source::RepoId;
+
+/// One page of a list, and where the next one starts (`None` on the last).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+/// A repository as `/api/v1/repos` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepoJson {
+    pub id: RepoId,
+    pub full_name: String,
+    pub status: Status,
+    pub synced_sha: Option<String>,
+    pub last_synced_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+    pub attempts: i32,
+    /// Names of the entries it owns, sorted.
+    pub projects: Vec<String>,
+    /// Set while the deletion guard holds its removal (an active hold).
+    pub hold: Option<HoldJson>,
+}
+
+/// A deletion-guard hold on a repository's removal.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HoldJson {
+    pub id: i64,
+    pub since: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// An active hold, as `/api/v1/holds` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ActiveHoldJson {
+    pub id: i64,
+    /// `None` for the local folder source.
+    pub installation_id: Option<i64>,
+    /// `owner/name` of every repository it holds, sorted.
+    pub repos: Vec<String>,
+    pub since: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// A repository with its entries and recent events, as the detail route shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepoDetailJson {
+    #[serde(flatten)]
+    pub repo: RepoJson,
+    /// Newest first.
+    pub events: Vec<EventJson>,
+    /// Sorted by name.
+    pub entries: Vec<EntryJson>,
+}
+
+/// One reconcile of a repository.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventJson {
+    pub at: DateTime<Utc>,
+    pub kind: String,
+    pub message: String,
+}
+
+/// A registry entry: the fields of SPEC §2 and where it came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntryJson {
+    pub name: String,
+    pub owner: String,
+    pub description: Option<String>,
+    pub lifecycle: Option<String>,
+    pub tags: Vec<String>,
+    pub links: Vec<LinkJson>,
+    pub labels: BTreeMap<String, String>,
+    /// Full name of the repository that owns it.
+    pub repo: String,
+    pub repo_id: RepoId,
+    /// The commit that last changed the entry.
+    pub source_sha: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A link of an entry, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkJson {
+    pub title: String,
+    pub url: String,
+}

@@ -1,0 +1,34 @@
+//! The project registry in PostgreSQL: tracked repositories and their status
+//! (SPEC §3), the entries they own (SPEC §2), and a short history of
+//! reconciles per repository.
+//!
+//! The write side is [`RegistryHandler`], the controller's handler; the read
+//! side ([`query`]) is shared by the API and the dashboard so they never
+//! disagree.
+
+mod cursor;
+mod entries;
+mod error;
+mod events;
+mod guard;
+pub mod handler;
+mod holds;
+pub mod json;
+pub mod query;
+mod repos;
+mod status;
+pub mod tracker;
+
+pub use error::RegistryError;
+pub use guard::DeletionGuard;
+pub use handler::{ensure_known, mark_error, RegistryHandler};
+pub use holds::{active_hold_count, active_holds, release_hold};
+pub use json::{
+    ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
+};
+pub use query::{
+    get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
+    ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
+};
+pub use status::{Status, UnknownStatus};
+pub use tracker::{parse_partition, partition_name, tracked_ids, RegistryTracker};

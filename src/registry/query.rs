@@ -1,0 +1,451 @@
+//! The read side, shared by the API and the dashboard so they never disagree.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::types::Json;
+use sqlx::PgPool;
+
+use super::json::{EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson};
+use super::{cursor, RegistryError, Status};
+use crate::source::RepoId;
+
+/// Page size when the caller gives none.
+pub const DEFAULT_LIMIT: u32 = 100;
+/// Largest page size; larger requests are cut to it.
+pub const MAX_LIMIT: u32 = 1000;
+/// Events shown with a repository, newest first.
+const DETAIL_EVENTS: i64 = 50;
+
+/// Which repositories to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepoFilter {
+    pub status: Option<Status>,
+    /// Case-insensitive substring of `owner/name`.
+    pub q: Option<String>,
+    /// Clamped to `1..=MAX_LIMIT`.
+    pub limit: u32,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Default for RepoFilter {
+    fn default() -> Self {
+        Self {
+            status: None,
+            q: None,
+            limit: DEFAULT_LIMIT,
+            cursor: None,
+        }
+    }
+}
+
+/// Which entries to list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectFilter {
+    /// Exact owner (the team) of the entry.
+    pub owner: Option<String>,
+    /// Entries carrying this tag.
+    pub tag: Option<String>,
+    /// Case-insensitive substring of the name or the description.
+    pub q: Option<String>,
+    /// Clamped to `1..=MAX_LIMIT`.
+    pub limit: u32,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl Default for ProjectFilter {
+    fn default() -> Self {
+        Self {
+            owner: None,
+            tag: None,
+            q: None,
+            limit: DEFAULT_LIMIT,
+            cursor: None,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct RepoRow {
+    id: RepoId,
+    owner: String,
+    name: String,
+    status: String,
+    synced_sha: Option<String>,
+    last_synced_at: Option<DateTime<Utc>>,
+    error: Option<String>,
+    attempts: i32,
+    projects: Vec<String>,
+    /// The active hold on its removal, if any (all three or none).
+    hold_id: Option<i64>,
+    hold_since: Option<DateTime<Utc>>,
+    hold_reason: Option<String>,
+}
+
+impl RepoRow {
+    fn into_json(self) -> Result<RepoJson, RegistryError> {
+        Ok(RepoJson {
+            id: self.id,
+            full_name: format!("{}/{}", self.owner, self.name),
+            status: self
+                .status
+                .parse()
+                .map_err(|e: super::UnknownStatus| RegistryError::Corrupt(e.to_string()))?,
+            synced_sha: self.synced_sha,
+            last_synced_at: self.last_synced_at,
+            error: self.error,
+            attempts: self.attempts,
+            projects: self.projects,
+            hold: match (self.hold_id, self.hold_since, self.hold_reason) {
+                (Some(id), Some(since), Some(reason)) => Some(HoldJson { id, since, reason }),
+                _ => None,
+            },
+        })
+    }
+}
+
+const REPO_COLUMNS: &str = "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
+     r.error, r.attempts,
+     array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
+     h.id as hold_id, h.since as hold_since, h.reason as hold_reason";
+
+/// Joins the active hold of each repository `r` as `h` (after `from repositories r`).
+const HOLD_JOIN: &str = "left join holds h
+     on h.id = r.hold_id and h.released_at is null and h.cleared_at is null";
+
+#[derive(sqlx::FromRow)]
+struct EntryRow {
+    name: String,
+    owner: String,
+    description: Option<String>,
+    lifecycle: Option<String>,
+    tags: Vec<String>,
+    links: Json<Vec<LinkJson>>,
+    labels: Json<BTreeMap<String, String>>,
+    repo_owner: String,
+    repo_name: String,
+    repo_id: RepoId,
+    source_sha: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<EntryRow> for EntryJson {
+    fn from(row: EntryRow) -> Self {
+        EntryJson {
+            name: row.name,
+            owner: row.owner,
+            description: row.description,
+            lifecycle: row.lifecycle,
+            tags: row.tags,
+            links: row.links.0,
+            labels: row.labels.0,
+            repo: format!("{}/{}", row.repo_owner, row.repo_name),
+            repo_id: row.repo_id,
+            source_sha: row.source_sha,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+const ENTRY_SELECT: &str = "select e.name, e.owner, e.description, e.lifecycle, e.tags, e.links,
+     e.labels, r.owner as repo_owner, r.name as repo_name, e.repo_id, e.source_sha,
+     e.created_at, e.updated_at
+     from entries e join repositories r on r.id = e.repo_id";
+
+fn page_size(limit: u32) -> i64 {
+    i64::from(limit.clamp(1, MAX_LIMIT))
+}
+
+/// Lists repositories ordered by `(owner, name, id)`, one page at a time.
+pub async fn list_repos(
+    pool: &PgPool,
+    filter: &RepoFilter,
+) -> Result<Page<RepoJson>, RegistryError> {
+    let after: Option<(String, String, i64)> =
+        filter.cursor.as_deref().map(cursor::decode).transpose()?;
+    let (after_owner, after_name, after_id) = match after {
+        Some((owner, name, id)) => (Some(owner), Some(name), Some(id)),
+        None => (None, None, None),
+    };
+    let size = page_size(filter.limit);
+    let rows: Vec<RepoRow> = sqlx::query_as(&format!(
+        "select {REPO_COLUMNS} from repositories r {HOLD_JOIN}
+         where ($1::text is null or r.status = $1)
+           and ($2::text is null or strpos(lower(r.owner || '/' || r.name), lower($2)) > 0)
+           and ($3::text is null or (r.owner, r.name, r.id) > ($3::text, $4::text, $5::bigint))
+         order by r.owner, r.name, r.id
+         limit $6"
+    ))
+    .bind(filter.status.map(Status::as_str))
+    .bind(filter.q.as_deref().filter(|q| !q.is_empty()))
+    .bind(after_owner)
+    .bind(after_name)
+    .bind(after_id)
+    .bind(size + 1)
+    .fetch_all(pool)
+    .await?;
+    let items = rows
+        .into_iter()
+        .map(RepoRow::into_json)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(paginate(items, size, |repo| {
+        let (owner, name) = repo
+            .full_name
+            .split_once('/')
+            .unwrap_or((&repo.full_name, ""));
+        cursor::encode(&(owner, name, repo.id.0))
+    }))
+}
+
+/// Keeps `size` items and, when there were more, the cursor after the last.
+fn paginate<T>(mut items: Vec<T>, size: i64, key: impl Fn(&T) -> String) -> Page<T> {
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let more = items.len() > size;
+    items.truncate(size);
+    let next_cursor = if more { items.last().map(key) } else { None };
+    Page { items, next_cursor }
+}
+
+/// The id of the repository called `owner/name` now (case-insensitive, as
+/// on GitHub). When a rename left two rows with one name, the newest wins.
+pub async fn repo_id_by_full_name(
+    pool: &PgPool,
+    owner: &str,
+    name: &str,
+) -> Result<Option<RepoId>, RegistryError> {
+    Ok(sqlx::query_scalar(
+        "select id from repositories
+         where lower(owner) = lower($1) and lower(name) = lower($2)
+         order by status = 'removed', updated_at desc, id desc
+         limit 1",
+    )
+    .bind(owner)
+    .bind(name)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// One repository with its entries and its newest events.
+pub async fn get_repo(
+    pool: &PgPool,
+    owner: &str,
+    name: &str,
+) -> Result<Option<RepoDetailJson>, RegistryError> {
+    let Some(id) = repo_id_by_full_name(pool, owner, name).await? else {
+        return Ok(None);
+    };
+    let Some(row) = sqlx::query_as::<_, RepoRow>(&format!(
+        "select {REPO_COLUMNS} from repositories r {HOLD_JOIN} where r.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let events: Vec<(DateTime<Utc>, String, String)> = sqlx::query_as(
+        "select at, kind, message from events where repo_id = $1 order by id desc limit $2",
+    )
+    .bind(id)
+    .bind(DETAIL_EVENTS)
+    .fetch_all(pool)
+    .await?;
+    let entries: Vec<EntryRow> = sqlx::query_as(&format!(
+        "{ENTRY_SELECT} where e.repo_id = $1 order by e.name"
+    ))
+    .bind(id)
+    .fetch_all(pool)
+    .await?;
+    Ok(Some(RepoDetailJson {
+        repo: row.into_json()?,
+        events: events
+            .into_iter()
+            .map(|(at, kind, message)| EventJson { at, kind, message })
+            .collect(),
+        entries: entries.into_iter().map(EntryJson::from).collect(),
+    }))
+}
+
+/// Lists entries ordered by name, one page at a time.
+pub async fn list_projects(
+    pool: &PgPool,
+    filter: &ProjectFilter,
+) -> Result<Page<EntryJson>, RegistryError> {
+    let after: Option<(String,)> = filter.cursor.as_deref().map(cursor::decode).transpose()?;
+    let size = page_size(filter.limit);
+    let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+        "{ENTRY_SELECT}
+         where ($1::text is null or e.owner = $1)
+           and ($2::text is null or $2 = any(e.tags))
+           and ($3::text is null or strpos(lower(e.name), lower($3)) > 0
+                or strpos(lower(coalesce(e.description, '')), lower($3)) > 0)
+           and ($4::text is null or e.name > $4)
+         order by e.name
+         limit $5"
+    ))
+    .bind(filter.owner.as_deref().filter(|s| !s.is_empty()))
+    .bind(filter.tag.as_deref().filter(|s| !s.is_empty()))
+    .bind(filter.q.as_deref().filter(|s| !s.is_empty()))
+    .bind(after.map(|(name,)| name))
+    .bind(size + 1)
+    .fetch_all(pool)
+    .await?;
+    let items = rows.into_iter().map(EntryJson::from).collect();
+    Ok(paginate(items, size, |entry: &EntryJson| {
+        cursor::encode(&(entry.name.as_str(),))
+    }))
+}
+
+/// One entry by its name.
+pub async fn get_project(pool: &PgPool, name: &str) -> Result<Option<EntryJson>, RegistryError> {
+    let row: Option<EntryRow> = sqlx::query_as(&format!("{ENTRY_SELECT} where e.name = $1"))
+        .bind(name)
+        .fetch_optional(pool)
+        .await?;
+    Ok(row.map(EntryJson::from))
+}
+
+/// How many repositories have each status, every status present (zeros too).
+pub async fn status_counts(pool: &PgPool) -> Result<BTreeMap<String, i64>, RegistryError> {
+    let mut counts: BTreeMap<String, i64> = Status::ALL
+        .iter()
+        .map(|s| (s.as_str().to_string(), 0))
+        .collect();
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("select status, count(*) from repositories group by status")
+            .fetch_all(pool)
+            .await?;
+    for (status, count) in rows {
+        counts.insert(status, count);
+    }
+    Ok(counts)
+}
+
+/// The work queue at a glance, for the dashboard's overview.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueueSummary {
+    /// Every id in the queue.
+    pub depth: i64,
+    /// Ids a worker may take now but none has taken yet.
+    pub ready: i64,
+    /// Ids waiting out a backoff after a failure.
+    pub retrying: i64,
+    /// Ids a worker is handling now.
+    pub in_progress: i64,
+    /// When the longest-waiting ready id was enqueued: a growing age means
+    /// the workers do not keep up.
+    pub oldest_ready_since: Option<DateTime<Utc>>,
+}
+
+/// Counts the queue's ids by what they wait for.
+pub async fn queue_summary(pool: &PgPool) -> Result<QueueSummary, RegistryError> {
+    let (depth, ready, retrying, in_progress, oldest_ready_since) = sqlx::query_as(
+        "with q as (
+             select enqueued_at, not_before,
+                    coalesce(claimed_until > now(), false) as busy
+             from queue
+         )
+         select count(*),
+                count(*) filter (where not busy and not_before <= now()),
+                count(*) filter (where not busy and not_before > now()),
+                count(*) filter (where busy),
+                min(enqueued_at) filter (where not busy and not_before <= now())
+         from q",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(QueueSummary {
+        depth,
+        ready,
+        retrying,
+        in_progress,
+        oldest_ready_since,
+    })
+}
+
+/// When the periodic org-wide listing last ran, as the shared schedule
+/// row records it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListingTimes {
+    /// `None` before the first listing.
+    pub last_started_at: Option<DateTime<Utc>>,
+    /// The last listing that completed without error; `None` before one has.
+    pub last_finished_at: Option<DateTime<Utc>>,
+    /// An operator asked for a listing that has not started yet.
+    pub requested: bool,
+}
+
+/// Reads the listing schedule (one row, see `migrations/0002_queue.sql`).
+pub async fn listing_times(pool: &PgPool) -> Result<ListingTimes, RegistryError> {
+    type Row = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, bool);
+    let row: Option<Row> = sqlx::query_as(
+        "select case when isfinite(last_started_at) then last_started_at end,
+                last_finished_at, requested
+         from listing_schedule",
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(row
+        .map(
+            |(last_started_at, last_finished_at, requested)| ListingTimes {
+                last_started_at,
+                last_finished_at,
+                requested,
+            },
+        )
+        .unwrap_or_default())
+}
+
+/// A project name a repository declares that another repository owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictOwner {
+    pub project: String,
+    /// `owner/name` of the owning repository; `None` when the entry has
+    /// gone since the conflict was recorded.
+    pub owner_repo: Option<String>,
+}
+
+/// What the repository page shows beyond the API's JSON: the default
+/// branch (for the link to the project file) and who owns the names it
+/// conflicts on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RepoSourceInfo {
+    pub default_branch: Option<String>,
+    pub conflicts: Vec<ConflictOwner>,
+}
+
+/// Reads [`RepoSourceInfo`] of one repository (empty when it is unknown).
+pub async fn repo_source_info(pool: &PgPool, id: RepoId) -> Result<RepoSourceInfo, RegistryError> {
+    let Some((default_branch, conflicts)): Option<(Option<String>, Vec<String>)> =
+        sqlx::query_as("select default_branch, conflicts from repositories where id = $1")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?
+    else {
+        return Ok(RepoSourceInfo::default());
+    };
+    let owners: Vec<(String, Option<String>)> = sqlx::query_as(
+        "select c.name, r.owner || '/' || r.name
+         from unnest($1::text[]) as c(name)
+         left join entries e on e.name = c.name collate \"C\"
+         left join repositories r on r.id = e.repo_id
+         order by c.name",
+    )
+    .bind(&conflicts)
+    .fetch_all(pool)
+    .await?;
+    Ok(RepoSourceInfo {
+        default_branch,
+        conflicts: owners
+            .into_iter()
+            .map(|(project, owner_repo)| ConflictOwner {
+                project,
+                owner_repo,
+            })
+            .collect(),
+    })
+}

@@ -1,0 +1,172 @@
+//! Writes to the `repositories` table: what the source says about a
+//! repository, and the status a reconcile leaves it in.
+
+use std::collections::BTreeMap;
+
+use sqlx::{PgConnection, PgExecutor, PgPool};
+
+use super::{events, RegistryError, Status};
+use crate::source::{RepoId, RepoInfo};
+
+/// The fields a reconcile decides, as locked at its start.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct RepoState {
+    pub status: String,
+    pub error: Option<String>,
+    pub synced_sha: Option<String>,
+    pub attempts: i32,
+    pub conflicts: Vec<String>,
+}
+
+/// Inserts the repository as `pending`, or updates its names when they
+/// changed (a rename or transfer keeps the id, hence the entries).
+pub(crate) async fn upsert_info(
+    conn: &mut PgConnection,
+    id: RepoId,
+    info: &RepoInfo,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "insert into repositories (id, owner, name, installation_id, default_branch, html_url)
+         values ($1, $2, $3, $4, $5, $6)
+         on conflict (id) do update set
+             owner = excluded.owner, name = excluded.name,
+             installation_id = excluded.installation_id,
+             default_branch = excluded.default_branch, html_url = excluded.html_url,
+             updated_at = now()
+         where (repositories.owner, repositories.name, repositories.installation_id,
+                repositories.default_branch, repositories.html_url)
+               is distinct from
+               (excluded.owner, excluded.name, excluded.installation_id,
+                excluded.default_branch, excluded.html_url)",
+    )
+    .bind(id)
+    .bind(&info.owner)
+    .bind(&info.name)
+    .bind(info.installation_id)
+    .bind(&info.default_branch)
+    .bind(&info.html_url)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Makes every listed repository visible before its first reconcile:
+/// missing ones are inserted as `pending`, known ones get their current names.
+///
+/// Listings and webhooks call it so an id can be looked up (and resynced)
+/// by name as soon as it is known. It runs on a pool, or on a transaction's
+/// connection so a webhook commits it together with the rest of its writes.
+pub async fn ensure_known<'e, E>(
+    executor: E,
+    repos: &[(RepoId, RepoInfo)],
+) -> Result<(), RegistryError>
+where
+    E: PgExecutor<'e>,
+{
+    // One row per id (the last one wins), in id order so that concurrent
+    // callers lock rows in the same order.
+    let unique: BTreeMap<RepoId, &RepoInfo> = repos.iter().map(|(id, info)| (*id, info)).collect();
+    if unique.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = unique.keys().map(|id| id.0).collect();
+    let owners: Vec<&str> = unique.values().map(|i| i.owner.as_str()).collect();
+    let names: Vec<&str> = unique.values().map(|i| i.name.as_str()).collect();
+    let installations: Vec<Option<i64>> = unique.values().map(|i| i.installation_id).collect();
+    let branches: Vec<&str> = unique.values().map(|i| i.default_branch.as_str()).collect();
+    let urls: Vec<Option<&str>> = unique.values().map(|i| i.html_url.as_deref()).collect();
+    sqlx::query(
+        "insert into repositories (id, owner, name, installation_id, default_branch, html_url)
+         select * from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+         order by 1
+         on conflict (id) do update set
+             owner = excluded.owner, name = excluded.name,
+             installation_id = excluded.installation_id,
+             default_branch = excluded.default_branch, html_url = excluded.html_url,
+             updated_at = now()
+         where (repositories.owner, repositories.name, repositories.installation_id,
+                repositories.default_branch, repositories.html_url)
+               is distinct from
+               (excluded.owner, excluded.name, excluded.installation_id,
+                excluded.default_branch, excluded.html_url)",
+    )
+    .bind(ids)
+    .bind(owners)
+    .bind(names)
+    .bind(installations)
+    .bind(branches)
+    .bind(urls)
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
+/// Locks the repository row for the rest of the transaction, so that one
+/// repository is reconciled by one transaction at a time; `None` when unknown.
+pub(crate) async fn lock(
+    conn: &mut PgConnection,
+    id: RepoId,
+) -> Result<Option<RepoState>, sqlx::Error> {
+    sqlx::query_as(
+        "select status, error, synced_sha, attempts, conflicts
+         from repositories where id = $1 for update",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Stores the state a reconcile decided; `updated_at` moves only when a
+/// field changed, `last_synced_at` whenever `synced` says it was applied.
+pub(crate) async fn write_state(
+    conn: &mut PgConnection,
+    id: RepoId,
+    old: &RepoState,
+    new: &RepoState,
+    synced: bool,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update repositories set
+             status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
+             last_synced_at = case when $7 then now() else last_synced_at end,
+             updated_at = case when $8 then now() else updated_at end
+         where id = $1",
+    )
+    .bind(id)
+    .bind(&new.status)
+    .bind(&new.error)
+    .bind(&new.synced_sha)
+    .bind(new.attempts)
+    .bind(&new.conflicts)
+    .bind(synced)
+    .bind(old != new)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Records a failure to observe or apply a repository: status `error`,
+/// attempts + 1, entries untouched. `false` when the repository is unknown
+/// (nothing to show the error on).
+pub async fn mark_error(pool: &PgPool, id: RepoId, message: &str) -> Result<bool, RegistryError> {
+    let mut tx = pool.begin().await?;
+    let Some(old) = lock(&mut tx, id).await? else {
+        return Ok(false);
+    };
+    let new = RepoState {
+        status: Status::Error.as_str().to_string(),
+        error: Some(message.to_string()),
+        attempts: old.attempts.saturating_add(1),
+        ..old.clone()
+    };
+    write_state(&mut tx, id, &old, &new, false).await?;
+    events::record(
+        &mut tx,
+        id,
+        Status::Error.as_str(),
+        &format!("error: {message}"),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}

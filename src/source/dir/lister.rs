@@ -1,0 +1,28 @@
+//! Lists the local folders as repositories.
+
+use crate::controller::{Enqueue, Failure, Lister, Partition};
+use crate::source::RepoId;
+
+use super::{repo_id, DirSource, PARTITION};
+
+/// The folder list is the listing; it is always complete when readable.
+#[derive(Debug, Clone)]
+pub struct DirLister {
+    pub source: DirSource,
+}
+
+impl Lister for DirLister {
+    type Key = RepoId;
+
+    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
+        let folders = self.source.folders().map_err(|e| {
+            Failure::new(format!("cannot list {}: {e}", self.source.root.display()))
+        })?;
+        let items = folders.iter().map(|f| Enqueue::fresh(repo_id(f))).collect();
+        Ok(vec![Partition {
+            name: PARTITION.to_owned(),
+            items,
+            outcome: Ok(()),
+        }])
+    }
+}

@@ -1,0 +1,109 @@
+//! The local `dir:` source: each sub-folder of a folder stands for a
+//! repository, so Roster runs end to end without GitHub.
+//!
+//! A repository's owner is `local`, its name the folder's name (SPEC §3), its
+//! id a stable hash of that name, and its "commit" a digest of the file.
+
+mod lister;
+mod storage;
+mod watcher;
+
+pub use lister::DirLister;
+pub use storage::DirStorage;
+pub use watcher::watch;
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use super::RepoId;
+
+/// The owner every local repository has.
+pub const LOCAL_OWNER: &str = "local";
+
+/// The listing partition of the local source (there is only one).
+pub const PARTITION: &str = "local";
+
+/// Ids of local repositories start here, far above GitHub's, so the two
+/// can never collide in one registry.
+const ID_FLOOR: u64 = 1 << 50;
+
+/// A stable id for a folder name: the same name gives the same id on every
+/// machine and every start.
+pub fn repo_id(folder: &str) -> RepoId {
+    let digest = Sha256::digest(format!("{LOCAL_OWNER}/{folder}").as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    let n = u64::from_be_bytes(first) % ((i64::MAX as u64) - ID_FLOOR);
+    RepoId((ID_FLOOR + n) as i64)
+}
+
+/// The folder a local source reads, and the project file inside each sub-folder.
+#[derive(Debug, Clone)]
+pub struct DirSource {
+    pub root: PathBuf,
+    pub project_file: String,
+}
+
+impl DirSource {
+    pub fn new(root: impl Into<PathBuf>, project_file: impl Into<String>) -> Self {
+        Self {
+            root: root.into(),
+            project_file: project_file.into(),
+        }
+    }
+
+    /// The sub-folders standing for repositories, sorted by name. Hidden
+    /// folders and names that are not UTF-8 are skipped.
+    pub fn folders(&self) -> std::io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.root)? {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            if let Some(name) = entry.file_name().to_str() {
+                if !name.starts_with('.') {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The top-level folder a changed path belongs to, if any.
+    fn folder_of(&self, path: &Path) -> Option<String> {
+        let rel = path.strip_prefix(&self.root).ok()?;
+        let first = rel.components().next()?;
+        let name = first.as_os_str().to_str()?;
+        (!name.starts_with('.')).then(|| name.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_id_should_be_stable_and_above_github_ids() {
+        assert_eq!(repo_id("checkout"), repo_id("checkout"));
+        assert_ne!(repo_id("checkout"), repo_id("billing"));
+        assert!(repo_id("checkout").0 >= ID_FLOOR as i64);
+    }
+
+    #[test]
+    fn folder_of_should_name_the_top_level_folder() {
+        let s = DirSource::new("/org", "project.yaml");
+        assert_eq!(
+            s.folder_of(Path::new("/org/checkout/project.yaml")),
+            Some("checkout".into())
+        );
+        assert_eq!(
+            s.folder_of(Path::new("/org/checkout")),
+            Some("checkout".into())
+        );
+        assert_eq!(s.folder_of(Path::new("/org/.git/x")), None);
+        assert_eq!(s.folder_of(Path::new("/elsewhere/x")), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! What a source (GitHub, a local folder) reports about one repository.
+//!
+//! Sources only observe; the registry handler decides what to do with it.
+
+pub mod dir;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// GitHub's numeric repository id: stable across renames and transfers.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, sqlx::Type,
+)]
+#[sqlx(transparent)]
+#[serde(transparent)]
+pub struct RepoId(pub i64);
+
+impl fmt::Display for RepoId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<u32> for RepoId {
+    fn from(v: u32) -> Self {
+        RepoId(i64::from(v))
+    }
+}
+
+/// The repository as the source sees it now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoInfo {
+    pub owner: String,
+    pub name: String,
+    /// The GitHub App installation that sees it (`None` for local folders).
+    pub installation_id: Option<i64>,
+    pub default_branch: String,
+    /// Where people can look at it (`None` for local folders).
+    pub html_url: Option<String>,
+}
+
+impl RepoInfo {
+    pub fn full_name(&self) -> String {
+        format!("{}/{}", self.owner, self.name)
+    }
+}
+
+/// The project file at the head of the default branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileState {
+    /// The repository has no project file.
+    Absent,
+    /// The file's bytes at commit `sha` (not yet validated).
+    Found { sha: String, bytes: Vec<u8> },
+    /// The file exists but cannot be used as text (too large, binary, …).
+    Unreadable {
+        sha: Option<String>,
+        message: String,
+    },
+}
+
+/// One observation of a repository, as a storage call returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Observed {
+    /// A definite answer that the repository is gone, archived or no longer
+    /// visible: its entries go. `repo` is known when the source still sees it
+    /// (archived) and `None` when it does not.
+    Removed {
+        repo: Option<RepoInfo>,
+        reason: String,
+    },
+    /// The repository exists; `file` says what its project file holds.
+    Present { repo: RepoInfo, file: FileState },
+}

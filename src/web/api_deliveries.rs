@@ -1,0 +1,21 @@
+//! `GET /api/v1/deliveries`: recent webhook deliveries, newest first (SPEC §5).
+
+use axum::extract::State;
+use axum::Json;
+
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::params::DeliveryParams;
+use super::state::AppState;
+use crate::github::webhook::deliveries::{list_deliveries, DeliveryJson};
+use crate::registry::Page;
+
+/// Deliveries, optionally only those about one repository (`repo=owner/name`).
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<DeliveryParams>,
+) -> Result<Json<Page<DeliveryJson>>, ApiError> {
+    let limit = params.limit()?;
+    let page = list_deliveries(&state.pool, limit, params.cursor(), params.repo()).await?;
+    Ok(Json(page))
+}

@@ -1,0 +1,56 @@
+//! The deletion guard's holds (SPEC §3, §5): which removals wait for an
+//! operator, and the release that lets them proceed.
+
+use axum::extract::State;
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::auth::WriteAccess;
+use super::error::ApiError;
+use super::extract::ApiPath;
+use super::state::AppState;
+use crate::controller::{Enqueue, WorkQueue};
+use crate::registry::{self, ActiveHoldJson, Page};
+
+/// `GET /api/v1/holds`: every active hold (there are few: at most one per
+/// installation), so the list is one page.
+pub async fn list(State(state): State<AppState>) -> Result<Json<Page<ActiveHoldJson>>, ApiError> {
+    let items = registry::active_holds(&state.pool).await?;
+    Ok(Json(Page {
+        items,
+        next_cursor: None,
+    }))
+}
+
+/// `POST /api/v1/holds/{id}/release`: releases an active hold and enqueues
+/// its repositories, whose removals then proceed; 404 when no active hold
+/// has that id.
+pub async fn release(
+    _access: WriteAccess,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    let not_found = || ApiError::NotFound(format!("no active hold {id}"));
+    let hold: i64 = id.parse().map_err(|_| not_found())?;
+    let repos = registry::release_hold(&state.pool, hold)
+        .await?
+        .ok_or_else(not_found)?;
+    let released = repos.len();
+    if !repos.is_empty() {
+        // Released already: should this fail, the next listing sweeps them,
+        // and the sweep lets released repositories through.
+        state
+            .queue
+            .enqueue(repos.into_iter().map(Enqueue::fresh).collect())
+            .await
+            .map_err(|error| {
+                ApiError::unavailable("holds: cannot enqueue released repositories", &error)
+            })?;
+    }
+    tracing::info!(
+        hold,
+        released,
+        "deletion guard: hold {hold} released through the API"
+    );
+    Ok(Json(json!({ "released": released })))
+}

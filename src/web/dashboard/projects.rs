@@ -1,0 +1,103 @@
+//! `GET /projects`: the registry as a table, filtered like `/api/v1/projects`.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+
+use super::{Chrome, PageError};
+use crate::registry::{self, EntryJson};
+use crate::web::error::ApiError;
+use crate::web::extract::ApiQuery;
+use crate::web::params::ProjectParams;
+use crate::web::session::Viewer;
+use crate::web::state::AppState;
+use crate::web::view::{href_with, repo_href};
+
+#[derive(Template, WebTemplate)]
+#[template(path = "projects.html")]
+pub struct ProjectsTemplate {
+    chrome: Chrome,
+    q: String,
+    owner: String,
+    tag: String,
+    rows: Vec<ProjectRow>,
+    paged: bool,
+    first_href: String,
+    next_href: Option<String>,
+}
+
+impl ProjectsTemplate {
+    fn filtered(&self) -> bool {
+        !(self.q.is_empty() && self.owner.is_empty() && self.tag.is_empty())
+    }
+}
+
+struct ProjectRow {
+    name: String,
+    /// The entry on its repository's page.
+    href: String,
+    owner: String,
+    owner_href: String,
+    lifecycle: String,
+    description: String,
+    /// (filter link, tag).
+    tags: Vec<(String, String)>,
+    repo: String,
+    repo_href: String,
+}
+
+impl From<EntryJson> for ProjectRow {
+    fn from(entry: EntryJson) -> Self {
+        let repo_page = repo_href(&entry.repo);
+        Self {
+            href: format!("{repo_page}#entry-{}", entry.name),
+            owner_href: href_with("/projects", &[("owner", Some(&entry.owner))]),
+            name: entry.name,
+            owner: entry.owner,
+            lifecycle: entry.lifecycle.unwrap_or_default(),
+            description: entry.description.unwrap_or_default(),
+            tags: entry
+                .tags
+                .into_iter()
+                .map(|tag| (href_with("/projects", &[("tag", Some(&tag))]), tag))
+                .collect(),
+            repo_href: repo_page,
+            repo: entry.repo,
+        }
+    }
+}
+
+/// Takes the same `owner`, `tag`, `q` and `cursor` as `/api/v1/projects`.
+pub async fn projects(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    params: Result<ApiQuery<ProjectParams>, ApiError>,
+) -> Result<ProjectsTemplate, PageError> {
+    // A malformed query string shows as a page, not as the API's JSON.
+    let ApiQuery(params) = params?;
+    let filter = params.to_filter()?;
+    let page = registry::list_projects(&state.pool, &filter).await?;
+    let q = filter.q.clone().unwrap_or_default();
+    let owner = filter.owner.clone().unwrap_or_default();
+    let tag = filter.tag.clone().unwrap_or_default();
+    let filters = [
+        ("q", Some(q.as_str())),
+        ("owner", Some(&owner)),
+        ("tag", Some(&tag)),
+    ];
+    let next_href = page.next_cursor.as_deref().map(|cursor| {
+        let mut pairs = filters.to_vec();
+        pairs.push(("cursor", Some(cursor)));
+        href_with("/projects", &pairs)
+    });
+    Ok(ProjectsTemplate {
+        chrome: Chrome::for_viewer(viewer),
+        rows: page.items.into_iter().map(ProjectRow::from).collect(),
+        paged: filter.cursor.is_some(),
+        first_href: href_with("/projects", &filters),
+        q,
+        owner,
+        tag,
+        next_href,
+    })
+}

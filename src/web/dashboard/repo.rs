@@ -1,0 +1,335 @@
+//! `GET /repos/{owner}/{name}`: why a repository is in its state. Its full
+//! error (and the next retry, the owner of a conflicting name), its entries
+//! with every field, its event timeline and its recent webhook deliveries.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use chrono::{DateTime, Utc};
+
+use super::chrome::DoneParam;
+use super::{Chrome, PageError};
+use crate::controller::{ItemStatus, WorkQueue};
+use crate::github::webhook::deliveries::{list_deliveries, DeliveryJson};
+use crate::registry::query::repo_source_info;
+use crate::registry::{self, EntryJson, EventJson, Status};
+use crate::web::error::ApiError;
+use crate::web::extract::ApiPath;
+use crate::web::session::Viewer;
+use crate::web::state::AppState;
+use crate::web::view::{
+    commit_link, duration_text, href_with, http_url, project_file_link, repo_href, short_sha,
+    web_link, StatusView, TimeView,
+};
+
+/// Deliveries shown on the page; the rest are one link away.
+const RECENT_DELIVERIES: u32 = 10;
+
+#[derive(Template, WebTemplate)]
+#[template(path = "repo.html")]
+pub struct RepoTemplate {
+    chrome: Chrome,
+    full_name: String,
+    /// This page's own path, for the resync form.
+    href: String,
+    status: StatusView,
+    /// What the status means, in a sentence.
+    explanation: &'static str,
+    /// The repository's page on the source's website.
+    external_href: Option<String>,
+    project_file: String,
+    project_file_href: Option<String>,
+    synced_sha: String,
+    synced_sha_href: Option<String>,
+    last_sync: Option<TimeView>,
+    attempts: i32,
+    error: Option<String>,
+    error_title: &'static str,
+    retry: Option<String>,
+    conflicts: Vec<ConflictView>,
+    hold: Option<HoldView>,
+    entries: Vec<EntryView>,
+    events: Vec<EventView>,
+    deliveries: Vec<DeliveryView>,
+    deliveries_href: String,
+}
+
+struct ConflictView {
+    project: String,
+    owner: Option<(String, String)>,
+}
+
+struct HoldView {
+    since: TimeView,
+    reason: String,
+}
+
+struct EntryView {
+    name: String,
+    owner: String,
+    owner_href: String,
+    lifecycle: String,
+    description: String,
+    tags: Vec<(String, String)>,
+    links: Vec<LinkView>,
+    labels: Vec<(String, String)>,
+    source_sha: String,
+    source_sha_href: Option<String>,
+    created: TimeView,
+    updated: TimeView,
+}
+
+/// A link of an entry; `href` is set only for http(s) URLs, the others are
+/// shown as plain text.
+struct LinkView {
+    title: String,
+    url: String,
+    href: Option<String>,
+}
+
+impl EntryView {
+    fn new(entry: EntryJson, web: Option<&str>, now: DateTime<Utc>) -> Self {
+        Self {
+            owner_href: href_with("/projects", &[("owner", Some(&entry.owner))]),
+            source_sha: short_sha(Some(&entry.source_sha)),
+            source_sha_href: commit_link(web, &entry.repo, &entry.source_sha),
+            name: entry.name,
+            owner: entry.owner,
+            lifecycle: entry.lifecycle.unwrap_or_default(),
+            description: entry.description.unwrap_or_default(),
+            tags: entry
+                .tags
+                .into_iter()
+                .map(|tag| (href_with("/projects", &[("tag", Some(&tag))]), tag))
+                .collect(),
+            links: entry
+                .links
+                .into_iter()
+                .map(|link| LinkView {
+                    href: http_url(&link.url),
+                    title: link.title,
+                    url: link.url,
+                })
+                .collect(),
+            labels: entry.labels.into_iter().collect(),
+            created: TimeView::new(entry.created_at, now),
+            updated: TimeView::new(entry.updated_at, now),
+        }
+    }
+}
+
+struct EventView {
+    at: TimeView,
+    kind: String,
+    message: String,
+}
+
+impl EventView {
+    fn new(event: EventJson, now: DateTime<Utc>) -> Self {
+        Self {
+            at: TimeView::new(event.at, now),
+            kind: event.kind,
+            message: event.message,
+        }
+    }
+}
+
+/// A webhook delivery, on this page and on `/deliveries`.
+pub struct DeliveryView {
+    pub at: TimeView,
+    pub id: String,
+    /// `event.action`, or the event alone.
+    pub event: String,
+    /// (dashboard link, `owner/name`).
+    pub repo: Option<(String, String)>,
+    pub outcome: String,
+    pub redelivery_requested: bool,
+}
+
+impl DeliveryView {
+    pub fn new(delivery: DeliveryJson, now: DateTime<Utc>) -> Self {
+        let event = match delivery.action {
+            Some(action) => format!("{}.{action}", delivery.event),
+            None => delivery.event,
+        };
+        Self {
+            at: TimeView::new(delivery.at, now),
+            id: delivery.id,
+            event,
+            repo: delivery.repo.map(|repo| (repo_href(&repo), repo)),
+            outcome: delivery.outcome,
+            redelivery_requested: delivery.redelivery_requested,
+        }
+    }
+}
+
+fn explanation(status: Status) -> &'static str {
+    match status {
+        Status::Pending => "Known, not handled yet: a worker reads it shortly.",
+        Status::Synced => "The project file was read and applied; the entries match it.",
+        Status::NoFile => "The repository has no project file, so it owns no entry.",
+        Status::Invalid => {
+            "The project file breaks a rule. The entries are kept as they were until it is fixed."
+        }
+        Status::Conflict => {
+            "A project name is owned by another repository. The other entries were applied."
+        }
+        Status::Error => {
+            "GitHub or the database failed. The entries are kept as they were; Roster retries with backoff."
+        }
+        Status::Removed => {
+            "Deleted, archived or no longer visible to the App; its entries were removed."
+        }
+    }
+}
+
+fn error_title(status: Status) -> &'static str {
+    match status {
+        Status::Invalid => "Problems in the project file",
+        Status::Conflict => "Conflict",
+        Status::Removed => "Why it was removed",
+        _ => "Error",
+    }
+}
+
+/// The queue's view of a failing repository, in words.
+fn retry_text(item: &ItemStatus, now: DateTime<Utc>) -> String {
+    let attempts = match item.attempts {
+        0 => String::new(),
+        1 => " after 1 failed attempt".to_owned(),
+        n => format!(" after {n} failed attempts"),
+    };
+    if item.claimed {
+        format!("A worker is retrying it now{attempts}.")
+    } else if item.ready_in.is_zero() {
+        format!("Waiting for a worker{attempts}.")
+    } else {
+        let at = now + chrono::Duration::from_std(item.ready_in).unwrap_or_default();
+        format!(
+            "Next retry in {} (at {}){attempts}.",
+            duration_text(item.ready_in.as_secs()),
+            crate::web::view::format_time(Some(at))
+        )
+    }
+}
+
+pub async fn repo_detail(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    done: Result<Query<DoneParam>, QueryRejection>,
+    path: Result<ApiPath<(String, String)>, ApiError>,
+) -> Result<RepoTemplate, PageError> {
+    let ApiPath((owner, name)) = path?;
+    let detail = registry::get_repo(&state.pool, &owner, &name)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("repository {owner}/{name} not found")))?;
+    let repo = detail.repo;
+    let now = Utc::now();
+    let (info, deliveries) = tokio::try_join!(
+        async {
+            repo_source_info(&state.pool, repo.id)
+                .await
+                .map_err(PageError::from)
+        },
+        async {
+            list_deliveries(&state.pool, RECENT_DELIVERIES, None, Some(&repo.full_name))
+                .await
+                .map_err(PageError::from)
+        },
+    )?;
+    let retry = if repo.status == Status::Error {
+        let item =
+            state.queue.status(&repo.id).await.map_err(|error| {
+                ApiError::unavailable("repo page: cannot read the queue", &error)
+            })?;
+        Some(match item {
+            Some(item) => retry_text(&item, now),
+            None => "Not in the queue: the next trigger or listing retries it.".to_owned(),
+        })
+    } else {
+        None
+    };
+    let web = state.github_web_url.as_deref();
+    let full_sha = repo.synced_sha.clone().unwrap_or_default();
+    Ok(RepoTemplate {
+        chrome: Chrome::new(viewer, &done.map(|Query(d)| d).unwrap_or_default()),
+        href: repo_href(&repo.full_name),
+        status: repo.status.into(),
+        explanation: explanation(repo.status),
+        external_href: web_link(web, &repo.full_name, &[]),
+        project_file_href: project_file_link(
+            web,
+            &repo.full_name,
+            info.default_branch.as_deref(),
+            &state.project_file,
+        ),
+        project_file: state.project_file.clone(),
+        synced_sha_href: commit_link(web, &repo.full_name, &full_sha),
+        synced_sha: full_sha,
+        last_sync: TimeView::maybe(repo.last_synced_at, now),
+        attempts: repo.attempts,
+        error: repo.error,
+        error_title: error_title(repo.status),
+        retry,
+        conflicts: info
+            .conflicts
+            .into_iter()
+            .map(|c| ConflictView {
+                project: c.project,
+                owner: c.owner_repo.map(|r| (repo_href(&r), r)),
+            })
+            .collect(),
+        hold: repo.hold.map(|hold| HoldView {
+            since: TimeView::new(hold.since, now),
+            reason: hold.reason,
+        }),
+        entries: detail
+            .entries
+            .into_iter()
+            .map(|e| EntryView::new(e, web, now))
+            .collect(),
+        events: detail
+            .events
+            .into_iter()
+            .map(|e| EventView::new(e, now))
+            .collect(),
+        deliveries: deliveries
+            .items
+            .into_iter()
+            .map(|d| DeliveryView::new(d, now))
+            .collect(),
+        deliveries_href: href_with("/deliveries", &[("repo", Some(&repo.full_name))]),
+        full_name: repo.full_name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn retry_text_should_say_when_the_next_attempt_comes() {
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        let item = |attempts, ready_in, claimed| ItemStatus {
+            attempts,
+            last_error: None,
+            ready_in: Duration::from_secs(ready_in),
+            claimed,
+        };
+        assert_eq!(
+            retry_text(&item(3, 120, false), now),
+            "Next retry in 2 min (at 2023-11-14 22:15:20 UTC) after 3 failed attempts."
+        );
+        assert_eq!(
+            retry_text(&item(1, 0, false), now),
+            "Waiting for a worker after 1 failed attempt."
+        );
+        assert_eq!(
+            retry_text(&item(2, 0, true), now),
+            "A worker is retrying it now after 2 failed attempts."
+        );
+    }
+}

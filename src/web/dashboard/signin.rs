@@ -1,0 +1,184 @@
+//! Signing in and out of the dashboard with the API token.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Query, State};
+use axum::http::header::SET_COOKIE;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use chrono::Utc;
+use serde::Deserialize;
+
+use super::forms::{check_action, ActionForm};
+use super::{Chrome, PageError};
+use crate::web::session::{
+    clear_cookie, over_https, same_origin, session_cookie, token_matches, SessionKey, Viewer,
+};
+use crate::web::state::AppState;
+
+#[derive(Template, WebTemplate)]
+#[template(path = "signin.html")]
+pub struct SignInTemplate {
+    chrome: Chrome,
+    /// Where to go after signing in (a path on this server).
+    next: String,
+    /// Why the last attempt failed, or why signing in is off.
+    problem: Option<&'static str>,
+    /// A token is configured, so the form is shown.
+    enabled: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct NextParam {
+    next: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignInForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    next: String,
+}
+
+/// `GET /signin`.
+pub async fn form(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    Query(params): Query<NextParam>,
+) -> Response {
+    let problem = state
+        .api_token
+        .is_none()
+        .then_some("Signing in is off: the server has no API token configured (ROSTER_API_TOKEN).");
+    let status = if problem.is_some() {
+        StatusCode::FORBIDDEN
+    } else {
+        StatusCode::OK
+    };
+    let page = SignInTemplate {
+        chrome: Chrome::for_viewer(viewer),
+        next: local_path(params.next.as_deref()).to_owned(),
+        problem,
+        enabled: state.api_token.is_some(),
+    };
+    (status, page).into_response()
+}
+
+/// `POST /signin`: with the right token, a session cookie and a redirect
+/// to `next`; otherwise the form again with a 401.
+pub async fn sign_in(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    form: Result<Form<SignInForm>, FormRejection>,
+) -> Result<Response, PageError> {
+    // A login form posted from another site could sign a browser in
+    // without its owner knowing.
+    if !same_origin(&headers) {
+        return Err(PageError::forbidden(
+            "cross-site request refused: send the form from this dashboard",
+        ));
+    }
+    let Some(expected) = state.api_token.as_ref() else {
+        return Err(PageError::forbidden(
+            "signing in is off: the server has no API token configured",
+        ));
+    };
+    let Form(form) = form.unwrap_or(Form(SignInForm {
+        token: String::new(),
+        next: String::new(),
+    }));
+    let next = local_path(Some(&form.next)).to_owned();
+    if !token_matches(form.token.trim(), expected) {
+        tracing::warn!("dashboard sign-in refused: wrong token");
+        let page = SignInTemplate {
+            chrome: Chrome::for_viewer(Viewer {
+                session: None,
+                can_sign_in: true,
+            }),
+            next,
+            problem: Some("That is not the API token."),
+            enabled: true,
+        };
+        return Ok((StatusCode::UNAUTHORIZED, page).into_response());
+    }
+    let cookie = SessionKey::from_token(expected).issue(Utc::now());
+    tracing::info!("dashboard sign-in");
+    let target = with_done(&next, "signed-in");
+    Ok((
+        [(SET_COOKIE, session_cookie(&cookie, over_https(&headers)))],
+        Redirect::to(&target),
+    )
+        .into_response())
+}
+
+/// `POST /signout`: clears the cookie. Guarded like the other forms so a
+/// foreign page cannot sign an operator out.
+pub async fn sign_out(
+    viewer: Viewer,
+    headers: HeaderMap,
+    form: Result<Form<ActionForm>, FormRejection>,
+) -> Result<Response, PageError> {
+    let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
+    check_action(&headers, &viewer, &csrf)?;
+    Ok((
+        [(SET_COOKIE, clear_cookie())],
+        Redirect::to("/?done=signed-out"),
+    )
+        .into_response())
+}
+
+/// `next` when it is a path on this server (no scheme, no `//host`, no
+/// backslash tricks), else `/`: the form must not become an open redirect.
+fn local_path(next: Option<&str>) -> &str {
+    match next {
+        Some(path)
+            if path.starts_with('/')
+                && !path.starts_with("//")
+                && !path.contains('\\')
+                && !path.chars().any(char::is_control) =>
+        {
+            path
+        }
+        _ => "/",
+    }
+}
+
+/// `path` with `done=what` added to its query.
+fn with_done(path: &str, what: &str) -> String {
+    let separator = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{separator}done={what}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_should_only_be_a_local_path() {
+        assert_eq!(local_path(Some("/repos/a/b")), "/repos/a/b");
+        assert_eq!(local_path(Some("/?status=error")), "/?status=error");
+        for bad in [
+            "https://evil.example/",
+            "//evil.example",
+            "/\\evil.example",
+            "javascript:alert(1)",
+            "",
+            "/\nx",
+        ] {
+            assert_eq!(local_path(Some(bad)), "/", "{bad:?}");
+        }
+        assert_eq!(local_path(None), "/");
+    }
+
+    #[test]
+    fn done_should_join_an_existing_query() {
+        assert_eq!(with_done("/", "signed-in"), "/?done=signed-in");
+        assert_eq!(
+            with_done("/?status=error", "signed-in"),
+            "/?status=error&done=signed-in"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! The API's errors: every one answers `{"error": "…"}` with a fitting
+//! status (SPEC §5). Internal details are logged, never sent.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::github::webhook::deliveries::DeliveriesError;
+use crate::registry::RegistryError;
+
+/// What went wrong with an API request, as the client should see it.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The request itself is wrong (a parameter, the query string).
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    /// No bearer token, or the wrong one.
+    #[error("missing or wrong bearer token")]
+    Unauthorized,
+    /// The write API is off because no token is configured.
+    #[error("the write API is disabled: no API token is configured")]
+    Forbidden,
+    /// The database (or another backing store) failed; the detail is logged.
+    #[error("the database is unavailable, try again later")]
+    Unavailable,
+    /// A bug (a stored value the code does not expect); the detail is logged.
+    #[error("internal error")]
+    Internal,
+}
+
+impl ApiError {
+    /// Logs `detail` and answers 503: the client learns nothing internal.
+    pub fn unavailable(context: &str, detail: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %detail, "{context}");
+        Self::Unavailable
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(error: RegistryError) -> Self {
+        match error {
+            RegistryError::BadCursor => {
+                Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
+            }
+            RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
+            RegistryError::Corrupt(detail) => {
+                tracing::error!(error = %detail, "registry holds an unexpected value");
+                Self::Internal
+            }
+        }
+    }
+}
+
+impl From<DeliveriesError> for ApiError {
+    fn from(error: DeliveriesError) -> Self {
+        match error {
+            DeliveriesError::InvalidCursor => {
+                Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
+            }
+            DeliveriesError::Database(detail) => {
+                Self::unavailable("delivery log query failed", &detail)
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response =
+            (self.status(), Json(json!({ "error": self.to_string() }))).into_response();
+        if matches!(self, Self::Unauthorized) {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+/// Answers routes that do not exist with the same JSON shape.
+pub async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::NotFound(format!("no route for {}", uri.path()))
+}

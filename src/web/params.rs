@@ -1,0 +1,151 @@
+//! Query-string parameters of the lists, parsed once into the registry's
+//! filters; the API and the dashboard share them so they agree (SPEC §5).
+//!
+//! Every value is taken as text and checked here, so a bad value gets a
+//! message naming the parameter instead of a deserializer's wording.
+
+use serde::Deserialize;
+
+use super::error::ApiError;
+use crate::registry::{ProjectFilter, RepoFilter, Status, DEFAULT_LIMIT, MAX_LIMIT};
+
+/// `?status=&q=&limit=&cursor=` of `/api/v1/repos` and `/`.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct RepoParams {
+    pub status: Option<String>,
+    pub q: Option<String>,
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl RepoParams {
+    pub fn to_filter(&self) -> Result<RepoFilter, ApiError> {
+        let status = non_empty(&self.status).map(parse_status).transpose()?;
+        Ok(RepoFilter {
+            status,
+            q: non_empty(&self.q).map(str::to_owned),
+            limit: parse_limit(non_empty(&self.limit))?,
+            cursor: non_empty(&self.cursor).map(str::to_owned),
+        })
+    }
+}
+
+/// `?owner=&tag=&q=&limit=&cursor=` of `/api/v1/projects` and `/projects`.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct ProjectParams {
+    pub owner: Option<String>,
+    pub tag: Option<String>,
+    pub q: Option<String>,
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl ProjectParams {
+    pub fn to_filter(&self) -> Result<ProjectFilter, ApiError> {
+        Ok(ProjectFilter {
+            owner: non_empty(&self.owner).map(str::to_owned),
+            tag: non_empty(&self.tag).map(str::to_owned),
+            q: non_empty(&self.q).map(str::to_owned),
+            limit: parse_limit(non_empty(&self.limit))?,
+            cursor: non_empty(&self.cursor).map(str::to_owned),
+        })
+    }
+}
+
+/// `?repo=&limit=&cursor=` of `/api/v1/deliveries`.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct DeliveryParams {
+    /// `owner/name`: only the deliveries about that repository.
+    pub repo: Option<String>,
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+impl DeliveryParams {
+    pub fn limit(&self) -> Result<u32, ApiError> {
+        parse_limit(non_empty(&self.limit))
+    }
+
+    pub fn cursor(&self) -> Option<&str> {
+        non_empty(&self.cursor)
+    }
+
+    pub fn repo(&self) -> Option<&str> {
+        non_empty(&self.repo)
+    }
+}
+
+/// An empty parameter (`?status=`, as an HTML form sends it) means "not given".
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
+}
+
+fn parse_status(value: &str) -> Result<Status, ApiError> {
+    value.parse().map_err(|_| {
+        let expected: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+        ApiError::BadRequest(format!(
+            "status: unknown value {value:?} (expected one of {})",
+            expected.join(", ")
+        ))
+    })
+}
+
+/// `limit` is 1 to [`MAX_LIMIT`]; outside is a 400, not a silent clamp, so a
+/// script asking for 5000 learns it gets fewer.
+fn parse_limit(value: Option<&str>) -> Result<u32, ApiError> {
+    let Some(value) = value else {
+        return Ok(DEFAULT_LIMIT);
+    };
+    match value.parse::<u32>() {
+        Ok(limit @ 1..=MAX_LIMIT) => Ok(limit),
+        _ => Err(ApiError::BadRequest(format!(
+            "limit: expected a whole number from 1 to {MAX_LIMIT}, got {value:?}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(error: ApiError) -> String {
+        error.to_string()
+    }
+
+    #[test]
+    fn empty_parameters_should_mean_not_given() {
+        let params = RepoParams {
+            status: Some(String::new()),
+            q: Some(String::new()),
+            limit: Some(String::new()),
+            cursor: Some(String::new()),
+        };
+        assert_eq!(params.to_filter().ok(), Some(RepoFilter::default()));
+    }
+
+    #[test]
+    fn unknown_status_should_name_the_expected_values() {
+        let params = RepoParams {
+            status: Some("x".into()),
+            ..RepoParams::default()
+        };
+        let error = params.to_filter().err().map(message);
+        assert_eq!(
+            error.as_deref(),
+            Some(
+                "status: unknown value \"x\" (expected one of pending, synced, no_file, \
+                 invalid, conflict, error, removed)"
+            )
+        );
+    }
+
+    #[test]
+    fn limit_should_accept_one_to_a_thousand_only() {
+        assert_eq!(parse_limit(Some("1")).ok(), Some(1));
+        assert_eq!(parse_limit(Some("1000")).ok(), Some(1000));
+        assert_eq!(parse_limit(None).ok(), Some(DEFAULT_LIMIT));
+        for bad in ["0", "1001", "-1", "ten", "1.5"] {
+            assert!(parse_limit(Some(bad)).is_err(), "{bad}");
+        }
+    }
+}

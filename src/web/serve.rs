@@ -1,0 +1,90 @@
+//! Serves the router over TCP with two limits `axum::serve` does not offer:
+//! a deadline for reading a request's header, so a client that trickles its
+//! header a byte at a time (slow loris) is cut off instead of holding a
+//! connection for ever, and a bound on how long shutdown waits for open
+//! connections, so such clients cannot hold up a SIGTERM either.
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// A client must send a whole request header within this long; an idle
+/// keep-alive connection is closed after it too. Hyper's own default, which
+/// `axum::serve` leaves without the timer it needs to take effect.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long shutdown waits for open connections to finish their requests
+/// before closing them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Pause after a failed `accept` (e.g. out of file descriptors), so the
+/// loop does not spin while the condition lasts.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops
+/// accepting, lets the open connections finish within [`SHUTDOWN_GRACE`]
+/// and returns (connections still open are dropped with the runtime).
+pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // Every connection holds a receiver; `closed` resolves once all are gone.
+    let (open_tx, open_rx) = watch::channel(());
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _peer)) => stream,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot accept a connection");
+                    tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let connection = builder
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()))
+            .with_upgrades();
+        let (mut stop, open) = (stop_rx.clone(), open_rx.clone());
+        tokio::spawn(async move {
+            tokio::pin!(connection);
+            let stopping = async move {
+                let _ = stop.wait_for(|stop| *stop).await;
+            };
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                () = stopping => {
+                    // Finish the request in flight, then close.
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = result {
+                // Timeouts and clients going away: nothing to act on.
+                tracing::debug!(%error, "connection ended with an error");
+            }
+            drop(open);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    drop(open_rx);
+    if tokio::time::timeout(SHUTDOWN_GRACE, open_tx.closed())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "connections still open {}s after shutdown began; closing them",
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! `roster serve` with a misconfiguration stops at start: exit code 2 and
+//! one stderr line `error: SETTING: what is wrong`, never a panic.
+
+use std::process::{Command, Output};
+
+const ROSTER: &str = env!("CARGO_BIN_EXE_roster");
+
+/// Runs `roster serve` with only the given environment (plus PATH/HOME).
+fn serve_with(env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(ROSTER);
+    cmd.arg("serve").env_clear();
+    for var in ["PATH", "HOME"] {
+        if let Some(value) = std::env::var_os(var) {
+            cmd.env(var, value);
+        }
+    }
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("run the roster binary")
+}
+
+fn assert_stops_naming(output: &Output, setting: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
+    assert!(!stderr.contains("panicked"), "stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line, got: {stderr}");
+    let prefix = format!("error: {setting}: ");
+    assert!(
+        lines[0].starts_with(&prefix),
+        "expected {prefix:?}, got: {stderr}"
+    );
+}
+
+fn valid_dir_source() -> String {
+    format!("dir:{}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn serve_without_any_source_should_name_roster_source() {
+    let output = serve_with(&[]);
+    assert_stops_naming(&output, "ROSTER_SOURCE");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("dir:PATH"), "{stderr}");
+    assert!(stderr.contains("GITHUB_APP_ID"), "{stderr}");
+}
+
+#[test]
+fn serve_with_a_missing_dir_should_name_roster_source() {
+    let output = serve_with(&[("ROSTER_SOURCE", "dir:/no/such/folder/for/roster")]);
+    assert_stops_naming(&output, "ROSTER_SOURCE");
+}
+
+#[test]
+fn serve_with_an_unreadable_key_path_should_name_the_path_setting() {
+    let output = serve_with(&[
+        ("GITHUB_APP_ID", "1234"),
+        ("GITHUB_APP_PRIVATE_KEY_PATH", "/no/such/roster-key.pem"),
+        ("GITHUB_WEBHOOK_SECRET", "secret"),
+    ]);
+    assert_stops_naming(&output, "GITHUB_APP_PRIVATE_KEY_PATH");
+}
+
+#[test]
+fn serve_with_a_garbage_pem_should_name_the_key_setting() {
+    let output = serve_with(&[
+        ("GITHUB_APP_ID", "1234"),
+        (
+            "GITHUB_APP_PRIVATE_KEY",
+            "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n",
+        ),
+        ("GITHUB_WEBHOOK_SECRET", "secret"),
+    ]);
+    assert_stops_naming(&output, "GITHUB_APP_PRIVATE_KEY");
+    // The key itself is never echoed back.
+    assert!(!String::from_utf8_lossy(&output.stderr).contains("bm90IGEga2V5"));
+}
+
+#[test]
+fn serve_with_zero_workers_should_name_roster_workers() {
+    let source = valid_dir_source();
+    let output = serve_with(&[("ROSTER_SOURCE", &source), ("ROSTER_WORKERS", "0")]);
+    assert_stops_naming(&output, "ROSTER_WORKERS");
+}
+
+#[test]
+fn serve_with_a_bad_resync_interval_should_name_it() {
+    let source = valid_dir_source();
+    let output = serve_with(&[
+        ("ROSTER_SOURCE", &source),
+        ("ROSTER_RESYNC_INTERVAL", "every now and then"),
+    ]);
+    assert_stops_naming(&output, "ROSTER_RESYNC_INTERVAL");
+}
+
+#[test]
+fn serve_with_an_unreachable_database_should_name_database_url() {
+    let source = valid_dir_source();
+    let output = serve_with(&[
+        ("ROSTER_SOURCE", &source),
+        ("DATABASE_URL", "postgres://roster:hunter2@127.0.0.1:1/x"),
+    ]);
+    assert_stops_naming(&output, "DATABASE_URL");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "password leaked: {stderr}");
+}
+
+#[test]
+fn a_flag_should_win_over_its_environment_variable() {
+    let source = valid_dir_source();
+    let mut cmd = Command::new(ROSTER);
+    cmd.args(["serve", "--workers", "0"])
+        .env_clear()
+        .env("ROSTER_SOURCE", &source)
+        .env("ROSTER_WORKERS", "4");
+    if let Some(path) = std::env::var_os("PATH") {
+        cmd.env("PATH", path);
+    }
+    let output = cmd.output().expect("run the roster binary");
+    assert_stops_naming(&output, "ROSTER_WORKERS");
+}

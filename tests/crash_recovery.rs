@@ -1,0 +1,198 @@
+//! `kill -9` of the server (SPEC §1 "durable", §4 lease): an acknowledged
+//! webhook survives the crash, and an id the dead process held is taken
+//! again once its claim runs out.
+//!
+//! GitHub is made to stall on the repository read, so the killed process
+//! cannot have applied the change before it died; the restarted one reads
+//! GitHub normally. The lease is shortened to a few seconds through the
+//! hidden `ROSTER_LEASE` setting so the test does not wait a minute.
+
+mod support;
+
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
+#[path = "support/github_server.rs"]
+mod github_server;
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use fake_github::{routes, FakeGithub, Fault, FaultKind};
+use github_server::{github_env, project, project_yaml, push, reconciles, wait_synced, FILE};
+use roster::db::testing::fresh_database;
+use sqlx::PgPool;
+use support::server::{eventually, Roster};
+
+const LEASE: &str = "3s";
+
+struct Setup {
+    fake: FakeGithub,
+    pool: PgPool,
+    env: Vec<(&'static str, String)>,
+    logs: tempfile::TempDir,
+    id: i64,
+}
+
+/// A synced repository `acme/svc` served by a first process.
+async fn setup() -> (Setup, Roster) {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(1, "acme");
+    let id = fake.add_repo_with_file(1, "svc", FILE, &project_yaml("svc", "before"));
+    let (pool, url) = fresh_database().await.expect("a fresh database");
+    let logs = tempfile::tempdir().expect("a log folder");
+    let mut env = github_env(&fake, &url);
+    env.push(("ROSTER_LEASE", LEASE.to_owned()));
+    let first = Roster::start(&env, logs.path()).await;
+    let head = fake.head(id).expect("a head");
+    wait_synced(&first.base, "svc", &head, Duration::from_secs(20)).await;
+    let setup = Setup {
+        fake,
+        pool,
+        env,
+        logs,
+        id,
+    };
+    (setup, first)
+}
+
+/// Description of the `svc` entry straight from the database.
+async fn stored_description(pool: &PgPool) -> Option<String> {
+    sqlx::query_scalar("SELECT description FROM entries WHERE name = 'svc'")
+        .fetch_one(pool)
+        .await
+        .expect("the entry")
+}
+
+#[derive(Debug, sqlx::FromRow)]
+struct QueueRow {
+    claimed_by: Option<String>,
+    claim_token: Option<String>,
+    claimed_until: Option<DateTime<Utc>>,
+}
+
+async fn queue_row(pool: &PgPool, id: i64) -> Option<QueueRow> {
+    sqlx::query_as("SELECT claimed_by, claim_token, claimed_until FROM queue WHERE repo_id = $1")
+        .bind(id)
+        .fetch_optional(pool)
+        .await
+        .expect("the queue table")
+}
+
+/// Reads of the repository hang far longer than the test runs.
+fn stall_repository_reads(fake: &FakeGithub) {
+    fake.inject(Fault::always(FaultKind::Slow(Duration::from_secs(600))).on(routes::REPO_BY_ID));
+}
+
+#[tokio::test]
+async fn acknowledged_webhook_should_be_applied_after_a_kill_9_and_a_restart() {
+    let (s, first) = setup().await;
+    stall_repository_reads(&s.fake);
+    let head = s
+        .fake
+        .push_file(s.id, FILE, project_yaml("svc", "after").as_bytes());
+
+    let answer = push(&first.base, s.id, "svc").await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    first.kill_hard();
+
+    // Nothing was applied, and the id waits in the queue.
+    assert_eq!(stored_description(&s.pool).await.as_deref(), Some("before"));
+    assert!(
+        queue_row(&s.pool, s.id).await.is_some(),
+        "the acknowledged id is not in the queue"
+    );
+
+    s.fake.clear_faults();
+    let restarted_at = Instant::now();
+    let second = Roster::start(&s.env, s.logs.path()).await;
+    wait_synced(&second.base, "svc", &head, Duration::from_secs(30)).await;
+    let entry = project(&second.base, "svc").await.expect("the entry");
+    assert_eq!(entry["description"], "after", "{entry}");
+    println!(
+        "acknowledged change applied {:?} after the restart",
+        restarted_at.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn claim_of_a_killed_process_should_be_taken_again_once_its_lease_runs_out() {
+    let (s, first) = setup().await;
+    stall_repository_reads(&s.fake);
+    let head = s
+        .fake
+        .push_file(s.id, FILE, project_yaml("svc", "after").as_bytes());
+    let answer = push(&first.base, s.id, "svc").await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+
+    // The first process takes the id and hangs on GitHub while holding it.
+    let first_worker = format!("pid-{}/", first.child.id());
+    eventually(
+        "the first process to claim the id",
+        Duration::from_secs(10),
+        || async {
+            queue_row(&s.pool, s.id).await.filter(|row| {
+                row.claimed_by
+                    .as_deref()
+                    .is_some_and(|w| w.starts_with(&first_worker))
+            })
+        },
+    )
+    .await;
+    first.kill_hard();
+    let killed_at = Instant::now();
+    let held = queue_row(&s.pool, s.id).await.expect("the claimed row");
+    let held_until = held.claimed_until.expect("a lease end");
+    let held_token = held.claim_token.clone().expect("a claim token");
+
+    s.fake.clear_faults();
+    let second = Roster::start(&s.env, s.logs.path()).await;
+    let second_ready: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&s.pool)
+        .await
+        .expect("the database clock");
+
+    // While the dead process's lease lasts, its claim stands.
+    loop {
+        let now: DateTime<Utc> = sqlx::query_scalar("SELECT now()")
+            .fetch_one(&s.pool)
+            .await
+            .expect("the database clock");
+        if now >= held_until {
+            break;
+        }
+        let row = queue_row(&s.pool, s.id).await.expect("the claimed row");
+        assert_eq!(
+            row.claim_token.as_deref(),
+            Some(held_token.as_str()),
+            "the id was taken before the lease ran out"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    wait_synced(&second.base, "svc", &head, Duration::from_secs(30)).await;
+    let applied_after = killed_at.elapsed();
+    let entry = project(&second.base, "svc").await.expect("the entry");
+    assert_eq!(entry["description"], "after", "{entry}");
+    let synced_at: DateTime<Utc> =
+        sqlx::query_scalar("SELECT last_synced_at FROM repositories WHERE id = $1")
+            .bind(s.id)
+            .fetch_one(&s.pool)
+            .await
+            .expect("the repository");
+    assert!(
+        synced_at >= held_until,
+        "synced at {synced_at}, before the dead process's lease ran out at {held_until}"
+    );
+    let handled = reconciles(&[second.log.as_path()]);
+    assert!(
+        handled
+            .iter()
+            .any(|r| r.key == s.id.to_string() && r.start >= held_until),
+        "the second process did not reconcile the id after the lease: {handled:?}"
+    );
+    println!(
+        "lease {LEASE}: second process ready {} ms before the dead one's lease ended; \
+         the id was applied {applied_after:?} after the kill",
+        (held_until - second_ready).num_milliseconds()
+    );
+}

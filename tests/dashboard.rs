@@ -1,0 +1,853 @@
+//! The dashboard's pages (SPEC §5) against a real PostgreSQL: what each page
+//! shows, that repository data is escaped, sign-in and sign-out, and the
+//! resync forms with their cross-site request protection.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use prometheus_client::registry::Registry;
+use roster::controller::WorkQueue;
+use roster::db::queue::PgQueue;
+use roster::db::testing::fresh_database;
+use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::metrics::Metrics;
+use roster::source::RepoId;
+use roster::web::{router, AppState};
+use secrecy::SecretString;
+use serde_json::json;
+use sqlx::PgPool;
+use tower::ServiceExt;
+
+const TOKEN: &str = "dashboard-t0ken";
+const HOST: &str = "roster.test";
+const ORIGIN: &str = "http://roster.test";
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
+
+struct Fixture {
+    pool: PgPool,
+    queue: Arc<PgQueue>,
+    app: Router,
+}
+
+struct Options {
+    token: Option<&'static str>,
+    /// `None` stands for the local folder source (no website, no GitHub).
+    github_web_url: Option<&'static str>,
+}
+
+const GITHUB: Options = Options {
+    token: Some(TOKEN),
+    github_web_url: Some("https://github.com"),
+};
+
+async fn fixture_with(options: Options) -> Fixture {
+    let (pool, _url) = fresh_database().await.expect("fresh database");
+    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    metrics.rate_limit_remaining(7, 4321);
+    let state = AppState {
+        pool: pool.clone(),
+        queue: queue.clone(),
+        metrics: Arc::new(metrics),
+        registry: Arc::new(registry),
+        api_token: options.token.map(SecretString::from),
+        github_web_url: options.github_web_url.map(str::to_owned),
+        project_file: "project.yaml".to_owned(),
+        resync_interval: Duration::from_secs(3600),
+    };
+    Fixture {
+        pool,
+        queue,
+        app: router(state),
+    }
+}
+
+async fn fixture() -> Fixture {
+    fixture_with(GITHUB).await
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+async fn send(app: &Router, request: Request<Body>) -> Answer {
+    let response = app.clone().oneshot(request).await.expect("router answers");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .expect("body");
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+    }
+}
+
+/// A GET as a browser sends it, with the session cookie when given.
+async fn get_as(app: &Router, uri: &str, cookie: Option<&str>) -> Answer {
+    let mut request = Request::get(uri).header(header::HOST, HOST);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    send(app, request.body(Body::empty()).expect("request")).await
+}
+
+async fn get(app: &Router, uri: &str) -> Answer {
+    get_as(app, uri, None).await
+}
+
+/// A form POST; `origin` `None` sends neither Origin nor Referer.
+async fn post_form(
+    app: &Router,
+    uri: &str,
+    body: &str,
+    cookie: Option<&str>,
+    origin: Option<&str>,
+) -> Answer {
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri(uri)
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    if let Some(origin) = origin {
+        request = request.header(header::ORIGIN, origin);
+    }
+    send(
+        app,
+        request.body(Body::from(body.to_owned())).expect("request"),
+    )
+    .await
+}
+
+/// Signs in and returns the `Cookie` header value of the session.
+async fn sign_in(app: &Router) -> String {
+    let answer = post_form(
+        app,
+        "/signin",
+        &format!("token={TOKEN}&next=%2F"),
+        None,
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+    let set = answer.header(header::SET_COOKIE);
+    set.split(';').next().unwrap_or_default().to_owned()
+}
+
+/// The "Next page" link of a page, decoded from HTML.
+fn next_href(page: &str) -> Option<String> {
+    let before = &page[..page.find("rel=\"next\"")?];
+    let href = before.rsplit("href=\"").next()?;
+    Some(href.split('"').next()?.replace("&#38;", "&"))
+}
+
+/// Whether markup holds an `on…=` attribute (inline script by another name).
+fn has_event_handler(page: &str) -> bool {
+    page.match_indices(" on").any(|(i, _)| {
+        let rest = &page[i + 3..];
+        let name_len = rest.chars().take_while(char::is_ascii_lowercase).count();
+        name_len > 0 && rest[name_len..].starts_with('=')
+    })
+}
+
+/// The CSRF token in a page's forms.
+fn csrf_of(page: &str) -> String {
+    let marker = "name=\"csrf\" value=\"";
+    let start = page.find(marker).map(|i| i + marker.len());
+    let start = start.unwrap_or_else(|| panic!("no CSRF field in:\n{page}"));
+    page[start..]
+        .split('"')
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn insert_repo(pool: &PgPool, id: i64, full_name: &str, status: &str, error: Option<&str>) {
+    let (owner, name) = full_name.split_once('/').expect("owner/name");
+    let applied = matches!(status, "synced" | "conflict");
+    sqlx::query(
+        "insert into repositories
+             (id, owner, name, status, error, synced_sha, last_synced_at, default_branch)
+         values ($1, $2, $3, $4, $5, $6, case when $7 then now() - interval '3 minutes' end, 'main')",
+    )
+    .bind(id)
+    .bind(owner)
+    .bind(name)
+    .bind(status)
+    .bind(error)
+    .bind(applied.then_some(SHA))
+    .bind(applied)
+    .execute(pool)
+    .await
+    .expect("insert repository");
+}
+
+async fn insert_entry(pool: &PgPool, name: &str, repo_id: i64, owner: &str, tags: &[&str]) {
+    sqlx::query(
+        "insert into entries (name, repo_id, owner, description, lifecycle, tags, links, labels, source_sha)
+         values ($1, $2, $3, 'Takes payments at checkout', 'production', $4, $5, $6, $7)",
+    )
+    .bind(name)
+    .bind(repo_id)
+    .bind(owner)
+    .bind(tags)
+    .bind(json!([{"title": "Runbook", "url": "https://runbooks.example.com/checkout"}]))
+    .bind(json!({"tier": "1", "cluster": "eu-west-1"}))
+    .bind(SHA)
+    .execute(pool)
+    .await
+    .expect("insert entry");
+}
+
+/// acme/api synced with two entries, acme/web invalid, acme/pay in error,
+/// acme/shop in conflict with acme/api over `checkout-api`.
+async fn seed(pool: &PgPool) {
+    insert_repo(pool, 1, "acme/api", "synced", None).await;
+    insert_repo(
+        pool,
+        2,
+        "acme/web",
+        "invalid",
+        Some("project.yaml:4:8: owner: must not be empty\nproject.yaml:9:3: tags[0]: not a name"),
+    )
+    .await;
+    insert_repo(
+        pool,
+        3,
+        "acme/pay",
+        "error",
+        Some("GitHub answered 502 Bad Gateway\nwhile reading project.yaml"),
+    )
+    .await;
+    insert_repo(
+        pool,
+        4,
+        "acme/shop",
+        "conflict",
+        Some("project.yaml: projects[0].name: checkout-api is owned by acme/api"),
+    )
+    .await;
+    sqlx::query("update repositories set conflicts = '{checkout-api}' where id = 4")
+        .execute(pool)
+        .await
+        .expect("conflicts");
+    insert_entry(
+        pool,
+        "checkout-api",
+        1,
+        "team-payments",
+        &["payments", "grpc"],
+    )
+    .await;
+    insert_entry(pool, "checkout-worker", 1, "team-payments", &["payments"]).await;
+    insert_entry(pool, "web-front", 2, "team-web", &["web"]).await;
+    sqlx::query(
+        "insert into events (repo_id, kind, message) values
+             (1, 'synced', 'applied 2 entries'), (3, 'error', 'GitHub answered 502')",
+    )
+    .execute(pool)
+    .await
+    .expect("events");
+}
+
+#[tokio::test]
+async fn overview_should_show_counts_linking_to_filtered_lists_and_the_table() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+
+    let page = get(&f.app, "/").await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.header(header::CONTENT_TYPE).starts_with("text/html"));
+    let body = &page.body;
+    for status in ["synced", "invalid", "error", "conflict", "pending"] {
+        assert!(
+            body.contains(&format!("href=\"/?status={status}\"")),
+            "{status}: {body}"
+        );
+    }
+    assert!(body.contains("<strong>1</strong> of 4 synced"), "{body}");
+    assert!(body.contains("invalid: 1"));
+    // The table: badge with text, name linking to the detail, projects,
+    // short sha linking to the commit, relative time with the exact one.
+    assert!(body.contains("<span class=\"badge status-error\">"));
+    assert!(body.contains("href=\"/repos/acme/api\""));
+    assert!(body.contains("checkout-api, checkout-worker"));
+    assert!(body.contains(&format!(
+        "<a href=\"https://github.com/acme/api/commit/{SHA}\" rel=\"noopener noreferrer\">0123456</a>"
+    )));
+    assert!(body.contains("title=\"20"), "exact time on hover: {body}");
+    assert!(body.contains(">3 min ago</time>"), "{body}");
+    assert!(body.contains("GitHub answered 502 Bad Gateway"));
+    assert!(
+        !body.contains("while reading project.yaml"),
+        "only the first line of an error in the table"
+    );
+    // No resync for readers who did not sign in.
+    assert!(!body.contains("Resync all"));
+    assert!(body.contains("href=\"/signin\""));
+}
+
+#[tokio::test]
+async fn overview_should_filter_search_and_page_through_the_list() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+
+    let errors = get(&f.app, "/?status=error").await;
+    assert!(errors.body.contains(">acme/pay</a>"));
+    assert!(!errors.body.contains(">acme/api</a>"));
+    assert!(errors.body.contains("<option value=\"error\" selected>"));
+
+    let searched = get(&f.app, "/?q=SHO").await;
+    assert!(searched.body.contains(">acme/shop</a>"));
+    assert!(!searched.body.contains(">acme/pay</a>"));
+    assert!(searched.body.contains("value=\"SHO\""));
+
+    // Follow "Next page" links through the whole list, one per page.
+    let mut uri = "/?limit=1".to_owned();
+    let mut seen = Vec::new();
+    for _ in 0..10 {
+        let page = get(&f.app, &uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.body);
+        for name in ["acme/api", "acme/pay", "acme/shop", "acme/web"] {
+            if page.body.contains(&format!(">{name}</a>")) {
+                seen.push(name);
+            }
+        }
+        let next = next_href(&page.body);
+        match next {
+            Some(href) => uri = href,
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["acme/api", "acme/pay", "acme/shop", "acme/web"]);
+}
+
+#[tokio::test]
+async fn overview_should_show_the_budget_the_queue_and_the_listing() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    sqlx::query(
+        "insert into queue (repo_id, enqueued_at, not_before, attempts) values
+             (1, now() - interval '5 minutes', now(), 0),
+             (3, now() - interval '2 hours', now() + interval '4 minutes', 2)",
+    )
+    .execute(&f.pool)
+    .await
+    .expect("queue");
+    sqlx::query(
+        "update listing_schedule set last_started_at = now() - interval '20 minutes',
+             last_finished_at = now() - interval '18 minutes'",
+    )
+    .execute(&f.pool)
+    .await
+    .expect("schedule");
+
+    let body = get(&f.app, "/").await.body;
+    assert!(body.contains("installation 7"), "{body}");
+    assert!(body.contains("<b>4,321</b> requests left"), "{body}");
+    assert!(body.contains("<strong>2</strong> queued"), "{body}");
+    assert!(body.contains("1 ready · 0 in progress · 1 waiting to retry"));
+    assert!(body.contains("Oldest waiting for a worker: <b>5 min</b>"));
+    assert!(body.contains(">18 min ago</time>"), "last finished: {body}");
+    assert!(body.contains(">20 min ago</time>"), "last started");
+    assert!(
+        body.contains("<dd>in 39 min</dd>") || body.contains("<dd>in 40 min</dd>"),
+        "next due: {body}"
+    );
+
+    // The local folder source spends no GitHub budget.
+    let local = fixture_with(Options {
+        token: None,
+        github_web_url: None,
+    })
+    .await;
+    insert_repo(&local.pool, 1, "local/tool", "synced", None).await;
+    let body = get(&local.app, "/").await.body;
+    assert!(body.contains("not applicable"), "{body}");
+    assert!(!body.contains("github.com"), "no links without a website");
+    assert!(body.contains(">0123456<"));
+    assert!(body.contains("Read-only"));
+}
+
+#[tokio::test]
+async fn repo_page_should_show_entries_timeline_deliveries_and_links() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    record(
+        &f.pool,
+        &NewDelivery {
+            id: "d-1",
+            event: "push",
+            action: None,
+            repo: Some("acme/api"),
+            outcome: "queued",
+        },
+    )
+    .await
+    .expect("delivery");
+
+    let page = get(&f.app, "/repos/acme/api").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let body = &page.body;
+    assert!(body.contains("<span class=\"badge status-synced\">"));
+    assert!(body.contains("href=\"https://github.com/acme/api/blob/main/project.yaml\""));
+    assert!(body.contains(&format!(
+        "href=\"https://github.com/acme/api/commit/{SHA}\""
+    )));
+    // Every field of an entry.
+    for expected in [
+        "id=\"entry-checkout-api\"",
+        "href=\"/projects?owner=team-payments\"",
+        "Takes payments at checkout",
+        "production",
+        "href=\"/projects?tag=grpc\"",
+        "href=\"https://runbooks.example.com/checkout\"",
+        "<b>cluster</b>=eu-west-1",
+        "<b>tier</b>=1",
+    ] {
+        assert!(body.contains(expected), "{expected}: {body}");
+    }
+    // The timeline and the deliveries naming this repository.
+    assert!(body.contains("applied 2 entries"));
+    assert!(body.contains("<code>push</code>"));
+    assert!(body.contains("href=\"/deliveries?repo=acme%2Fapi\""));
+
+    let missing = get(&f.app, "/repos/acme/nope").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing
+        .header(header::CONTENT_TYPE)
+        .starts_with("text/html"));
+    assert!(missing.body.contains("repository acme/nope not found"));
+}
+
+#[tokio::test]
+async fn repo_page_should_explain_invalid_error_and_conflict() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    sqlx::query(
+        "insert into queue (repo_id, not_before, attempts, last_error)
+         values (3, now() + interval '150 seconds', 3, 'GitHub answered 502')",
+    )
+    .execute(&f.pool)
+    .await
+    .expect("queue");
+
+    let invalid = get(&f.app, "/repos/acme/web").await.body;
+    assert!(invalid.contains(
+        "<pre>project.yaml:4:8: owner: must not be empty\nproject.yaml:9:3: tags[0]: not a name</pre>"
+    ));
+    assert!(invalid.contains("kept as they were"));
+
+    let error = get(&f.app, "/repos/acme/pay").await.body;
+    assert!(error.contains("GitHub answered 502 Bad Gateway\nwhile reading project.yaml"));
+    assert!(error.contains("Next retry in 2 min (at "), "{error}");
+    assert!(error.contains("after 3 failed attempts."));
+
+    let conflict = get(&f.app, "/repos/acme/shop").await.body;
+    assert!(
+        conflict.contains(
+            "<code>checkout-api</code> is owned by <a href=\"/repos/acme/api\">acme/api</a>"
+        ),
+        "{conflict}"
+    );
+}
+
+#[tokio::test]
+async fn pages_should_render_repository_data_as_text() {
+    let f = fixture().await;
+    insert_repo(
+        &f.pool,
+        9,
+        "local/x\"><img src=x>",
+        "invalid",
+        Some("<i>bad</i>"),
+    )
+    .await;
+    sqlx::query(
+        "insert into entries (name, repo_id, owner, description, tags, links, labels, source_sha)
+         values ('evil', 9, '<b>team</b>', '<script>alert(1)</script>', '{}', $1, $2, 'abc')",
+    )
+    .bind(json!([
+        {"title": "<b>Runbook</b><script>alert(2)</script>", "url": "https://example.com/r"},
+        {"title": "Trap", "url": "javascript:alert(3)"},
+        {"title": "Data", "url": "data:text/html,<script>alert(4)</script>"}
+    ]))
+    .bind(json!({"<k>": "<v>"}))
+    .execute(&f.pool)
+    .await
+    .expect("entry");
+
+    for uri in ["/", "/repos/local/x%22%3E%3Cimg%20src%3Dx%3E", "/projects"] {
+        let page = get(&f.app, uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}: {}", page.body);
+        let body = &page.body;
+        assert!(!body.contains("<script>"), "{uri}: {body}");
+        assert!(!body.contains("<img"), "{uri}");
+        assert!(!body.contains("<b>team"), "{uri}");
+        assert!(!body.contains("<i>bad"), "{uri}");
+        assert!(!body.contains("href=\"javascript:"), "{uri}");
+        assert!(!body.contains("href=\"data:"), "{uri}");
+    }
+    let detail = get(&f.app, "/repos/local/x%22%3E%3Cimg%20src%3Dx%3E")
+        .await
+        .body;
+    assert!(
+        detail.contains("&#60;script&#62;alert(1)&#60;/script&#62;"),
+        "{detail}"
+    );
+    assert!(detail.contains(
+        "<a href=\"https://example.com/r\" rel=\"noopener noreferrer nofollow\">\
+         &#60;b&#62;Runbook&#60;/b&#62;&#60;script&#62;alert(2)&#60;/script&#62;</a>"
+    ));
+    assert!(detail.contains("Trap <span class=\"muted\">(javascript:alert(3))</span>"));
+    assert!(detail.contains("<b>&#60;k&#62;</b>=&#60;v&#62;"));
+}
+
+#[tokio::test]
+async fn pages_should_send_security_headers_and_no_inline_script() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    for uri in [
+        "/",
+        "/repos/acme/api",
+        "/projects",
+        "/deliveries",
+        "/signin",
+    ] {
+        let page = get(&f.app, uri).await;
+        assert_eq!(page.status, StatusCode::OK, "{uri}");
+        let csp = page.header(header::CONTENT_SECURITY_POLICY);
+        assert!(csp.contains("script-src 'self'"), "{uri}: {csp}");
+        assert!(!csp.contains("unsafe-inline"), "{uri}: {csp}");
+        assert_eq!(page.header(header::X_CONTENT_TYPE_OPTIONS), "nosniff");
+        assert!(!page.header(header::REFERRER_POLICY).is_empty());
+        // The only script is the file the binary serves.
+        assert_eq!(page.body.matches("<script").count(), 1, "{uri}");
+        assert!(page
+            .body
+            .contains("<script src=\"/static/refresh.js\" defer></script>"));
+        assert!(!page.body.contains(" style=\""), "{uri}: inline style");
+        assert!(
+            !has_event_handler(&page.body),
+            "{uri}: event handler attribute"
+        );
+    }
+    let script = get(&f.app, "/static/refresh.js").await;
+    assert_eq!(script.status, StatusCode::OK);
+    assert!(script
+        .header(header::CONTENT_TYPE)
+        .starts_with("text/javascript"));
+    assert!(script.body.contains("data-live"));
+    // The regions the script refreshes are on the pages.
+    assert!(get(&f.app, "/")
+        .await
+        .body
+        .contains("id=\"live-table\" data-live"));
+}
+
+#[tokio::test]
+async fn projects_page_should_filter_by_owner_tag_and_search() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+
+    let all = get(&f.app, "/projects").await.body;
+    for name in ["checkout-api", "checkout-worker", "web-front"] {
+        assert!(all.contains(&format!(">{name}</a>")), "{name}");
+    }
+    assert!(all.contains("href=\"/repos/acme/api#entry-checkout-api\""));
+
+    let by_owner = get(&f.app, "/projects?owner=team-web").await.body;
+    assert!(by_owner.contains(">web-front</a>"));
+    assert!(!by_owner.contains(">checkout-api</a>"));
+    assert!(by_owner.contains("value=\"team-web\""));
+
+    let by_tag = get(&f.app, "/projects?tag=grpc").await.body;
+    assert!(by_tag.contains(">checkout-api</a>"));
+    assert!(!by_tag.contains(">checkout-worker</a>"));
+
+    let searched = get(&f.app, "/projects?q=WORKER").await.body;
+    assert!(searched.contains(">checkout-worker</a>"));
+    assert!(!searched.contains(">checkout-api</a>"));
+
+    let none = get(&f.app, "/projects?owner=nobody").await.body;
+    assert!(none.contains("No project matches."));
+}
+
+#[tokio::test]
+async fn deliveries_page_should_list_event_action_repo_outcome_and_time() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    for (id, event, action, repo, outcome) in [
+        ("d-1", "push", None, Some("acme/api"), "queued"),
+        (
+            "d-2",
+            "repository",
+            Some("renamed"),
+            Some("acme/web"),
+            "queued",
+        ),
+        ("d-3", "check_suite", Some("requested"), None, "ignored"),
+    ] {
+        let delivery = NewDelivery {
+            id,
+            event,
+            action,
+            repo,
+            outcome,
+        };
+        record(&f.pool, &delivery).await.expect("delivery");
+    }
+
+    let body = get(&f.app, "/deliveries").await.body;
+    assert!(body.contains("<code>repository.renamed</code>"), "{body}");
+    assert!(body.contains("<a href=\"/repos/acme/web\">acme/web</a>"));
+    assert!(body.contains("outcome-ignored"));
+    assert!(body.contains(">d-3<"));
+    assert!(body.contains("just now</time>"));
+
+    let one = get(&f.app, "/deliveries?repo=acme/api").await.body;
+    assert!(one.contains(">d-1<"));
+    assert!(!one.contains(">d-2<"));
+}
+
+#[tokio::test]
+async fn sign_in_should_set_a_strict_http_only_cookie_only_for_the_right_token() {
+    let f = fixture().await;
+
+    let form = get(&f.app, "/signin").await;
+    assert_eq!(form.status, StatusCode::OK);
+    assert!(form.body.contains("type=\"password\" name=\"token\""));
+
+    let wrong = post_form(&f.app, "/signin", "token=nope", None, Some(ORIGIN)).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.get(header::SET_COOKIE).is_none());
+    assert!(wrong.body.contains("That is not the API token."));
+
+    let cross_site = post_form(
+        &f.app,
+        "/signin",
+        &format!("token={TOKEN}"),
+        None,
+        Some("https://evil.example"),
+    )
+    .await;
+    assert_eq!(cross_site.status, StatusCode::FORBIDDEN);
+    assert!(cross_site.headers.get(header::SET_COOKIE).is_none());
+
+    let right = post_form(
+        &f.app,
+        "/signin",
+        &format!("token={TOKEN}&next=%2Frepos%2Facme%2Fapi"),
+        None,
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(right.status, StatusCode::SEE_OTHER);
+    assert_eq!(
+        right.header(header::LOCATION),
+        "/repos/acme/api?done=signed-in"
+    );
+    let set = right.header(header::SET_COOKIE);
+    for attribute in [
+        "roster_session=v1.",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Path=/",
+        "Max-Age=43200",
+    ] {
+        assert!(set.contains(attribute), "{attribute}: {set}");
+    }
+    assert!(!set.contains(TOKEN), "the cookie never holds the token");
+
+    // An open redirect is refused: `next` must be a local path.
+    let offsite = post_form(
+        &f.app,
+        "/signin",
+        &format!("token={TOKEN}&next=https%3A%2F%2Fevil.example%2F"),
+        None,
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(offsite.header(header::LOCATION), "/?done=signed-in");
+}
+
+#[tokio::test]
+async fn signed_in_pages_should_offer_resync_and_sign_out() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    let cookie = sign_in(&f.app).await;
+
+    let overview = get_as(&f.app, "/?done=signed-in", Some(&cookie)).await.body;
+    assert!(overview.contains("Resync all"), "{overview}");
+    assert!(overview.contains("Signed in."));
+    assert!(overview.contains("Sign out"));
+    let repo = get_as(&f.app, "/repos/acme/api", Some(&cookie)).await.body;
+    assert!(repo.contains("action=\"/repos/acme/api/resync\""));
+
+    // A forged or stale cookie is just a reader.
+    let forged = get_as(&f.app, "/", Some("roster_session=v1.99999999999.00.00")).await;
+    assert!(!forged.body.contains("Resync all"));
+
+    let csrf = csrf_of(&overview);
+    let out = post_form(
+        &f.app,
+        "/signout",
+        &format!("csrf={csrf}"),
+        Some(&cookie),
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert!(out.header(header::SET_COOKIE).contains("Max-Age=0"));
+}
+
+async fn listing_requested(pool: &PgPool) -> bool {
+    sqlx::query_scalar("select requested from listing_schedule")
+        .fetch_one(pool)
+        .await
+        .expect("schedule")
+}
+
+#[tokio::test]
+async fn resync_forms_should_refuse_cross_site_and_token_less_requests() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    let cookie = sign_in(&f.app).await;
+    let csrf = csrf_of(&get_as(&f.app, "/", Some(&cookie)).await.body);
+    let good = format!("csrf={csrf}");
+
+    let refusals = [
+        // Not signed in.
+        (None, Some(ORIGIN), good.as_str(), StatusCode::UNAUTHORIZED),
+        // Another site's page, or no origin at all.
+        (
+            Some(cookie.as_str()),
+            Some("https://evil.example"),
+            good.as_str(),
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            Some(cookie.as_str()),
+            None,
+            good.as_str(),
+            StatusCode::FORBIDDEN,
+        ),
+        // Same site, but not this session's form.
+        (
+            Some(cookie.as_str()),
+            Some(ORIGIN),
+            "csrf=0000",
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            Some(cookie.as_str()),
+            Some(ORIGIN),
+            "",
+            StatusCode::FORBIDDEN,
+        ),
+    ];
+    for (cookie, origin, body, expected) in refusals {
+        let answer = post_form(&f.app, "/resync", body, cookie, origin).await;
+        assert_eq!(answer.status, expected, "{cookie:?} {origin:?} {body}");
+        let repo = post_form(&f.app, "/repos/acme/api/resync", body, cookie, origin).await;
+        assert_eq!(repo.status, expected, "{cookie:?} {origin:?} {body}");
+    }
+    assert!(!listing_requested(&f.pool).await);
+    assert_eq!(f.queue.depth().await.expect("depth"), 0);
+
+    // Another session's token does not work with this cookie either.
+    let other = sign_in(&f.app).await;
+    let other_csrf = csrf_of(&get_as(&f.app, "/", Some(&other)).await.body);
+    assert_ne!(other_csrf, csrf);
+    let crossed = post_form(
+        &f.app,
+        "/resync",
+        &format!("csrf={other_csrf}"),
+        Some(&cookie),
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(crossed.status, StatusCode::FORBIDDEN);
+    assert!(!listing_requested(&f.pool).await);
+}
+
+#[tokio::test]
+async fn resync_forms_should_enqueue_the_repo_and_request_a_listing() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    let cookie = sign_in(&f.app).await;
+    let page = get_as(&f.app, "/repos/acme/pay", Some(&cookie)).await.body;
+    let body = format!("csrf={}", csrf_of(&page));
+
+    let repo = post_form(
+        &f.app,
+        "/repos/acme/pay/resync",
+        &body,
+        Some(&cookie),
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(repo.status, StatusCode::SEE_OTHER, "{}", repo.body);
+    assert_eq!(repo.header(header::LOCATION), "/repos/acme/pay?done=resync");
+    let queued = f.queue.status(&RepoId(3)).await.expect("queue status");
+    assert!(queued.is_some(), "acme/pay is in the queue");
+    let after = get_as(&f.app, "/repos/acme/pay?done=resync", Some(&cookie)).await;
+    assert!(after.body.contains("Resync queued"));
+
+    let unknown = post_form(
+        &f.app,
+        "/repos/acme/nope/resync",
+        &body,
+        Some(&cookie),
+        Some(ORIGIN),
+    )
+    .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+
+    let all = post_form(&f.app, "/resync", &body, Some(&cookie), Some(ORIGIN)).await;
+    assert_eq!(all.status, StatusCode::SEE_OTHER);
+    assert_eq!(all.header(header::LOCATION), "/?done=resync-all");
+    assert!(listing_requested(&f.pool).await);
+    let overview = get_as(&f.app, "/", Some(&cookie)).await.body;
+    assert!(overview.contains("requested, starts within seconds"));
+}
+
+#[tokio::test]
+async fn dashboard_should_be_read_only_without_a_configured_token() {
+    let f = fixture_with(Options {
+        token: None,
+        github_web_url: Some("https://github.com"),
+    })
+    .await;
+    seed(&f.pool).await;
+
+    let signin = get(&f.app, "/signin").await;
+    assert_eq!(signin.status, StatusCode::FORBIDDEN);
+    assert!(signin.body.contains("Signing in is off"));
+    assert!(!signin.body.contains("name=\"token\""));
+    let attempt = post_form(&f.app, "/signin", "token=anything", None, Some(ORIGIN)).await;
+    assert_eq!(attempt.status, StatusCode::FORBIDDEN);
+    assert!(attempt.headers.get(header::SET_COOKIE).is_none());
+    let resync = post_form(&f.app, "/resync", "csrf=x", None, Some(ORIGIN)).await;
+    assert_eq!(resync.status, StatusCode::UNAUTHORIZED);
+    assert!(!listing_requested(&f.pool).await);
+}

@@ -1,0 +1,249 @@
+//! The real server on a copy of the example organisation, through the API.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+use support::http::get;
+use support::server::{eventually, Roster};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read example") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A fresh database and a copy of `examples/org` served by the real binary.
+async fn start() -> (Roster, tempfile::TempDir, sqlx::PgPool) {
+    let (pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let org = dir.path().join("org");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/org"),
+        &org,
+    );
+    let env = [
+        ("DATABASE_URL", url),
+        ("ROSTER_SOURCE", format!("dir:{}", org.display())),
+        ("ROSTER_RESYNC_INTERVAL", "1h".to_string()),
+    ];
+    let roster = Roster::start(&env, dir.path()).await;
+    (roster, dir, pool)
+}
+
+/// Every repository once none is pending any more: full name → JSON.
+async fn settled(roster: &Roster, count: usize) -> BTreeMap<String, Value> {
+    eventually("every repository reconciled", LIMIT, || async {
+        let a = get(&roster.url("/api/v1/repos")).await.ok()?;
+        let items = a.json()["items"].as_array()?.clone();
+        let repos: BTreeMap<String, Value> = items
+            .into_iter()
+            .map(|r| (r["full_name"].as_str().unwrap_or_default().to_owned(), r))
+            .collect();
+        let done = repos.len() == count && repos.values().all(|r| r["status"] != "pending");
+        done.then_some(repos)
+    })
+    .await
+}
+
+async fn repo(roster: &Roster, name: &str) -> Value {
+    get(&roster.url(&format!("/api/v1/repos/local/{name}")))
+        .await
+        .expect("repo")
+        .json()
+}
+
+#[tokio::test]
+async fn example_org_should_show_every_status_through_the_api() {
+    let (roster, _dir, pool) = start().await;
+    let repos = settled(&roster, 12).await;
+    let finished: Option<chrono::DateTime<chrono::Utc>> =
+        sqlx::query_scalar("SELECT last_finished_at FROM listing_schedule")
+            .fetch_one(&pool)
+            .await
+            .expect("listing schedule");
+    assert!(
+        finished.is_some(),
+        "the complete start-up listing is recorded"
+    );
+    let status = |n: &str| {
+        repos[&format!("local/{n}")]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    for synced in [
+        "analytics-pipeline",
+        "billing",
+        "checkout-service",
+        "design-system",
+        "legacy-reports",
+        "notifications",
+        "search-api",
+    ] {
+        assert_eq!(
+            status(synced),
+            "synced",
+            "{synced}: {}",
+            repos[&format!("local/{synced}")]
+        );
+    }
+    assert_eq!(status("inventory"), "invalid");
+    assert_eq!(status("status-page"), "invalid");
+    assert_eq!(status("scratchpad"), "no_file");
+
+    // The file's problems, one per line, with positions and fields.
+    let inventory = &repos["local/inventory"];
+    let error = inventory["error"].as_str().expect("error text");
+    assert_eq!(error.lines().count(), 5, "{error}");
+    assert!(error.starts_with("project.yaml:2:7: name: "), "{error}");
+    assert!(repos["local/status-page"]["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("descripton: unknown field"));
+
+    // The monorepo registers its three projects.
+    assert_eq!(
+        repos["local/billing"]["projects"],
+        serde_json::json!(["billing-api", "billing-worker", "invoice-renderer"])
+    );
+
+    // Exactly one of the two claimants owns `payments-gateway`; the other names it.
+    let a = &repos["local/payments-gateway"];
+    let b = &repos["local/payments-gateway-v2"];
+    let (winner, loser) = if a["status"] == "synced" {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    assert_eq!(winner["status"], "synced");
+    assert_eq!(loser["status"], "conflict");
+    let owner = get(&roster.url("/api/v1/projects/payments-gateway"))
+        .await
+        .expect("project")
+        .json();
+    assert_eq!(owner["repo"], winner["full_name"]);
+    assert!(loser["error"]
+        .as_str()
+        .unwrap_or_default()
+        .contains(winner["full_name"].as_str().unwrap_or_default()));
+    assert!(b["projects"]
+        .as_array()
+        .expect("list")
+        .contains(&Value::from("payments-gateway-simulator")));
+
+    // One entry with every field of the file.
+    let checkout = get(&roster.url("/api/v1/projects/checkout-api"))
+        .await
+        .expect("project")
+        .json();
+    assert_eq!(checkout["owner"], "team-payments");
+    assert_eq!(checkout["lifecycle"], "production");
+    assert_eq!(checkout["tags"], serde_json::json!(["payments", "grpc"]));
+    assert_eq!(checkout["labels"]["tier"], "1");
+    assert_eq!(
+        checkout["links"][0]["url"],
+        "https://runbooks.example.com/checkout"
+    );
+    assert_eq!(checkout["repo"], "local/checkout-service");
+    assert_eq!(
+        checkout["source_sha"],
+        repos["local/checkout-service"]["synced_sha"]
+    );
+
+    // The detail route carries the events of the reconcile.
+    let detail = repo(&roster, "checkout-service").await;
+    assert_eq!(detail["events"][0]["kind"], "synced");
+    assert!(roster.terminate().success(), "clean exit on SIGTERM");
+}
+
+#[tokio::test]
+async fn editing_a_file_should_reach_the_api_and_a_broken_file_should_keep_the_old_entries() {
+    let (roster, dir, _pool) = start().await;
+    settled(&roster, 12).await;
+    let org = dir.path().join("org");
+
+    // An edit shows up without any listing (the watcher enqueues it).
+    let file = org.join("checkout-service/project.yaml");
+    let text = std::fs::read_to_string(&file)
+        .expect("read")
+        .replace("Takes payments at checkout", "Takes every payment");
+    std::fs::write(&file, text).expect("write");
+    eventually("the new description", LIMIT, || async {
+        let p = get(&roster.url("/api/v1/projects/checkout-api"))
+            .await
+            .ok()?
+            .json();
+        (p["description"] == "Takes every payment").then_some(())
+    })
+    .await;
+
+    // A broken file: invalid with the reason, the entries kept as they were.
+    let billing = org.join("billing/project.yaml");
+    let good = std::fs::read_to_string(&billing).expect("read");
+    std::fs::write(&billing, "projects:\n  - name: Billing API\n    owner: [\n").expect("write");
+    let broken = eventually("billing invalid", LIMIT, || async {
+        let r = repo(&roster, "billing").await;
+        (r["status"] == "invalid").then_some(r)
+    })
+    .await;
+    assert!(
+        broken["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("project.yaml:"),
+        "{broken}"
+    );
+    assert_eq!(
+        broken["projects"],
+        serde_json::json!(["billing-api", "billing-worker", "invoice-renderer"])
+    );
+    let entry = get(&roster.url("/api/v1/projects/billing-api"))
+        .await
+        .expect("entry");
+    assert_eq!(entry.status, 200);
+
+    // Fixed again: synced.
+    std::fs::write(&billing, good).expect("write");
+    eventually("billing synced", LIMIT, || async {
+        (repo(&roster, "billing").await["status"] == "synced").then_some(())
+    })
+    .await;
+
+    // A folder removed: its entries go; a new folder: registered.
+    std::fs::remove_dir_all(org.join("search-api")).expect("rm");
+    std::fs::create_dir(org.join("new-service")).expect("mkdir");
+    std::fs::write(
+        org.join("new-service/project.yaml"),
+        "name: new-service\nowner: team-new\n",
+    )
+    .expect("write");
+    eventually("removal and addition", LIMIT, || async {
+        let gone = repo(&roster, "search-api").await["status"] == "removed";
+        let added = get(&roster.url("/api/v1/projects/new-service"))
+            .await
+            .ok()?
+            .status
+            == 200;
+        (gone && added).then_some(())
+    })
+    .await;
+    let search = get(&roster.url("/api/v1/projects/search-api"))
+        .await
+        .expect("answer");
+    assert_eq!(search.status, 404);
+}

@@ -1,0 +1,53 @@
+//! Start-up against GitHub: an App id that does not match the key stops the
+//! server with one line naming the setting, like any other misconfiguration.
+
+mod support;
+
+#[path = "support/fake_github/mod.rs"]
+mod fake_github;
+
+#[path = "support/github_app.rs"]
+mod github_app;
+
+use std::process::Command;
+
+use fake_github::{FakeGithub, APP_ID, PRIVATE_KEY};
+
+#[tokio::test]
+async fn a_wrong_app_id_should_stop_the_server_with_one_line() {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(1, "acme");
+    let (_pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("database");
+    let api = fake.api_url().to_string();
+    let graphql = fake.graphql_url().to_string();
+    let env = github_app::server_env(APP_ID + 1, PRIVATE_KEY, &api, &graphql, &url);
+    let port = support::server::free_port();
+    let output = tokio::task::spawn_blocking(move || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_roster"));
+        cmd.arg("serve")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("ROSTER_LISTEN", format!("127.0.0.1:{port}"));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.output()
+    })
+    .await
+    .expect("join")
+    .expect("run roster");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(
+        errors[0].starts_with("error: GITHUB_APP_ID: GitHub refused the App's token"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -1,0 +1,50 @@
+//! Every GraphQL query Roster sends must be valid against GitHub's published
+//! schema, so a typo or a removed field fails here instead of in production.
+
+use apollo_compiler::validation::Valid;
+use apollo_compiler::{ExecutableDocument, Schema};
+
+const SCHEMA_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/github/graphql/schema.graphql"
+);
+
+/// GitHub's schema, taken as valid even though it defines two fields of
+/// `EnterpriseOwnerInfo` twice (a strict validator rejects the schema
+/// itself; the rest of it is what GitHub serves).
+fn github_schema() -> Valid<Schema> {
+    let text =
+        std::fs::read_to_string(SCHEMA_PATH).expect("the published schema is in the fixtures");
+    match Schema::parse_and_validate(text, SCHEMA_PATH) {
+        Ok(schema) => schema,
+        Err(with_errors) => {
+            let errors = with_errors.errors.to_string();
+            assert!(
+                errors.contains("EnterpriseOwnerInfo"),
+                "unexpected schema errors: {errors}"
+            );
+            Valid::assume_valid(with_errors.partial)
+        }
+    }
+}
+
+#[test]
+fn every_query_should_be_valid_against_githubs_schema() {
+    let schema = github_schema();
+    assert!(!roster::github::QUERIES.is_empty());
+    for (name, query) in roster::github::QUERIES {
+        if let Err(invalid) = ExecutableDocument::parse_and_validate(&schema, *query, *name) {
+            panic!(
+                "{name} is not valid against GitHub's schema:\n{}",
+                invalid.errors
+            );
+        }
+    }
+}
+
+#[test]
+fn the_schema_check_should_reject_a_field_github_does_not_have() {
+    let schema = github_schema();
+    let broken = roster::github::LIST_REPOSITORIES.replace("isArchived", "isArchivedd");
+    assert!(ExecutableDocument::parse_and_validate(&schema, broken, "broken.graphql").is_err());
+}

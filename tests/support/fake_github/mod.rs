@@ -1,0 +1,673 @@
+//! A fake GitHub for tests and benchmarks: an HTTP server on 127.0.0.1 that
+//! models GitHub's *state* (an App, its installations, their repositories,
+//! commits and files) and answers the REST and GraphQL routes Roster uses in
+//! GitHub's shapes, with rate-limit headers, ETags, App JWT checks,
+//! installation tokens and injectable faults. Every request is counted by
+//! route so tests can assert request budgets.
+//!
+//! Use it from a test crate with
+//! `#[path = "support/fake_github/mod.rs"] mod fake_github;`.
+//! It also answers under GitHub Enterprise Server's layout (`/api/v3/...`
+//! and `/api/graphql`), see [`FakeGithub::enterprise_settings`].
+
+#![allow(dead_code)]
+
+pub mod fault;
+pub mod graphql;
+pub mod hook_deliveries;
+pub mod jwt;
+pub mod rest;
+pub mod world;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime};
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use octocrab::jsonwebtoken::DecodingKey;
+use secrecy::SecretString;
+use serde_json::Value;
+use url::Url;
+
+pub use fault::{Fault, FaultKind};
+use rest::Answer;
+use world::{epoch_secs, World};
+
+/// The fake App's id (the `iss` its JWTs must carry).
+pub const APP_ID: u64 = 4242;
+
+/// The App's private key (an RSA test key, never used anywhere real).
+pub const PRIVATE_KEY: &str = include_str!("../../fixtures/test-app-key.pem");
+const PUBLIC_KEY: &str = include_str!("../../fixtures/test-app-key.pub.pem");
+
+/// Route names, as counted by [`FakeGithub::count`].
+pub mod routes {
+    pub const INSTALLATIONS: &str = "GET /app/installations";
+    pub const ACCESS_TOKENS: &str = "POST /app/installations/{id}/access_tokens";
+    pub const REPO_BY_ID: &str = "GET /repositories/{id}";
+    pub const REPO: &str = "GET /repos/{owner}/{repo}";
+    pub const COMMIT: &str = "GET /repos/{owner}/{repo}/commits/{ref}";
+    pub const CONTENTS: &str = "GET /repos/{owner}/{repo}/contents/{path}";
+    pub const GRAPHQL: &str = "POST /graphql";
+    pub const HOOK_DELIVERIES: &str = "GET /app/hook/deliveries";
+    pub const HOOK_ATTEMPTS: &str = "POST /app/hook/deliveries/{id}/attempts";
+}
+
+struct Shared {
+    world: Mutex<World>,
+    key: DecodingKey,
+    base: String,
+}
+
+impl Shared {
+    fn world(&self) -> MutexGuard<'_, World> {
+        // A test that panicked while holding the lock already failed.
+        self.world
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A running fake GitHub; stops when dropped.
+pub struct FakeGithub {
+    shared: Arc<Shared>,
+    addr: std::net::SocketAddr,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeGithub {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Who a request authenticated as.
+#[derive(Debug, Clone, Copy)]
+enum Caller {
+    App,
+    Installation(i64),
+}
+
+impl FakeGithub {
+    /// Starts an empty GitHub (no installations) on a free port.
+    pub async fn start() -> FakeGithub {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        let key = DecodingKey::from_rsa_pem(PUBLIC_KEY.as_bytes()).expect("test public key");
+        let shared = Arc::new(Shared {
+            world: Mutex::new(World::new(APP_ID)),
+            key,
+            base: format!("http://{addr}"),
+        });
+        let app = axum::Router::new()
+            .fallback(handle)
+            .with_state(shared.clone());
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeGithub {
+            shared,
+            addr,
+            server,
+        }
+    }
+
+    pub fn api_url(&self) -> Url {
+        Url::parse(&format!("{}/", self.shared.base)).expect("fake URL")
+    }
+
+    pub fn graphql_url(&self) -> Url {
+        Url::parse(&format!("{}/graphql", self.shared.base)).expect("fake URL")
+    }
+
+    /// Settings of an App pointed at this fake.
+    pub fn settings(&self) -> roster::config::GithubAppSettings {
+        roster::config::GithubAppSettings {
+            app_id: APP_ID,
+            private_key: SecretString::from(PRIVATE_KEY.to_owned()),
+            webhook_secret: SecretString::from("fake-webhook-secret".to_owned()),
+            api_url: self.api_url(),
+            graphql_url: self.graphql_url(),
+        }
+    }
+
+    /// Settings in GitHub Enterprise Server's layout (`/api/v3`, `/api/graphql`).
+    pub fn enterprise_settings(&self) -> roster::config::GithubAppSettings {
+        let base = &self.shared.base;
+        roster::config::GithubAppSettings {
+            api_url: Url::parse(&format!("{base}/api/v3")).expect("fake URL"),
+            graphql_url: Url::parse(&format!("{base}/api/graphql")).expect("fake URL"),
+            ..self.settings()
+        }
+    }
+
+    // ---- the world ----
+
+    pub fn add_installation(&self, id: i64, login: &str) {
+        self.shared.world().installations.insert(
+            id,
+            world::Installation {
+                id,
+                login: login.to_owned(),
+                suspended: false,
+                deleted: false,
+            },
+        );
+    }
+
+    /// A new repository (branch `main`, one commit without files); its id.
+    pub fn add_repo(&self, installation: i64, name: &str) -> i64 {
+        self.shared.world().new_repo(installation, name)
+    }
+
+    /// A new repository whose head holds `path` with `text`; its id.
+    pub fn add_repo_with_file(&self, installation: i64, name: &str, path: &str, text: &str) -> i64 {
+        let id = self.add_repo(installation, name);
+        self.push_file(id, path, text.as_bytes());
+        id
+    }
+
+    /// Pushes a commit that sets `path` to `bytes`; the new head sha.
+    pub fn push_file(&self, repo: i64, path: &str, bytes: &[u8]) -> String {
+        let path = path.to_owned();
+        let bytes = bytes.to_vec();
+        self.shared.world().commit(repo, move |files| {
+            files.insert(path, bytes);
+        })
+    }
+
+    /// Pushes a commit that deletes `path`; the new head sha.
+    pub fn delete_file(&self, repo: i64, path: &str) -> String {
+        self.shared.world().commit(repo, |files| {
+            files.remove(path);
+        })
+    }
+
+    pub fn head(&self, repo: i64) -> Option<String> {
+        self.shared
+            .world()
+            .repos
+            .get(&repo)
+            .and_then(|r| r.head().map(|c| c.sha.clone()))
+    }
+
+    pub fn rename_repo(&self, repo: i64, name: &str) {
+        if let Some(r) = self.shared.world().repos.get_mut(&repo) {
+            r.name = name.to_owned();
+        }
+    }
+
+    /// Moves a repository to another installation (and its account).
+    pub fn transfer_repo(&self, repo: i64, installation: i64) {
+        let mut world = self.shared.world();
+        let owner = world
+            .installations
+            .get(&installation)
+            .map(|i| i.login.clone())
+            .unwrap_or_default();
+        if let Some(r) = world.repos.get_mut(&repo) {
+            r.installation = installation;
+            r.owner = owner;
+        }
+    }
+
+    pub fn set_default_branch(&self, repo: i64, branch: &str) {
+        let mut world = self.shared.world();
+        if let Some(r) = world.repos.get_mut(&repo) {
+            let head = r.branches.get(&r.default_branch).cloned();
+            if let Some(head) = head {
+                r.branches.entry(branch.to_owned()).or_insert(head);
+            }
+            r.default_branch = branch.to_owned();
+        }
+    }
+
+    pub fn archive_repo(&self, repo: i64, archived: bool) {
+        if let Some(r) = self.shared.world().repos.get_mut(&repo) {
+            r.archived = archived;
+        }
+    }
+
+    pub fn delete_repo(&self, repo: i64) {
+        self.shared.world().repos.remove(&repo);
+    }
+
+    pub fn suspend_installation(&self, id: i64, suspended: bool) {
+        if let Some(i) = self.shared.world().installations.get_mut(&id) {
+            i.suspended = suspended;
+        }
+    }
+
+    /// Uninstalls the App from `id`: its tokens stop working.
+    pub fn delete_installation(&self, id: i64) {
+        let mut world = self.shared.world();
+        if let Some(i) = world.installations.get_mut(&id) {
+            i.deleted = true;
+        }
+        world.tokens.retain(|_, t| t.installation != id);
+    }
+
+    /// Sets what is left of an installation's REST (`core`) or `graphql` budget.
+    pub fn set_remaining(&self, installation: i64, resource: &'static str, remaining: u64) {
+        self.shared.world().budget(installation, resource).remaining = remaining;
+    }
+
+    /// How long new installation tokens live.
+    pub fn set_token_lifetime(&self, lifetime: Duration) {
+        self.shared.world().token_lifetime = lifetime;
+    }
+
+    // ---- faults ----
+
+    /// Added to every request before it is answered.
+    pub fn set_latency(&self, latency: Duration) {
+        self.shared.world().latency = latency;
+    }
+
+    pub fn inject(&self, fault: Fault) {
+        self.shared.world().faults.push(fault);
+    }
+
+    pub fn clear_faults(&self) {
+        self.shared.world().faults.clear();
+    }
+
+    // ---- counters ----
+
+    /// Requests received for `route` (see [`routes`]).
+    pub fn count(&self, route: &str) -> u64 {
+        self.shared.world().counts.get(route).copied().unwrap_or(0)
+    }
+
+    /// Requests received, all routes together.
+    pub fn total(&self) -> u64 {
+        self.shared.world().counts.values().sum()
+    }
+
+    /// Installation tokens created.
+    pub fn token_creations(&self) -> u64 {
+        self.count(routes::ACCESS_TOKENS)
+    }
+
+    /// The installation tokens handed out and still known (secrets a test
+    /// may look for in logs).
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.shared.world().tokens.keys().cloned().collect()
+    }
+
+    /// `304 Not Modified` answers sent.
+    pub fn not_modified(&self) -> u64 {
+        self.shared.world().not_modified
+    }
+
+    pub fn reset_counts(&self) {
+        let mut world = self.shared.world();
+        world.counts.clear();
+        world.not_modified = 0;
+    }
+}
+
+/// Which route a request is, with its path parameters.
+fn classify(method: &Method, path: &str) -> Option<(&'static str, Vec<String>)> {
+    if method == Method::POST && (path == "/graphql" || path == "/api/graphql") {
+        return Some((routes::GRAPHQL, Vec::new()));
+    }
+    let path = path.strip_prefix("/api/v3").unwrap_or(path);
+    let segments: Vec<String> = path
+        .trim_start_matches('/')
+        .split('/')
+        .map(percent_decode)
+        .collect();
+    let s: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let route = match (method.as_str(), s.as_slice()) {
+        ("GET", ["app", "installations"]) => routes::INSTALLATIONS,
+        ("POST", ["app", "installations", _, "access_tokens"]) => routes::ACCESS_TOKENS,
+        ("GET", ["app", "hook", "deliveries"]) => routes::HOOK_DELIVERIES,
+        ("POST", ["app", "hook", "deliveries", _, "attempts"]) => routes::HOOK_ATTEMPTS,
+        ("GET", ["repositories", _]) => routes::REPO_BY_ID,
+        ("GET", ["repos", _, _]) => routes::REPO,
+        ("GET", ["repos", _, _, "commits", _, ..]) => routes::COMMIT,
+        ("GET", ["repos", _, _, "contents", _, ..]) => routes::CONTENTS,
+        _ => return None,
+    };
+    Some((route, segments))
+}
+
+fn percent_decode(segment: &str) -> String {
+    url::form_urlencoded::parse(format!("x={}", segment.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, 32 * 1024 * 1024)
+        .await
+        .unwrap_or_default();
+    let Some((route, segments)) = classify(&parts.method, parts.uri.path()) else {
+        return respond(Answer::not_found(), &[]);
+    };
+    let graphql_request: Option<Value> = if route == routes::GRAPHQL {
+        serde_json::from_slice(&body).ok()
+    } else {
+        None
+    };
+    let page = graphql_request.as_ref().and_then(graphql::page_of);
+
+    let (latency, fault) = {
+        let mut world = shared.world();
+        *world.counts.entry(route.to_owned()).or_default() += 1;
+        let fault = world
+            .faults
+            .iter_mut()
+            .find(|f| f.matches(route, page))
+            .map(|f| {
+                if f.times != u32::MAX {
+                    f.times -= 1;
+                }
+                f.kind.clone()
+            });
+        world.faults.retain(|f| f.times > 0);
+        (world.latency, fault)
+    };
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+
+    let caller = match authenticate(&shared, route, &parts.headers) {
+        Ok(caller) => caller,
+        Err(answer) => return respond(answer, &[]),
+    };
+    let resource = if route == routes::GRAPHQL {
+        "graphql"
+    } else {
+        "core"
+    };
+
+    let mut answer = match fault {
+        Some(FaultKind::Slow(wait)) => {
+            tokio::time::sleep(wait).await;
+            None
+        }
+        Some(kind) => Some(fault_answer(&kind, caller)),
+        None => None,
+    };
+    if matches!(answer.as_ref(), Some(a) if a.status == 0) {
+        return broken_connection();
+    }
+
+    let mut world = shared.world();
+    // The installation's budget: spent by every answer except a 304.
+    let budget = match caller {
+        Caller::Installation(id) => {
+            let budget = world.budget(id, resource);
+            if budget.reset <= epoch_secs(SystemTime::now()) {
+                budget.remaining = budget.limit;
+                budget.reset = epoch_secs(SystemTime::now()) + 3600;
+            }
+            if budget.remaining == 0 && answer.is_none() {
+                answer = Some(Answer::message(
+                    403,
+                    &format!("API rate limit exceeded for installation ID {id}."),
+                ));
+            }
+            Some(*budget)
+        }
+        Caller::App => None,
+    };
+    let mut answer = match answer {
+        Some(answer) => answer,
+        None => dispatch(
+            &mut world,
+            &shared.base,
+            route,
+            &segments,
+            &parts,
+            caller,
+            graphql_request.as_ref(),
+            budget,
+        ),
+    };
+
+    // Conditional GETs.
+    if parts.method == Method::GET && answer.status == 200 {
+        let tag = rest::etag(&answer.body);
+        let matches = parts
+            .headers
+            .get("if-none-match")
+            .and_then(|v| v.to_str().ok())
+            == Some(tag.as_str());
+        answer.headers.push(("etag".into(), tag));
+        if matches {
+            world.not_modified += 1;
+            answer.status = 304;
+            answer.body.clear();
+        }
+    }
+
+    let rate_headers = match (caller, budget) {
+        (Caller::Installation(id), Some(_)) => {
+            let budget = world.budget(id, resource);
+            if answer.status != 304 {
+                budget.remaining = budget.remaining.saturating_sub(1);
+            }
+            let b = *budget;
+            vec![
+                ("x-ratelimit-limit".to_owned(), b.limit.to_string()),
+                ("x-ratelimit-remaining".to_owned(), b.remaining.to_string()),
+                (
+                    "x-ratelimit-used".to_owned(),
+                    (b.limit - b.remaining).to_string(),
+                ),
+                ("x-ratelimit-reset".to_owned(), b.reset.to_string()),
+                ("x-ratelimit-resource".to_owned(), resource.to_owned()),
+            ]
+        }
+        _ => vec![
+            ("x-ratelimit-limit".to_owned(), "5000".to_owned()),
+            ("x-ratelimit-remaining".to_owned(), "4999".to_owned()),
+            ("x-ratelimit-used".to_owned(), "1".to_owned()),
+            (
+                "x-ratelimit-reset".to_owned(),
+                (epoch_secs(SystemTime::now()) + 3600).to_string(),
+            ),
+            ("x-ratelimit-resource".to_owned(), "core".to_owned()),
+        ],
+    };
+    respond(answer, &rate_headers)
+}
+
+fn authenticate(shared: &Shared, route: &str, headers: &HeaderMap) -> Result<Caller, Answer> {
+    let credentials = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("token "))
+        })
+        .map(str::to_owned);
+    let Some(credentials) = credentials else {
+        return Err(Answer::message(401, "Requires authentication"));
+    };
+    if route == routes::INSTALLATIONS
+        || route == routes::ACCESS_TOKENS
+        || hook_deliveries::is_app_route(route)
+    {
+        let app_id = shared.world().app_id;
+        return match jwt::verify(&credentials, &shared.key, app_id) {
+            Ok(()) => Ok(Caller::App),
+            Err(message) => Err(Answer::message(401, &message)),
+        };
+    }
+    let world = shared.world();
+    let Some(token) = world
+        .tokens
+        .get(&credentials)
+        .filter(|t| t.expires_at > SystemTime::now())
+    else {
+        return Err(Answer::message(401, "Bad credentials"));
+    };
+    match world.installations.get(&token.installation) {
+        Some(i) if i.deleted => Err(Answer::message(401, "Bad credentials")),
+        Some(i) if i.suspended => Err(Answer::message(403, "This installation has been suspended")),
+        Some(i) => Ok(Caller::Installation(i.id)),
+        None => Err(Answer::message(401, "Bad credentials")),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn dispatch(
+    world: &mut World,
+    base: &str,
+    route: &str,
+    segments: &[String],
+    parts: &axum::http::request::Parts,
+    caller: Caller,
+    graphql_request: Option<&Value>,
+    budget: Option<world::Budget>,
+) -> Answer {
+    let query = parts.uri.query().unwrap_or("");
+    let installation = match caller {
+        Caller::Installation(id) => id,
+        Caller::App => match route {
+            r if r == routes::INSTALLATIONS => return rest::installations(world, base, query),
+            r if r == routes::ACCESS_TOKENS => {
+                return match segments.get(2).and_then(|s| s.parse().ok()) {
+                    Some(id) => rest::access_token(world, id),
+                    None => Answer::not_found(),
+                }
+            }
+            r if hook_deliveries::is_app_route(r) => {
+                return hook_deliveries::answer(
+                    &world.hook_log,
+                    base,
+                    r,
+                    segments,
+                    parts.uri.path(),
+                    query,
+                )
+            }
+            _ => return Answer::message(401, "A JSON web token cannot be used for this route"),
+        },
+    };
+    if route == routes::GRAPHQL {
+        return match (graphql_request, budget) {
+            (Some(request), Some(budget)) => graphql::answer(world, installation, request, budget),
+            _ => Answer::message(400, "Problems parsing JSON"),
+        };
+    }
+    if route == routes::REPO_BY_ID {
+        let id = segments.get(1).and_then(|s| s.parse::<i64>().ok());
+        return match id.and_then(|id| rest::visible_by_id(world, installation, id)) {
+            Some(repo) => Answer::json(200, rest::repo_json(base, repo)),
+            None => Answer::not_found(),
+        };
+    }
+    let (owner, name) = (
+        segments.get(1).map(String::as_str).unwrap_or(""),
+        segments.get(2).map(String::as_str).unwrap_or(""),
+    );
+    let Some(repo) = rest::visible_by_name(world, installation, owner, name) else {
+        return Answer::not_found();
+    };
+    let rest_of_path = segments.get(4..).map(|s| s.join("/")).unwrap_or_default();
+    match route {
+        r if r == routes::REPO => Answer::json(200, rest::repo_json(base, repo)),
+        r if r == routes::COMMIT => {
+            let sha_only = parts
+                .headers
+                .get("accept")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains("application/vnd.github.sha"));
+            rest::commit(repo, &rest_of_path, sha_only)
+        }
+        r if r == routes::CONTENTS => {
+            let reference = url::form_urlencoded::parse(query.as_bytes())
+                .find(|(k, _)| k == "ref")
+                .map(|(_, v)| v.into_owned());
+            rest::contents(base, repo, &rest_of_path, reference.as_deref())
+        }
+        _ => Answer::not_found(),
+    }
+}
+
+/// What a fault answers; status 0 stands for a dropped connection.
+fn fault_answer(kind: &FaultKind, caller: Caller) -> Answer {
+    match kind {
+        FaultKind::ServerError => Answer::message(500, "Internal Server Error"),
+        FaultKind::BadGateway => Answer::message(502, "Server Error"),
+        FaultKind::SecondaryRateLimit { retry_after } => {
+            let mut answer = Answer::message(
+                403,
+                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+            );
+            answer
+                .headers
+                .push(("retry-after".into(), retry_after.to_string()));
+            answer
+        }
+        FaultKind::TooManyRequests { retry_after } => {
+            let mut answer = Answer::message(429, "Too Many Requests");
+            answer
+                .headers
+                .push(("retry-after".into(), retry_after.to_string()));
+            answer
+        }
+        FaultKind::Garbage => Answer {
+            status: 200,
+            content_type: "application/json; charset=utf-8",
+            body: b"{\"id\": 12, \"name\": <html>oops".to_vec(),
+            headers: Vec::new(),
+        },
+        FaultKind::GraphqlRateLimited => {
+            let id = match caller {
+                Caller::Installation(id) => id,
+                Caller::App => 0,
+            };
+            graphql::rate_limited(id)
+        }
+        FaultKind::Close => Answer {
+            status: 0,
+            content_type: "",
+            body: Vec::new(),
+            headers: Vec::new(),
+        },
+        FaultKind::Slow(_) => {
+            Answer::message(500, "unreachable: slow answers are delayed, not replaced")
+        }
+    }
+}
+
+fn respond(answer: Answer, rate_headers: &[(String, String)]) -> Response {
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = Response::builder().status(status);
+    if !answer.content_type.is_empty() && status != StatusCode::NOT_MODIFIED {
+        response = response.header("content-type", answer.content_type);
+    }
+    for (name, value) in answer.headers.iter().chain(rate_headers) {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            response = response.header(name.as_str(), value);
+        }
+    }
+    response
+        .body(Body::from(answer.body))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// Starts an answer, then fails its body: the connection is dropped.
+fn broken_connection() -> Response {
+    let chunks: Vec<Result<Bytes, std::io::Error>> = vec![
+        Ok(Bytes::from_static(b"{\"partial\": ")),
+        Err(std::io::Error::other("connection closed")),
+    ];
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/json")
+        .body(Body::from_stream(futures_util::stream::iter(chunks)))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
