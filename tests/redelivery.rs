@@ -400,14 +400,23 @@ async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository(
         .await
         .expect("the queue table");
     assert_eq!(queued, [186853002]);
-    let attempts: Vec<u16> = env
-        .fake
-        .hook_deliveries()
-        .iter()
-        .filter(|d| d.guid == lost.guid)
-        .map(|d| d.status_code)
-        .collect();
-    assert_eq!(attempts, [0, 202], "GitHub's log shows the recovery");
+    // Roster commits before it answers, and the fake logs the answer only
+    // once it has read it: wait for GitHub's side too.
+    let attempts = || -> Vec<u16> {
+        env.fake
+            .hook_deliveries()
+            .iter()
+            .filter(|d| d.guid == lost.guid)
+            .map(|d| d.status_code)
+            .collect()
+    };
+    let logged = eventually(Duration::from_secs(10), || {
+        let done = attempts().len() == 2;
+        async move { done }
+    })
+    .await;
+    assert!(logged, "GitHub's log shows a second attempt: {:?}", attempts());
+    assert_eq!(attempts(), [0, 202], "GitHub's log shows the recovery");
 
     let again = recover_missed(&env.source, &env.pool)
         .await
