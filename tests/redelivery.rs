@@ -415,7 +415,11 @@ async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository(
         async move { done }
     })
     .await;
-    assert!(logged, "GitHub's log shows a second attempt: {:?}", attempts());
+    assert!(
+        logged,
+        "GitHub's log shows a second attempt: {:?}",
+        attempts()
+    );
     assert_eq!(attempts(), [0, 202], "GitHub's log shows the recovery");
 
     let again = recover_missed(&env.source, &env.pool)
