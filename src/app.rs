@@ -171,6 +171,7 @@ where
         github_web_url,
         project_file: settings.project_file.clone(),
         resync_interval: settings.resync_interval,
+        sign_in_throttle: Arc::default(),
     };
     let app = router_with(state, extra_routes);
 

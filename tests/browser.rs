@@ -353,6 +353,7 @@ async fn serve() -> String {
         github_web_url: Some("https://github.com".to_owned()),
         project_file: "project.yaml".to_owned(),
         resync_interval: Duration::from_secs(3600),
+        sign_in_throttle: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

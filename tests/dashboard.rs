@@ -2,12 +2,16 @@
 //! shows, that repository data is escaped, sign-in and sign-out, and the
 //! resync forms with their cross-site request protection.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap, Method, Request, StatusCode};
 use axum::Router;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
 use prometheus_client::registry::Registry;
 use roster::controller::WorkQueue;
 use roster::db::queue::PgQueue;
@@ -15,6 +19,7 @@ use roster::db::testing::fresh_database;
 use roster::github::webhook::deliveries::{record, NewDelivery};
 use roster::metrics::Metrics;
 use roster::source::RepoId;
+use roster::web::serve::{serve, ClientAddr};
 use roster::web::{router, AppState};
 use secrecy::SecretString;
 use serde_json::json;
@@ -58,6 +63,7 @@ async fn fixture_with(options: Options) -> Fixture {
         github_web_url: options.github_web_url.map(str::to_owned),
         project_file: "project.yaml".to_owned(),
         resync_interval: Duration::from_secs(3600),
+        sign_in_throttle: Default::default(),
     };
     Fixture {
         pool,
@@ -688,6 +694,107 @@ async fn sign_in_should_set_a_strict_http_only_cookie_only_for_the_right_token()
     )
     .await;
     assert_eq!(offsite.header(header::LOCATION), "/?done=signed-in");
+}
+
+/// A sign-in form post from `client`, as the server sees it over TCP.
+async fn sign_in_from(app: &Router, client: [u8; 4], token: &str) -> Answer {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/signin")
+        .header(header::HOST, HOST)
+        .header(header::ORIGIN, ORIGIN)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .extension(ClientAddr(IpAddr::from(client)))
+        .body(Body::from(format!("token={token}")))
+        .expect("request");
+    send(app, request).await
+}
+
+#[tokio::test]
+async fn sign_in_should_lock_an_address_out_after_ten_wrong_tokens() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    let before = sqlx::query_scalar::<_, i64>("select count(*) from entries")
+        .fetch_one(&f.pool)
+        .await
+        .expect("entries");
+    let guesser = [192, 0, 2, 1];
+
+    for attempt in 1..=10 {
+        let wrong = sign_in_from(&f.app, guesser, &format!("guess-{attempt}")).await;
+        assert_eq!(wrong.status, StatusCode::UNAUTHORIZED, "try {attempt}");
+    }
+    let locked = sign_in_from(&f.app, guesser, "guess-11").await;
+    assert_eq!(locked.status, StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = locked
+        .header(header::RETRY_AFTER)
+        .parse()
+        .unwrap_or_else(|e| panic!("Retry-After ({e}): {:?}", locked.headers));
+    assert!((1..=300).contains(&wait), "{wait}");
+    assert!(
+        locked.body.contains("Too many wrong tokens"),
+        "{}",
+        locked.body
+    );
+
+    // Locked means locked: even the right token waits for the window.
+    let right_but_locked = sign_in_from(&f.app, guesser, TOKEN).await;
+    assert_eq!(right_but_locked.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(right_but_locked.headers.get(header::SET_COOKIE).is_none());
+
+    // Another address is not affected.
+    let other = sign_in_from(&f.app, [192, 0, 2, 2], TOKEN).await;
+    assert_eq!(other.status, StatusCode::SEE_OTHER, "{}", other.body);
+
+    let after = sqlx::query_scalar::<_, i64>("select count(*) from entries")
+        .fetch_one(&f.pool)
+        .await
+        .expect("entries");
+    assert_eq!(after, before, "refused sign-ins change nothing");
+}
+
+#[tokio::test]
+async fn the_server_should_key_sign_in_tries_by_the_connection_address() {
+    let f = fixture().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(listener, f.app.clone(), async move {
+        let _ = stop_rx.await;
+    }));
+    // Loopback answers on all of 127/8: two source addresses, two clients.
+    let post = |from: [u8; 4], token: &'static str| async move {
+        let mut connector = HttpConnector::new();
+        connector.set_local_address(Some(IpAddr::from(from)));
+        let client = Client::builder(TokioExecutor::new()).build::<_, Body>(connector);
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri(format!("http://127.0.0.1:{port}/signin"))
+            .header(header::ORIGIN, format!("http://127.0.0.1:{port}"))
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(format!("token={token}")))
+            .expect("request");
+        client.request(request).await.expect("answer").status()
+    };
+    for _ in 0..10 {
+        assert_eq!(
+            post([127, 0, 0, 1], "wrong").await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(
+        post([127, 0, 0, 1], "wrong").await,
+        StatusCode::TOO_MANY_REQUESTS
+    );
+    assert_eq!(
+        post([127, 0, 0, 2], "wrong").await,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(post([127, 0, 0, 2], TOKEN).await, StatusCode::SEE_OTHER);
+    let _ = stop_tx.send(());
+    server.await.expect("the server stops");
 }
 
 #[tokio::test]

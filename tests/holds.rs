@@ -155,6 +155,7 @@ async fn fixture(repos: i64, max_removals: MaxRemovals) -> Fixture {
         github_web_url: None,
         project_file: "project.yaml".to_owned(),
         resync_interval: PERIOD,
+        sign_in_throttle: Default::default(),
     });
     Fixture {
         pool,

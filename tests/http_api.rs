@@ -52,6 +52,7 @@ async fn fixture_with(token: Option<&str>) -> Fixture {
         github_web_url: Some("https://github.com".to_owned()),
         project_file: "project.yaml".to_owned(),
         resync_interval: Duration::from_secs(3600),
+        sign_in_throttle: Default::default(),
     };
     Fixture {
         pool,

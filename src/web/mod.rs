@@ -18,6 +18,7 @@ mod params;
 pub mod serve;
 mod session;
 pub mod state;
+pub mod throttle;
 mod view;
 
 pub use error::ApiError;

@@ -5,14 +5,18 @@
 //! connections, so such clients cannot hold up a SIGTERM either.
 
 use std::future::Future;
+use std::net::IpAddr;
 use std::time::Duration;
 
+use axum::http::Request;
 use axum::Router;
+use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use tower::ServiceExt;
 
 /// A client must send a whole request header within this long; an idle
 /// keep-alive connection is closed after it too. Hyper's own default, which
@@ -22,6 +26,12 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long shutdown waits for open connections to finish their requests
 /// before closing them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The address of the client at the other end of the connection, in every
+/// request's extensions. It is the peer of the TCP connection, never a
+/// forwarded-for header a client could write itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub IpAddr);
 
 /// Pause after a failed `accept` (e.g. out of file descriptors), so the
 /// loop does not spin while the condition lasts.
@@ -40,9 +50,9 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
     let (open_tx, open_rx) = watch::channel(());
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => stream,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     tracing::warn!(%error, "cannot accept a connection");
                     tokio::time::sleep(ACCEPT_ERROR_PAUSE).await;
@@ -51,8 +61,15 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
             },
             () = &mut shutdown => break,
         };
+        let client = ClientAddr(peer.ip());
+        let service = app
+            .clone()
+            .map_request(move |mut request: Request<Incoming>| {
+                request.extensions_mut().insert(client);
+                request
+            });
         let connection = builder
-            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()))
+            .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
             .with_upgrades();
         let (mut stop, open) = (stop_rx.clone(), open_rx.clone());
         tokio::spawn(async move {

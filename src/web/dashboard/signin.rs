@@ -4,15 +4,17 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Query, State};
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::Form;
+use axum::{Extension, Form};
 use chrono::Utc;
 use serde::Deserialize;
+use std::time::Instant;
 
 use super::forms::{check_action, ActionForm};
 use super::{Chrome, PageError};
+use crate::web::serve::ClientAddr;
 use crate::web::session::{
     clear_cookie, over_https, same_origin, session_cookie, token_matches, SessionKey, Viewer,
 };
@@ -68,9 +70,11 @@ pub async fn form(
 }
 
 /// `POST /signin`: with the right token, a session cookie and a redirect
-/// to `next`; otherwise the form again with a 401.
+/// to `next`; otherwise the form again with a 401, or a 429 once the
+/// client has used up its tries (see [`crate::web::throttle`]).
 pub async fn sign_in(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     headers: HeaderMap,
     form: Result<Form<SignInForm>, FormRejection>,
 ) -> Result<Response, PageError> {
@@ -91,19 +95,38 @@ pub async fn sign_in(
         next: String::new(),
     }));
     let next = local_path(Some(&form.next)).to_owned();
+    let client = client.map(|Extension(ClientAddr(address))| address);
+    let refused = |problem| SignInTemplate {
+        chrome: Chrome::for_viewer(Viewer {
+            session: None,
+            can_sign_in: true,
+        }),
+        next: next.clone(),
+        problem: Some(problem),
+        enabled: true,
+    };
+    let now = Instant::now();
+    if let Err(wait) = state.sign_in_throttle.check(client, now) {
+        tracing::warn!(
+            client = ?client,
+            "dashboard sign-in refused: too many wrong tokens from this address"
+        );
+        let seconds = wait.as_secs().max(1).to_string();
+        let page = refused("Too many wrong tokens from this address: wait a few minutes.");
+        return Ok((
+            StatusCode::TOO_MANY_REQUESTS,
+            [(RETRY_AFTER, seconds)],
+            page,
+        )
+            .into_response());
+    }
     if !token_matches(form.token.trim(), expected) {
-        tracing::warn!("dashboard sign-in refused: wrong token");
-        let page = SignInTemplate {
-            chrome: Chrome::for_viewer(Viewer {
-                session: None,
-                can_sign_in: true,
-            }),
-            next,
-            problem: Some("That is not the API token."),
-            enabled: true,
-        };
+        state.sign_in_throttle.failed(client, now);
+        tracing::warn!(client = ?client, "dashboard sign-in refused: wrong token");
+        let page = refused("That is not the API token.");
         return Ok((StatusCode::UNAUTHORIZED, page).into_response());
     }
+    state.sign_in_throttle.succeeded(client);
     let cookie = SessionKey::from_token(expected).issue(Utc::now());
     tracing::info!("dashboard sign-in");
     let target = with_done(&next, "signed-in");
