@@ -78,7 +78,9 @@ where
             Observed::Present { repo, .. } => Some(repo),
         };
         if let Some(info) = repo {
-            repos::upsert_info(&mut tx, id, info).await?;
+            // Inserted as `pending`, or its names updated: a rename or
+            // transfer keeps the id, hence the entries.
+            repos::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
         }
         let Some(old) = repos::lock(&mut tx, id).await? else {
             // Removed, and never known: there is nothing to remove.

@@ -18,38 +18,6 @@ pub(crate) struct RepoState {
     pub conflicts: Vec<String>,
 }
 
-/// Inserts the repository as `pending`, or updates its names when they
-/// changed (a rename or transfer keeps the id, hence the entries).
-pub(crate) async fn upsert_info(
-    conn: &mut PgConnection,
-    id: RepoId,
-    info: &RepoInfo,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "insert into repositories (id, owner, name, installation_id, default_branch, html_url)
-         values ($1, $2, $3, $4, $5, $6)
-         on conflict (id) do update set
-             owner = excluded.owner, name = excluded.name,
-             installation_id = excluded.installation_id,
-             default_branch = excluded.default_branch, html_url = excluded.html_url,
-             updated_at = now()
-         where (repositories.owner, repositories.name, repositories.installation_id,
-                repositories.default_branch, repositories.html_url)
-               is distinct from
-               (excluded.owner, excluded.name, excluded.installation_id,
-                excluded.default_branch, excluded.html_url)",
-    )
-    .bind(id)
-    .bind(&info.owner)
-    .bind(&info.name)
-    .bind(info.installation_id)
-    .bind(&info.default_branch)
-    .bind(&info.html_url)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// Makes every listed repository visible before its first reconcile:
 /// missing ones are inserted as `pending`, known ones get their current names.
 ///
