@@ -6,18 +6,15 @@
 //! installs it). Screenshots go to a temporary folder, or to
 //! `docs/screenshots/` with `ROSTER_UPDATE_SCREENSHOTS=1`.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use prometheus_client::registry::Registry;
-use roster::db::queue::PgQueue;
-use roster::db::testing::fresh_database;
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::metrics::Metrics;
-use roster::web::{router, AppState};
 use serde_json::json;
 use sqlx::PgPool;
+use support::router::{self, Options};
 
 /// Longest a single Chromium run may take.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
@@ -339,27 +336,20 @@ async fn seed(pool: &PgPool) {
 
 /// Starts the real router over a seeded database on an ephemeral port.
 async fn serve() -> String {
-    let (pool, _url) = fresh_database().await.expect("fresh database");
-    seed(&pool).await;
-    let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
-    metrics.rate_limit_remaining(40_112_518, 4_873);
-    let state = AppState {
-        pool: pool.clone(),
-        queue: Arc::new(PgQueue::new(pool, Duration::from_secs(60))),
-        metrics: Arc::new(metrics),
-        registry: Arc::new(registry),
-        api_token: Some("browser-test-token".into()),
-        github_web_url: Some("https://github.com".to_owned()),
-        project_file: "project.yaml".to_owned(),
-        resync_interval: Duration::from_secs(3600),
-        sign_in_throttle: Default::default(),
+    let options = Options {
+        api_token: Some("browser-test-token"),
+        github_web_url: Some("https://github.com"),
     };
+    let f = router::fixture(options, |_, metrics| {
+        metrics.rate_limit_remaining(40_112_518, 4_873);
+    })
+    .await;
+    seed(&f.pool).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let address = listener.local_addr().expect("address");
-    tokio::spawn(async move { axum::serve(listener, router(state)).await });
+    tokio::spawn(async move { axum::serve(listener, f.app).await });
     format!("http://{address}")
 }
 

@@ -3,106 +3,40 @@
 //! resync forms with their cross-site request protection.
 
 use std::net::IpAddr;
-use std::sync::Arc;
-use std::time::Duration;
+
+mod support;
 
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use prometheus_client::registry::Registry;
 use roster::controller::WorkQueue;
-use roster::db::queue::PgQueue;
-use roster::db::testing::fresh_database;
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::metrics::Metrics;
 use roster::source::RepoId;
 use roster::web::serve::{serve, ClientAddr};
-use roster::web::{router, AppState};
-use secrecy::SecretString;
 use serde_json::json;
 use sqlx::PgPool;
-use tower::ServiceExt;
+use support::http::Answer;
+use support::router::{self, send, Fixture, Options};
 
 const TOKEN: &str = "dashboard-t0ken";
 const HOST: &str = "roster.test";
 const ORIGIN: &str = "http://roster.test";
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
-struct Fixture {
-    pool: PgPool,
-    queue: Arc<PgQueue>,
-    app: Router,
-}
-
-struct Options {
-    token: Option<&'static str>,
-    /// `None` stands for the local folder source (no website, no GitHub).
-    github_web_url: Option<&'static str>,
-}
-
 const GITHUB: Options = Options {
-    token: Some(TOKEN),
+    api_token: Some(TOKEN),
     github_web_url: Some("https://github.com"),
 };
 
 async fn fixture_with(options: Options) -> Fixture {
-    let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
-    metrics.rate_limit_remaining(7, 4321);
-    let state = AppState {
-        pool: pool.clone(),
-        queue: queue.clone(),
-        metrics: Arc::new(metrics),
-        registry: Arc::new(registry),
-        api_token: options.token.map(SecretString::from),
-        github_web_url: options.github_web_url.map(str::to_owned),
-        project_file: "project.yaml".to_owned(),
-        resync_interval: Duration::from_secs(3600),
-        sign_in_throttle: Default::default(),
-    };
-    Fixture {
-        pool,
-        queue,
-        app: router(state),
-    }
+    router::fixture(options, |_, metrics| metrics.rate_limit_remaining(7, 4321)).await
 }
 
 async fn fixture() -> Fixture {
     fixture_with(GITHUB).await
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: header::HeaderName) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-    }
-}
-
-async fn send(app: &Router, request: Request<Body>) -> Answer {
-    let response = app.clone().oneshot(request).await.expect("router answers");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
 }
 
 /// A GET as a browser sends it, with the session cookie when given.
@@ -382,7 +316,7 @@ async fn overview_should_show_the_budget_the_queue_and_the_listing() {
 
     // The local folder source spends no GitHub budget.
     let local = fixture_with(Options {
-        token: None,
+        api_token: None,
         github_web_url: None,
     })
     .await;
@@ -941,7 +875,7 @@ async fn resync_forms_should_enqueue_the_repo_and_request_a_listing() {
 #[tokio::test]
 async fn dashboard_should_be_read_only_without_a_configured_token() {
     let f = fixture_with(Options {
-        token: None,
+        api_token: None,
         github_web_url: Some("https://github.com"),
     })
     .await;

@@ -3,6 +3,8 @@
 //! handler and tracker, and the HTTP API, over a fake organisation that
 //! suddenly lists empty with a success.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -11,22 +13,16 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
-use http_body_util::BodyExt;
-use prometheus_client::registry::Registry;
 use roster::config::MaxRemovals;
 use roster::controller::{
     Controller, Enqueue, Failure, Handler, Lister, Partition, Storage, WorkQueue,
 };
 use roster::db::queue::PgQueue;
-use roster::db::testing::fresh_database;
-use roster::metrics::Metrics;
 use roster::registry::{partition_name, RegistryHandler, RegistryTracker};
 use roster::source::{FileState, Observed, RepoId, RepoInfo};
-use roster::web::{router, AppState};
-use secrecy::SecretString;
 use serde_json::Value;
 use sqlx::PgPool;
-use tower::ServiceExt;
+use support::router;
 use tracing_subscriber::fmt::MakeWriter;
 
 const INSTALLATION: i64 = 42;
@@ -128,8 +124,11 @@ struct Fixture {
 /// The real pieces on a fresh database, over a world of `repos`
 /// repositories, with the guard's bound `max_removals` (tracker and handler).
 async fn fixture(repos: i64, max_removals: MaxRemovals) -> Fixture {
-    let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let options = router::Options {
+        api_token: Some(TOKEN),
+        github_web_url: None,
+    };
+    let router::Fixture { pool, queue, app } = router::fixture(options, |_, _| {}).await;
     let world = World::with_repos(repos);
     let storage = Arc::new(WorldStorage(world.clone()));
     let handler = Arc::new(
@@ -144,19 +143,6 @@ async fn fixture(repos: i64, max_removals: MaxRemovals) -> Fixture {
         storage.clone(),
         handler.clone(),
     );
-    let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
-    let app = router(AppState {
-        pool: pool.clone(),
-        queue: queue.clone(),
-        metrics: Arc::new(metrics),
-        registry: Arc::new(registry),
-        api_token: Some(SecretString::from(TOKEN)),
-        github_web_url: None,
-        project_file: "project.yaml".to_owned(),
-        resync_interval: PERIOD,
-        sign_in_throttle: Default::default(),
-    });
     Fixture {
         pool,
         queue,
@@ -214,20 +200,8 @@ impl Fixture {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let request = request.body(Body::empty()).expect("request");
-        let response = self
-            .app
-            .clone()
-            .oneshot(request)
-            .await
-            .expect("router answers");
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
+        let answer = router::send(&self.app, request).await;
+        (answer.status, answer.body)
     }
 
     async fn json(&self, uri: &str) -> Value {

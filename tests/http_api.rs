@@ -3,92 +3,43 @@
 //! `/metrics`, security headers and the dashboard's escaping.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
+mod support;
+
 use axum::body::Body;
-use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
-use prometheus_client::registry::Registry;
 use roster::controller::{ControllerMetrics, ListingSchedule, WorkQueue};
-use roster::db::queue::PgQueue;
-use roster::db::testing::fresh_database;
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::metrics::Metrics;
 use roster::source::RepoId;
-use roster::web::{router, AppState};
-use secrecy::SecretString;
 use serde_json::{json, Value};
 use sqlx::PgPool;
-use tower::ServiceExt;
+use support::http::Answer;
+use support::router::{self, send, Fixture, Options};
 
 const TOKEN: &str = "t0ken-for-tests";
 
-struct Fixture {
-    pool: PgPool,
-    queue: Arc<PgQueue>,
-    app: Router,
-}
-
 /// The router on a fresh database, with the write API on (`TOKEN`) or off.
-async fn fixture_with(token: Option<&str>) -> Fixture {
-    let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let mut registry = Registry::default();
-    let metrics = Metrics::new(&mut registry);
-    // As the server wires them: the controller's names under `roster_`.
-    let controller = ControllerMetrics::register(registry.sub_registry_with_prefix("roster"));
-    // Labelled families only show once they hold a series.
-    controller.observe("synced", 0.1);
-    metrics.webhook("push", "queued");
-    metrics.github_request(200);
-    metrics.rate_limit_remaining(7, 4999);
-    let state = AppState {
-        pool: pool.clone(),
-        queue: queue.clone(),
-        metrics: Arc::new(metrics),
-        registry: Arc::new(registry),
-        api_token: token.map(SecretString::from),
-        github_web_url: Some("https://github.com".to_owned()),
-        project_file: "project.yaml".to_owned(),
-        resync_interval: Duration::from_secs(3600),
-        sign_in_throttle: Default::default(),
+async fn fixture_with(api_token: Option<&'static str>) -> Fixture {
+    let options = Options {
+        api_token,
+        github_web_url: Some("https://github.com"),
     };
-    Fixture {
-        pool,
-        queue,
-        app: router(state),
-    }
+    router::fixture(options, |registry, metrics| {
+        // As the server wires them: the controller's names under `roster_`.
+        let controller = ControllerMetrics::register(registry.sub_registry_with_prefix("roster"));
+        // Labelled families only show once they hold a series.
+        controller.observe("synced", 0.1);
+        metrics.webhook("push", "queued");
+        metrics.github_request(200);
+        metrics.rate_limit_remaining(7, 4999);
+    })
+    .await
 }
 
 async fn fixture() -> Fixture {
     fixture_with(Some(TOKEN)).await
-}
-
-struct Answer {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: String,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
-    }
-}
-
-async fn send(app: &Router, request: Request<Body>) -> Answer {
-    let response = app.clone().oneshot(request).await.expect("router answers");
-    let status = response.status();
-    let headers = response.headers().clone();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&bytes).into_owned(),
-    }
 }
 
 async fn get(app: &Router, uri: &str) -> Answer {

@@ -19,6 +19,14 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// A header as text; empty when absent or not text.
+    pub fn header(&self, name: axum::http::header::HeaderName) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+
     /// The body as JSON; panics with the body when it is not JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))

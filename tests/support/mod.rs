@@ -1,3 +1,4 @@
 //! Helpers shared by the end-to-end tests.
 pub mod http;
+pub mod router;
 pub mod server;
