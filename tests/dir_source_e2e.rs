@@ -68,6 +68,38 @@ async fn repo(roster: &Roster, name: &str) -> Value {
 }
 
 #[tokio::test]
+async fn each_reconcile_should_log_one_line_naming_the_repository() {
+    let (roster, _dir, _pool) = start().await;
+    let repos = settled(&roster, 12).await;
+    // The parts of the line each repository's last reconcile writes.
+    let expected: Vec<[String; 5]> = repos
+        .iter()
+        .map(|(full_name, repo)| {
+            let status = repo["status"].as_str().unwrap_or_default();
+            [
+                format!("reconcile{{full_name=\"{full_name}\"}}"),
+                " reconciled ".to_owned(),
+                format!("key={}", repo["id"]),
+                format!("outcome=\"{status}\""),
+                "duration_ms=".to_owned(),
+            ]
+        })
+        .collect();
+    // A line is written just after the reconcile's commit: wait for them.
+    eventually("a line naming each repository", LIMIT, || async {
+        let logs = roster.logs();
+        expected
+            .iter()
+            .all(|parts| {
+                logs.lines()
+                    .any(|line| parts.iter().all(|part| line.contains(part)))
+            })
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn example_org_should_show_every_status_through_the_api() {
     let (roster, _dir, pool) = start().await;
     let repos = settled(&roster, 12).await;

@@ -375,7 +375,7 @@ async fn failure_of_an_unknown_repository_should_record_nothing() {
     assert_eq!(repo_row(&f.pool, 9).await, None);
     assert_eq!(
         mark_error(&f.pool, RepoId(9), "boom").await.ok(),
-        Some(false)
+        Some(None)
     );
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::config::ControllerConfig;
 use super::metrics::ControllerMetrics;
@@ -124,7 +125,10 @@ where
     /// was lost (another worker may hold the key now).
     async fn handle(&self, claim: Claim<Q::Key>, stop: &mut watch::Receiver<bool>) {
         let started = Instant::now();
-        let work = self.reconcile(&claim);
+        // The handler may fill in `full_name`, what people call the key, so
+        // the lines below say which repository they are about.
+        let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);
+        let work = self.reconcile(&claim).instrument(span.clone());
         tokio::pin!(work);
         let stopped = async {
             while !*stop.borrow() {
@@ -143,7 +147,8 @@ where
             _ = stopped => None,
         };
         let elapsed = started.elapsed().as_secs_f64();
-        let ended = match result {
+        let ended = async {
+        match result {
             None => {
                 tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
                 self.queue.release(&claim).await
@@ -170,10 +175,15 @@ where
                 );
                 self.queue.fail(&claim, &failure.message, delay).await
             }
-        };
+        }
+        }
+        .instrument(span.clone())
+        .await;
         if let Err(e) = ended {
             // The lease runs out by itself, so the key is not lost.
-            tracing::warn!(key = %claim.key, error = %e, "could not end the claim");
+            span.in_scope(
+                || tracing::warn!(key = %claim.key, error = %e, "could not end the claim"),
+            );
         }
     }
 

@@ -78,6 +78,7 @@ where
             Observed::Present { repo, .. } => Some(repo),
         };
         if let Some(info) = repo {
+            record_name(Some(info.full_name()));
             // Inserted as `pending`, or its names updated: a rename or
             // transfer keeps the id, hence the entries.
             repos::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
@@ -236,8 +237,11 @@ where
         let observed = match state {
             Ok(observed) => observed,
             Err(failure) => {
-                if let Err(error) = mark_error(&self.pool, *key, &failure.message).await {
-                    tracing::warn!(repo = %key, %error, "could not record a failure");
+                match mark_error(&self.pool, *key, &failure.message).await {
+                    Ok(name) => record_name(name),
+                    Err(error) => {
+                        tracing::warn!(repo = %key, %error, "could not record a failure");
+                    }
                 }
                 return Err(failure);
             }
@@ -250,8 +254,11 @@ where
             Err(error) => {
                 let message = error.to_string();
                 // Best effort: the database may be what failed.
-                if let Err(error) = mark_error(&self.pool, *key, &message).await {
-                    tracing::warn!(repo = %key, %error, "could not record a failure");
+                match mark_error(&self.pool, *key, &message).await {
+                    Ok(name) => record_name(name),
+                    Err(error) => {
+                        tracing::warn!(repo = %key, %error, "could not record a failure");
+                    }
                 }
                 Err(Failure::new(message))
             }
@@ -260,6 +267,14 @@ where
 }
 
 /// The state of a repository whose entries are all gone (`removed`, `no_file`).
+/// Names the repository in the controller's reconcile span, so its log
+/// lines say `owner/name` beside the id.
+fn record_name(name: Option<String>) {
+    if let Some(name) = name {
+        tracing::Span::current().record("full_name", name);
+    }
+}
+
 fn cleared(status: Status, error: Option<String>) -> RepoState {
     RepoState {
         status: status.as_str().to_string(),

@@ -114,13 +114,22 @@ pub(crate) async fn write_state(
 }
 
 /// Records a failure to observe or apply a repository: status `error`,
-/// attempts + 1, entries untouched. `false` when the repository is unknown
-/// (nothing to show the error on).
-pub async fn mark_error(pool: &PgPool, id: RepoId, message: &str) -> Result<bool, RegistryError> {
+/// attempts + 1, entries untouched. Returns the repository's full name for
+/// the logs, or `None` when it is unknown (nothing to show the error on).
+pub async fn mark_error(
+    pool: &PgPool,
+    id: RepoId,
+    message: &str,
+) -> Result<Option<String>, RegistryError> {
     let mut tx = pool.begin().await?;
     let Some(old) = lock(&mut tx, id).await? else {
-        return Ok(false);
+        return Ok(None);
     };
+    let full_name: String =
+        sqlx::query_scalar("select owner || '/' || name from repositories where id = $1")
+            .bind(id)
+            .fetch_one(&mut *tx)
+            .await?;
     let new = RepoState {
         status: Status::Error.as_str().to_string(),
         error: Some(message.to_string()),
@@ -136,5 +145,5 @@ pub async fn mark_error(pool: &PgPool, id: RepoId, message: &str) -> Result<bool
     )
     .await?;
     tx.commit().await?;
-    Ok(true)
+    Ok(Some(full_name))
 }
