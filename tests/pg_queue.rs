@@ -141,3 +141,33 @@ async fn a_large_batch_with_repeats_should_enqueue_each_id_once() {
     q.enqueue(items).await.expect("enqueue");
     assert_eq!(q.depth().await.expect("depth"), 1000);
 }
+
+async fn synchronous_commit(pool: &sqlx::PgPool) -> String {
+    sqlx::query_scalar("show synchronous_commit")
+        .fetch_one(pool)
+        .await
+        .expect("show synchronous_commit")
+}
+
+#[tokio::test]
+async fn claims_and_done_should_not_leave_enqueues_on_the_connection_unsafe() {
+    let h = harness().await;
+    // One connection: whatever a claim or `done` set on it, the next
+    // enqueue would inherit.
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&h.url)
+        .await
+        .expect("a connection");
+    let queue = PgQueue::new(pool.clone(), LEASE);
+    queue
+        .enqueue(vec![Enqueue::fresh(RepoId(1))])
+        .await
+        .expect("enqueue");
+
+    let claim = queue.claim("w").await.expect("claim").expect("a claim");
+    assert_eq!(synchronous_commit(&pool).await, "on", "after a claim");
+    queue.done(&claim).await.expect("done");
+    assert_eq!(synchronous_commit(&pool).await, "on", "after done");
+    assert_eq!(queue.depth().await.expect("depth"), 0, "done took effect");
+}

@@ -1114,3 +1114,28 @@ async fn tracker_should_list_each_partition_without_removed_repositories() {
     assert_eq!(tracker.tracked(&partition_name(Some(9))).await, Ok(vec![]));
     assert!(tracker.tracked("nonsense").await.is_err());
 }
+
+#[tokio::test]
+async fn a_reconcile_should_not_leave_its_connection_skipping_the_disk_wait() {
+    let (_pool, url) = fresh_database().await.expect("fresh database");
+    // One connection, so the check below runs on the reconcile's own.
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&url)
+        .await
+        .expect("a connection");
+    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let outcome = handler
+        .apply(
+            &RepoId(1),
+            Ok(found(info("acme", "a"), "aaaaaaa1", TWO_PROJECTS)),
+        )
+        .await;
+    assert_eq!(outcome, Ok("synced"));
+    let setting: String = sqlx::query_scalar("show synchronous_commit")
+        .fetch_one(&pool)
+        .await
+        .expect("show");
+    assert_eq!(setting, "on", "only the reconcile's transaction skipped it");
+}

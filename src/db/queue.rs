@@ -295,8 +295,21 @@ ON CONFLICT (repo_id) DO UPDATE SET
 /// Asks the next listing pass to run now.
 const REQUEST_LISTING: &str = "UPDATE listing_schedule SET requested = true";
 
+/// A condition that lets the statement's transaction commit without waiting
+/// for the disk. Claims and `done` may: a claim the database loses in a
+/// crash only frees the id sooner, and a lost `done` only makes the id run
+/// again (both idempotent, and WAL order means a lost claim or `done` never
+/// outlives what followed it). Enqueues, which clients are told are safe,
+/// always wait.
+macro_rules! no_wait {
+    () => {
+        "set_config('synchronous_commit', 'off', true) = 'off'"
+    };
+}
+
 /// Ready rows: due, and unclaimed or with a lease that ran out.
-const CLAIM: &str = "
+const CLAIM: &str = concat!(
+    "
 UPDATE queue SET
     claimed_by = $1,
     claim_token = gen_random_uuid()::text,
@@ -309,7 +322,11 @@ WHERE repo_id = (
     LIMIT 1
     FOR UPDATE SKIP LOCKED
 )
-RETURNING repo_id, attempts, hint, claim_token";
+AND ",
+    no_wait!(),
+    "
+RETURNING repo_id, attempts, hint, claim_token"
+);
 
 /// The assignments that end a claim.
 const UNCLAIM: &str = "claimed_by = NULL, claim_token = NULL, claimed_until = NULL, rerun = false";
@@ -360,13 +377,15 @@ impl WorkQueue for PgQueue {
     async fn done(&self, claim: &Claim<RepoId>) -> Result<(), QueueError> {
         // While the token is unchanged `rerun` only goes from false to true,
         // so when the delete finds `rerun` set, the update below finds it too.
-        let deleted =
-            sqlx::query("DELETE FROM queue WHERE repo_id = $1 AND claim_token = $2 AND NOT rerun")
-                .bind(claim.key.0)
-                .bind(&claim.token)
-                .execute(&self.pool)
-                .await
-                .map_err(db)?;
+        let deleted = sqlx::query(concat!(
+            "DELETE FROM queue WHERE repo_id = $1 AND claim_token = $2 AND NOT rerun AND ",
+            no_wait!()
+        ))
+        .bind(claim.key.0)
+        .bind(&claim.token)
+        .execute(&self.pool)
+        .await
+        .map_err(db)?;
         if deleted.rows_affected() == 1 {
             return Ok(());
         }

@@ -14,18 +14,17 @@ pub(crate) async fn record(
     kind: &str,
     message: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("insert into events (repo_id, kind, message) values ($1, $2, $3)")
-        .bind(id)
-        .bind(kind)
-        .bind(message)
-        .execute(&mut *conn)
-        .await?;
+    // One statement: the delete does not see the row the insert adds (one
+    // snapshot), so it keeps the `KEPT - 1` newest it sees.
     sqlx::query(
-        "delete from events where repo_id = $1 and id <= (
-             select id from events where repo_id = $1 order by id desc offset $2 limit 1)",
+        "with added as (insert into events (repo_id, kind, message) values ($1, $2, $3))
+         delete from events where repo_id = $1 and id <= (
+             select id from events where repo_id = $1 order by id desc offset $4 limit 1)",
     )
     .bind(id)
-    .bind(KEPT)
+    .bind(kind)
+    .bind(message)
+    .bind(KEPT - 1)
     .execute(conn)
     .await?;
     Ok(())

@@ -77,17 +77,29 @@ where
             Observed::Removed { repo, .. } => repo.as_ref(),
             Observed::Present { repo, .. } => Some(repo),
         };
+        let mut locked = repos::lock_whole(&mut tx, id).await?;
         if let Some(info) = repo {
             record_name(Some(info.full_name()));
-            // Inserted as `pending`, or its names updated: a rename or
-            // transfer keeps the id, hence the entries.
-            repos::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
+            if !locked.as_ref().is_some_and(|l| l.names_match(info)) {
+                // Inserted as `pending`, or its names updated: a rename or
+                // transfer keeps the id, hence the entries.
+                repos::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
+                if locked.is_none() {
+                    locked = repos::lock_whole(&mut tx, id).await?;
+                }
+            }
         }
-        let Some(old) = repos::lock(&mut tx, id).await? else {
+        let Some(repos::Locked {
+            state: old,
+            hold_id,
+            ..
+        }) = locked
+        else {
             // Removed, and never known: there is nothing to remove.
             return Ok((Status::Removed.as_str(), Vec::new()));
         };
         match &observed {
+            Observed::Present { .. } if hold_id.is_none() => {}
             Observed::Present { .. } => {
                 // Seen again: whatever held its removal no longer applies.
                 let cleared = holds::detach(&mut tx, &[id]).await?;

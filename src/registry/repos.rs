@@ -75,9 +75,52 @@ pub(crate) async fn lock(
     conn: &mut PgConnection,
     id: RepoId,
 ) -> Result<Option<RepoState>, sqlx::Error> {
+    Ok(lock_whole(conn, id).await?.map(|locked| locked.state))
+}
+
+/// A locked row with what a reconcile needs besides the state it decides:
+/// the names as stored, and the hold on its removal, so that writes which
+/// would change nothing can be skipped.
+#[derive(Debug, sqlx::FromRow)]
+pub(crate) struct Locked {
+    #[sqlx(flatten)]
+    pub state: RepoState,
+    pub owner: String,
+    pub name: String,
+    pub installation_id: Option<i64>,
+    pub default_branch: String,
+    pub html_url: Option<String>,
+    pub hold_id: Option<i64>,
+}
+
+impl Locked {
+    /// Whether the stored names are those of `info`.
+    pub fn names_match(&self, info: &RepoInfo) -> bool {
+        self.owner == info.owner
+            && self.name == info.name
+            && self.installation_id == info.installation_id
+            && self.default_branch == info.default_branch
+            && self.html_url == info.html_url
+    }
+}
+
+/// [`lock`], returning the whole [`Locked`] row.
+///
+/// It also lets the transaction commit without waiting for the disk
+/// (`synchronous_commit` off for this transaction only): should the
+/// database lose the commit in a crash, it loses the queue's `done` written
+/// after it too (WAL is replayed in order), so the id is reconciled again.
+/// What a client was told is queued is written with a normal, waiting commit.
+pub(crate) async fn lock_whole(
+    conn: &mut PgConnection,
+    id: RepoId,
+) -> Result<Option<Locked>, sqlx::Error> {
     sqlx::query_as(
-        "select status, error, synced_sha, attempts, conflicts
-         from repositories where id = $1 for update",
+        "select status, error, synced_sha, attempts, conflicts,
+                owner, name, installation_id, default_branch, html_url, hold_id
+         from repositories
+         where id = $1 and set_config('synchronous_commit', 'off', true) = 'off'
+         for update",
     )
     .bind(id)
     .fetch_optional(conn)
