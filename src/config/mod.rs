@@ -1,0 +1,269 @@
+//! Settings of `roster serve` and `roster migrate`: read from flags or
+//! environment variables (the flag wins), then checked once at start so a
+//! misconfiguration stops the server with one line naming the setting.
+//!
+//! Clap only collects raw text ([`ServeArgs`]); every value is parsed in
+//! [`ServeArgs::validate`] so that all errors share the `SETTING: message`
+//! shape instead of clap's multi-line usage errors.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use secrecy::SecretString;
+use url::Url;
+
+mod github_app;
+mod max_removals;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+pub use github_app::{derive_graphql_url, GithubAppSettings};
+pub use max_removals::MaxRemovals;
+use parse::{
+    parse_lease, parse_listen, parse_log_format, parse_project_file, parse_resync_interval,
+    parse_source, parse_workers,
+};
+
+/// Raw database settings, shared by `serve` and `migrate`.
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// PostgreSQL URL; unset: a private PostgreSQL under ROSTER_DATA_DIR.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// Where the private database (and other local state) lives.
+    #[arg(long, env = "ROSTER_DATA_DIR", default_value = "./.roster")]
+    pub data_dir: PathBuf,
+}
+
+/// Validated database settings.
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    /// `None` means: start the embedded PostgreSQL under `data_dir`.
+    pub database_url: Option<SecretString>,
+    pub data_dir: PathBuf,
+}
+
+impl DatabaseArgs {
+    /// Checks the URL scheme; the server itself is only reached later.
+    pub fn validate(self) -> Result<DatabaseSettings, ConfigError> {
+        let database_url = match non_empty(self.database_url) {
+            None => None,
+            Some(raw) => {
+                let scheme_ok = raw.starts_with("postgres://") || raw.starts_with("postgresql://");
+                if !scheme_ok {
+                    return Err(ConfigError::new(
+                        "DATABASE_URL",
+                        "must start with postgres:// or postgresql://",
+                    ));
+                }
+                if Url::parse(&raw).is_err() {
+                    return Err(ConfigError::new("DATABASE_URL", "is not a valid URL"));
+                }
+                Some(SecretString::from(raw))
+            }
+        };
+        if self.data_dir.as_os_str().is_empty() {
+            return Err(ConfigError::new("ROSTER_DATA_DIR", "must not be empty"));
+        }
+        Ok(DatabaseSettings {
+            database_url,
+            data_dir: self.data_dir,
+        })
+    }
+}
+
+/// Raw flags and environment variables of `roster serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    /// Address to listen on.
+    #[arg(long, env = "ROSTER_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// The GitHub App's id; setting it configures the App.
+    #[arg(long, env = "GITHUB_APP_ID")]
+    pub github_app_id: Option<String>,
+
+    /// The App's private key (PEM text).
+    #[arg(
+        long,
+        env = "GITHUB_APP_PRIVATE_KEY",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
+    pub github_app_private_key: Option<String>,
+
+    /// Path of a file holding the App's private key (PEM).
+    #[arg(long, env = "GITHUB_APP_PRIVATE_KEY_PATH")]
+    pub github_app_private_key_path: Option<PathBuf>,
+
+    /// Secret GitHub signs webhook deliveries with.
+    #[arg(long, env = "GITHUB_WEBHOOK_SECRET", hide_env_values = true)]
+    pub github_webhook_secret: Option<String>,
+
+    /// REST base URL (GitHub Enterprise Server, tests).
+    #[arg(long, env = "GITHUB_API_URL", default_value = "https://api.github.com")]
+    pub github_api_url: String,
+
+    /// GraphQL URL; derived from GITHUB_API_URL when unset.
+    #[arg(long, env = "GITHUB_GRAPHQL_URL")]
+    pub github_graphql_url: Option<String>,
+
+    /// `github` (the App) or `dir:PATH` (sub-folders stand for repositories).
+    #[arg(long, env = "ROSTER_SOURCE")]
+    pub source: Option<String>,
+
+    /// Path of the project file inside a repository.
+    #[arg(long, env = "ROSTER_PROJECT_FILE", default_value = "project.yaml")]
+    pub project_file: String,
+
+    /// Period of the org-wide listing (`30s`, `15m`, `1h`).
+    #[arg(long, env = "ROSTER_RESYNC_INTERVAL", default_value = "1h")]
+    pub resync_interval: String,
+
+    /// Concurrent reconcile workers per replica.
+    #[arg(long, env = "ROSTER_WORKERS", default_value = "8")]
+    pub workers: String,
+
+    /// Bearer token for the write API; unset: the write API answers 403.
+    #[arg(long, env = "ROSTER_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+
+    /// `text` or `json`.
+    #[arg(long, env = "ROSTER_LOG_FORMAT", default_value = "text")]
+    pub log_format: String,
+
+    /// Deletion guard bound per listing period: a count (`25`) or a
+    /// percentage (`15%`); default 10 or 10 %, the larger.
+    #[arg(long, env = "ROSTER_MAX_REMOVALS")]
+    pub max_removals: Option<String>,
+
+    /// Length of a worker's claim on a repository (default 60s). Hidden:
+    /// only tests that crash a replica need it shorter, so they do not
+    /// wait a minute for the claim to run out.
+    #[arg(long, env = "ROSTER_LEASE", hide = true)]
+    pub lease: Option<String>,
+}
+
+/// Where repositories come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceSetting {
+    /// The GitHub App's installations.
+    Github,
+    /// A local folder whose sub-folders stand for repositories.
+    Dir(PathBuf),
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Validated settings of `roster serve`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `None`: start the embedded PostgreSQL under `data_dir`.
+    pub database_url: Option<SecretString>,
+    pub data_dir: PathBuf,
+    pub listen: SocketAddr,
+    pub source: SourceSetting,
+    /// `Some` when GITHUB_APP_ID is set.
+    pub github: Option<GithubAppSettings>,
+    pub project_file: String,
+    pub resync_interval: Duration,
+    pub workers: usize,
+    pub api_token: Option<SecretString>,
+    pub log_format: LogFormat,
+    pub max_removals: MaxRemovals,
+    /// Length of a worker's claim (hidden `ROSTER_LEASE`, default
+    /// [`crate::app::LEASE`]).
+    pub lease: Duration,
+}
+
+/// A setting that is missing or wrong; shown as `SETTING: message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{setting}: {message}")]
+pub struct ConfigError {
+    /// The environment variable name of the setting.
+    pub setting: &'static str,
+    pub message: String,
+}
+
+impl ConfigError {
+    pub fn new(setting: &'static str, message: impl Into<String>) -> Self {
+        ConfigError {
+            setting,
+            message: message.into(),
+        }
+    }
+}
+
+impl ServeArgs {
+    /// Parses every raw value and applies the rules between settings.
+    pub fn validate(self) -> Result<Settings, ConfigError> {
+        let database = self.database.validate()?;
+        let listen = parse_listen(&self.listen)?;
+        let github = github_app::from_args(
+            non_empty(self.github_app_id),
+            non_empty(self.github_app_private_key),
+            self.github_app_private_key_path
+                .filter(|p| !p.as_os_str().is_empty()),
+            non_empty(self.github_webhook_secret),
+            &self.github_api_url,
+            non_empty(self.github_graphql_url),
+        )?;
+        let source = parse_source(non_empty(self.source), github.is_some())?;
+        let project_file = parse_project_file(&self.project_file)?;
+        let resync_interval = parse_resync_interval(&self.resync_interval)?;
+        let workers = parse_workers(&self.workers)?;
+        let log_format = parse_log_format(&self.log_format)?;
+        let max_removals = match non_empty(self.max_removals) {
+            None => MaxRemovals::Default,
+            Some(raw) => raw
+                .parse()
+                .map_err(|m| ConfigError::new("ROSTER_MAX_REMOVALS", m))?,
+        };
+        let lease = match non_empty(self.lease) {
+            None => crate::app::LEASE,
+            Some(raw) => parse_lease(&raw)?,
+        };
+        Ok(Settings {
+            database_url: database.database_url,
+            data_dir: database.data_dir,
+            listen,
+            source,
+            github,
+            project_file,
+            resync_interval,
+            workers,
+            api_token: non_empty(self.api_token).map(SecretString::from),
+            log_format,
+            max_removals,
+            lease,
+        })
+    }
+}
+
+/// Treats an empty value like an unset one (`FOO=` in a shell or a unit file).
+fn non_empty(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.trim().is_empty())
+}
+
+impl fmt::Display for SourceSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceSetting::Github => f.write_str("github"),
+            SourceSetting::Dir(path) => write!(f, "dir:{}", path.display()),
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! Parsing of the single-value settings, each error naming its setting.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{ConfigError, LogFormat, SourceSetting};
+
+pub(super) fn parse_listen(raw: &str) -> Result<SocketAddr, ConfigError> {
+    raw.trim().parse().map_err(|_| {
+        ConfigError::new(
+            "ROSTER_LISTEN",
+            format!("{raw:?} is not an address like 127.0.0.1:8080"),
+        )
+    })
+}
+
+pub(super) fn parse_source(
+    raw: Option<String>,
+    app_configured: bool,
+) -> Result<SourceSetting, ConfigError> {
+    let Some(raw) = raw else {
+        return if app_configured {
+            Ok(SourceSetting::Github)
+        } else {
+            Err(ConfigError::new(
+                "ROSTER_SOURCE",
+                "set dir:PATH or configure a GitHub App (GITHUB_APP_ID)",
+            ))
+        };
+    };
+    let raw = raw.trim();
+    if raw == "github" {
+        return if app_configured {
+            Ok(SourceSetting::Github)
+        } else {
+            Err(ConfigError::new(
+                "GITHUB_APP_ID",
+                "required when ROSTER_SOURCE is github",
+            ))
+        };
+    }
+    let Some(path) = raw.strip_prefix("dir:") else {
+        return Err(ConfigError::new(
+            "ROSTER_SOURCE",
+            format!("{raw:?} is neither github nor dir:PATH"),
+        ));
+    };
+    if path.is_empty() {
+        return Err(ConfigError::new(
+            "ROSTER_SOURCE",
+            "dir: needs a folder, e.g. dir:examples/org",
+        ));
+    }
+    let path = PathBuf::from(path);
+    if !path.is_dir() {
+        return Err(ConfigError::new(
+            "ROSTER_SOURCE",
+            format!("folder {} does not exist", path.display()),
+        ));
+    }
+    Ok(SourceSetting::Dir(path))
+}
+
+pub(super) fn parse_project_file(raw: &str) -> Result<String, ConfigError> {
+    let path = Path::new(raw);
+    let escapes = path
+        .components()
+        .any(|c| !matches!(c, std::path::Component::Normal(_)));
+    if raw.trim().is_empty() || escapes {
+        return Err(ConfigError::new(
+            "ROSTER_PROJECT_FILE",
+            format!("{raw:?} must be a relative path inside the repository, like project.yaml"),
+        ));
+    }
+    Ok(raw.to_owned())
+}
+
+pub(super) fn parse_resync_interval(raw: &str) -> Result<Duration, ConfigError> {
+    let interval = humantime::parse_duration(raw.trim()).map_err(|_| {
+        ConfigError::new(
+            "ROSTER_RESYNC_INTERVAL",
+            format!("{raw:?} is not a duration like 30s, 15m or 1h"),
+        )
+    })?;
+    if interval < Duration::from_secs(1) {
+        return Err(ConfigError::new(
+            "ROSTER_RESYNC_INTERVAL",
+            "must be at least 1s",
+        ));
+    }
+    Ok(interval)
+}
+
+/// At least 1s: the lease is renewed every third of it, and a shorter one
+/// would be lost to a slow database round trip.
+pub(super) fn parse_lease(raw: &str) -> Result<Duration, ConfigError> {
+    let lease = humantime::parse_duration(raw.trim()).map_err(|_| {
+        ConfigError::new(
+            "ROSTER_LEASE",
+            format!("{raw:?} is not a duration like 60s"),
+        )
+    })?;
+    if lease < Duration::from_secs(1) {
+        return Err(ConfigError::new("ROSTER_LEASE", "must be at least 1s"));
+    }
+    Ok(lease)
+}
+
+pub(super) fn parse_workers(raw: &str) -> Result<usize, ConfigError> {
+    raw.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=256).contains(n))
+        .ok_or_else(|| {
+            ConfigError::new(
+                "ROSTER_WORKERS",
+                format!("{raw:?} must be a number from 1 to 256"),
+            )
+        })
+}
+
+pub(super) fn parse_log_format(raw: &str) -> Result<LogFormat, ConfigError> {
+    match raw.trim() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(ConfigError::new(
+            "ROSTER_LOG_FORMAT",
+            format!("{raw:?} must be text or json"),
+        )),
+    }
+}

@@ -1,0 +1,393 @@
+use super::*;
+use clap::Parser;
+use secrecy::ExposeSecret;
+
+#[derive(Parser)]
+struct TestCli {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+// A real 2048-bit RSA key made for these tests only.
+const TEST_KEY: &str = include_str!("../../tests/fixtures/test-app-key.pem");
+
+fn parse(args: &[&str]) -> Result<Settings, ConfigError> {
+    let mut argv = vec!["roster"];
+    argv.extend_from_slice(args);
+    match TestCli::try_parse_from(argv) {
+        Ok(cli) => cli.serve.validate(),
+        Err(e) => panic!("clap rejected test args: {e}"),
+    }
+}
+
+fn err(args: &[&str]) -> ConfigError {
+    match parse(args) {
+        Ok(s) => panic!("expected an error, got {s:?}"),
+        Err(e) => e,
+    }
+}
+
+fn here() -> String {
+    format!("dir:{}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn app_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "--github-app-id",
+        "42",
+        "--github-app-private-key",
+        TEST_KEY,
+        "--github-webhook-secret",
+        "s3cret",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn defaults_should_apply_with_only_a_dir_source() {
+    let s = parse(&["--source", &here()]).unwrap();
+    // Flags fall back to the environment, and the test script sets DATABASE_URL.
+    let from_env = std::env::var("DATABASE_URL").is_ok_and(|v| !v.is_empty());
+    assert_eq!(s.database_url.is_some(), from_env);
+    assert_eq!(s.data_dir, PathBuf::from("./.roster"));
+    assert_eq!(s.listen, "127.0.0.1:8080".parse().unwrap());
+    assert_eq!(
+        s.source,
+        SourceSetting::Dir(env!("CARGO_MANIFEST_DIR").into())
+    );
+    assert!(s.github.is_none());
+    assert_eq!(s.project_file, "project.yaml");
+    assert_eq!(s.resync_interval, Duration::from_secs(3600));
+    assert_eq!(s.workers, 8);
+    assert!(s.api_token.is_none());
+    assert_eq!(s.log_format, LogFormat::Text);
+    assert_eq!(s.max_removals, MaxRemovals::Default);
+}
+
+#[test]
+fn no_source_and_no_app_should_name_roster_source() {
+    let e = err(&[]);
+    assert_eq!(e.setting, "ROSTER_SOURCE");
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_SOURCE: set dir:PATH or configure a GitHub App (GITHUB_APP_ID)"
+    );
+}
+
+#[test]
+fn github_source_without_an_app_should_name_the_app_id() {
+    assert_eq!(err(&["--source", "github"]).setting, "GITHUB_APP_ID");
+}
+
+#[test]
+fn dir_source_of_a_missing_folder_should_name_roster_source() {
+    let e = err(&["--source", "dir:/no/such/folder/anywhere"]);
+    assert_eq!(e.setting, "ROSTER_SOURCE");
+    assert!(e.message.contains("/no/such/folder/anywhere"), "{e}");
+}
+
+#[test]
+fn unknown_source_kind_should_be_rejected() {
+    assert_eq!(err(&["--source", "gitlab"]).setting, "ROSTER_SOURCE");
+}
+
+#[test]
+fn an_app_should_default_the_source_to_github_and_derive_graphql() {
+    let s = parse(&app_args(&[])).unwrap();
+    assert_eq!(s.source, SourceSetting::Github);
+    let app = s.github.unwrap();
+    assert_eq!(app.app_id, 42);
+    assert_eq!(app.webhook_secret_bytes(), b"s3cret");
+    assert_eq!(app.api_url.as_str(), "https://api.github.com/");
+    assert_eq!(app.graphql_url.as_str(), "https://api.github.com/graphql");
+}
+
+#[test]
+fn an_app_may_still_use_a_dir_source() {
+    let here = here();
+    let s = parse(&app_args(&["--source", &here])).unwrap();
+    assert!(matches!(s.source, SourceSetting::Dir(_)));
+    assert!(s.github.is_some());
+}
+
+#[test]
+fn graphql_url_should_follow_enterprise_server_layout() {
+    let s = parse(&app_args(&[
+        "--github-api-url",
+        "https://ghe.example.com/api/v3",
+    ]))
+    .unwrap();
+    assert_eq!(
+        s.github.unwrap().graphql_url.as_str(),
+        "https://ghe.example.com/api/graphql"
+    );
+}
+
+#[test]
+fn graphql_url_of_a_test_double_should_be_api_plus_graphql() {
+    let s = parse(&app_args(&["--github-api-url", "http://127.0.0.1:9999/"])).unwrap();
+    assert_eq!(
+        s.github.unwrap().graphql_url.as_str(),
+        "http://127.0.0.1:9999/graphql"
+    );
+}
+
+#[test]
+fn explicit_graphql_url_should_win_over_the_derived_one() {
+    let s = parse(&app_args(&["--github-graphql-url", "http://gql.test/q"])).unwrap();
+    assert_eq!(s.github.unwrap().graphql_url.as_str(), "http://gql.test/q");
+}
+
+#[test]
+fn bad_api_url_should_name_github_api_url() {
+    assert_eq!(
+        err(&app_args(&["--github-api-url", "not a url"])).setting,
+        "GITHUB_API_URL"
+    );
+    assert_eq!(
+        err(&app_args(&["--github-api-url", "ftp://x.test/"])).setting,
+        "GITHUB_API_URL"
+    );
+}
+
+#[test]
+fn bad_graphql_url_should_name_github_graphql_url() {
+    assert_eq!(
+        err(&app_args(&["--github-graphql-url", "::"])).setting,
+        "GITHUB_GRAPHQL_URL"
+    );
+}
+
+#[test]
+fn app_id_that_is_not_a_number_should_be_rejected() {
+    let mut args = app_args(&[]);
+    args[1] = "forty-two";
+    assert_eq!(err(&args).setting, "GITHUB_APP_ID");
+}
+
+#[test]
+fn app_without_a_key_should_name_the_key() {
+    let e = err(&["--github-app-id", "42", "--github-webhook-secret", "s"]);
+    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
+}
+
+#[test]
+fn app_without_a_webhook_secret_should_name_it() {
+    let e = err(&[
+        "--github-app-id",
+        "42",
+        "--github-app-private-key",
+        TEST_KEY,
+    ]);
+    assert_eq!(e.setting, "GITHUB_WEBHOOK_SECRET");
+}
+
+#[test]
+fn unreadable_key_path_should_name_the_path_setting() {
+    let e = err(&[
+        "--github-app-id",
+        "42",
+        "--github-app-private-key-path",
+        "/no/such/key.pem",
+        "--github-webhook-secret",
+        "s",
+    ]);
+    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY_PATH");
+    assert!(e.message.contains("/no/such/key.pem"), "{e}");
+}
+
+#[test]
+fn key_path_should_be_read_and_checked() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/test-app-key.pem"
+    );
+    let s = parse(&[
+        "--github-app-id",
+        "42",
+        "--github-app-private-key-path",
+        path,
+        "--github-webhook-secret",
+        "s",
+    ])
+    .unwrap();
+    assert_eq!(s.github.unwrap().private_key.expose_secret(), TEST_KEY);
+}
+
+#[test]
+fn garbage_pem_should_name_the_key_setting() {
+    let e = err(&[
+        "--github-app-id",
+        "42",
+        "--github-app-private-key",
+        "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n",
+        "--github-webhook-secret",
+        "s",
+    ]);
+    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
+    let e = err(&[
+        "--github-app-id",
+        "42",
+        "--github-app-private-key",
+        "hello",
+        "--github-webhook-secret",
+        "s",
+    ]);
+    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
+}
+
+#[test]
+fn key_with_escaped_newlines_should_be_accepted() {
+    let escaped = TEST_KEY.trim_end().replace('\n', "\\n");
+    let s = parse(&[
+        "--github-app-id",
+        "42",
+        "--github-app-private-key",
+        &escaped,
+        "--github-webhook-secret",
+        "s",
+    ])
+    .unwrap();
+    assert!(s.github.unwrap().private_key.expose_secret().contains('\n'));
+}
+
+#[test]
+fn both_key_forms_at_once_should_be_rejected() {
+    let e = err(&app_args(&["--github-app-private-key-path", "/k.pem"]));
+    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
+}
+
+#[test]
+fn database_url_should_be_postgres() {
+    let here = here();
+    let e = err(&["--source", &here, "--database-url", "mysql://x/y"]);
+    assert_eq!(e.setting, "DATABASE_URL");
+    let s = parse(&["--source", &here, "--database-url", "postgresql://u@h/db"]).unwrap();
+    assert_eq!(
+        s.database_url.unwrap().expose_secret(),
+        "postgresql://u@h/db"
+    );
+}
+
+#[test]
+fn bad_listen_address_should_name_roster_listen() {
+    let here = here();
+    assert_eq!(
+        err(&["--source", &here, "--listen", "localhost"]).setting,
+        "ROSTER_LISTEN"
+    );
+    let s = parse(&["--source", &here, "--listen", "0.0.0.0:9000"]).unwrap();
+    assert_eq!(s.listen.port(), 9000);
+}
+
+#[test]
+fn resync_interval_should_parse_human_durations_of_at_least_a_second() {
+    let here = here();
+    let s = parse(&["--source", &here, "--resync-interval", "15m"]).unwrap();
+    assert_eq!(s.resync_interval, Duration::from_secs(900));
+    for bad in ["soon", "500ms", "0s", ""] {
+        assert_eq!(
+            err(&["--source", &here, "--resync-interval", bad]).setting,
+            "ROSTER_RESYNC_INTERVAL",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn lease_should_default_to_a_minute_and_take_at_least_a_second() {
+    let here = here();
+    let s = parse(&["--source", &here]).unwrap();
+    assert_eq!(s.lease, crate::app::LEASE);
+    let s = parse(&["--source", &here, "--lease", "3s"]).unwrap();
+    assert_eq!(s.lease, Duration::from_secs(3));
+    for bad in ["soon", "500ms", "0s"] {
+        assert_eq!(
+            err(&["--source", &here, "--lease", bad]).setting,
+            "ROSTER_LEASE",
+            "{bad:?}"
+        );
+    }
+}
+
+#[test]
+fn workers_should_be_between_1_and_256() {
+    let here = here();
+    for bad in ["0", "257", "-1", "many"] {
+        assert_eq!(
+            err(&["--source", &here, &format!("--workers={bad}")]).setting,
+            "ROSTER_WORKERS"
+        );
+    }
+    let s = parse(&["--source", &here, "--workers", "256"]).unwrap();
+    assert_eq!(s.workers, 256);
+}
+
+#[test]
+fn log_format_should_be_text_or_json() {
+    let here = here();
+    let s = parse(&["--source", &here, "--log-format", "json"]).unwrap();
+    assert_eq!(s.log_format, LogFormat::Json);
+    assert_eq!(
+        err(&["--source", &here, "--log-format", "xml"]).setting,
+        "ROSTER_LOG_FORMAT"
+    );
+}
+
+#[test]
+fn project_file_should_stay_inside_the_repository() {
+    let here = here();
+    for bad in ["/etc/passwd", "../x.yaml", ""] {
+        assert_eq!(
+            err(&["--source", &here, "--project-file", bad]).setting,
+            "ROSTER_PROJECT_FILE"
+        );
+    }
+    let s = parse(&["--source", &here, "--project-file", ".github/project.yaml"]).unwrap();
+    assert_eq!(s.project_file, ".github/project.yaml");
+}
+
+#[test]
+fn empty_api_token_should_count_as_unset() {
+    let here = here();
+    let s = parse(&["--source", &here, "--api-token", ""]).unwrap();
+    assert!(s.api_token.is_none());
+    let s = parse(&["--source", &here, "--api-token", "t0k"]).unwrap();
+    assert_eq!(s.api_token.unwrap().expose_secret(), "t0k");
+}
+
+#[test]
+fn max_removals_should_accept_a_count_or_a_percentage() {
+    let here = here();
+    let s = parse(&["--source", &here, "--max-removals", "25"]).unwrap();
+    assert_eq!(s.max_removals, MaxRemovals::Count(25));
+    let s = parse(&["--source", &here, "--max-removals", "15%"]).unwrap();
+    assert_eq!(s.max_removals, MaxRemovals::Percent(15));
+    for bad in ["lots", "101%", "-3", "%"] {
+        assert_eq!(
+            err(&["--source", &here, &format!("--max-removals={bad}")]).setting,
+            "ROSTER_MAX_REMOVALS"
+        );
+    }
+}
+
+#[test]
+fn default_max_removals_should_be_the_larger_of_10_and_10_percent() {
+    assert_eq!(MaxRemovals::Default.limit(0), 10);
+    assert_eq!(MaxRemovals::Default.limit(50), 10);
+    assert_eq!(MaxRemovals::Default.limit(100), 10);
+    assert_eq!(MaxRemovals::Default.limit(250), 25);
+    assert_eq!(MaxRemovals::Count(3).limit(1000), 3);
+    assert_eq!(MaxRemovals::Percent(15).limit(200), 30);
+    assert_eq!(MaxRemovals::Percent(15).limit(3), 0);
+}
+
+#[test]
+fn secrets_should_not_show_in_debug_output() {
+    let s = parse(&app_args(&["--api-token", "t0k-visible?"])).unwrap();
+    let debug = format!("{s:?}");
+    assert!(!debug.contains("t0k-visible?"));
+    assert!(!debug.contains("s3cret"));
+    assert!(!debug.contains("PRIVATE KEY"));
+}
