@@ -1139,3 +1139,23 @@ async fn a_reconcile_should_not_leave_its_connection_skipping_the_disk_wait() {
         .expect("show");
     assert_eq!(setting, "on", "only the reconcile's transaction skipped it");
 }
+
+#[tokio::test]
+async fn a_recorded_failure_should_name_the_repository_for_the_logs() {
+    let f = fixture().await;
+    f.handler
+        .apply(
+            &RepoId(1),
+            Ok(found(info("acme", "a"), "aaaaaaa1", TWO_PROJECTS)),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        mark_error(&f.pool, RepoId(1), "GitHub answered 502")
+            .await
+            .ok(),
+        Some(Some("acme/a".to_owned()))
+    );
+    let row = repo_row(&f.pool, 1).await.expect("row");
+    assert_eq!(row.status, "error");
+}

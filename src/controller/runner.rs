@@ -147,16 +147,27 @@ where
             _ = stopped => None,
         };
         let elapsed = started.elapsed().as_secs_f64();
-        let ended = async {
-        match result {
+        self.finish(&claim, result, elapsed).instrument(span).await;
+    }
+
+    /// Ends the claim as the attempt's result says: released (`None`, the
+    /// shutdown grace ran out), done, or failed with the next retry's delay.
+    async fn finish(
+        &self,
+        claim: &Claim<Q::Key>,
+        result: Option<Result<&'static str, Failure>>,
+        elapsed: f64,
+    ) {
+        let duration_ms = (elapsed * 1000.0) as u64;
+        let ended = match result {
             None => {
                 tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
-                self.queue.release(&claim).await
+                self.queue.release(claim).await
             }
             Some(Ok(outcome)) => {
                 self.metrics.observe(outcome, elapsed);
-                tracing::info!(key = %claim.key, outcome, duration_ms = (elapsed * 1000.0) as u64, "reconciled");
-                self.queue.done(&claim).await
+                tracing::info!(key = %claim.key, outcome, duration_ms, "reconciled");
+                self.queue.done(claim).await
             }
             Some(Err(failure)) => {
                 let delay = failure
@@ -167,23 +178,18 @@ where
                 tracing::warn!(
                     key = %claim.key,
                     outcome = "error",
-                    duration_ms = (elapsed * 1000.0) as u64,
+                    duration_ms,
                     attempts = claim.attempts + 1,
                     retry_in_ms = delay.as_millis() as u64,
                     error = %failure,
                     "reconcile failed",
                 );
-                self.queue.fail(&claim, &failure.message, delay).await
+                self.queue.fail(claim, &failure.message, delay).await
             }
-        }
-        }
-        .instrument(span.clone())
-        .await;
+        };
         if let Err(e) = ended {
             // The lease runs out by itself, so the key is not lost.
-            span.in_scope(
-                || tracing::warn!(key = %claim.key, error = %e, "could not end the claim"),
-            );
+            tracing::warn!(key = %claim.key, error = %e, "could not end the claim");
         }
     }
 

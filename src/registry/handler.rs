@@ -77,7 +77,7 @@ where
             Observed::Removed { repo, .. } => repo.as_ref(),
             Observed::Present { repo, .. } => Some(repo),
         };
-        let mut locked = repos::lock_whole(&mut tx, id).await?;
+        let mut locked = repos::lock(&mut tx, id).await?;
         if let Some(info) = repo {
             record_name(Some(info.full_name()));
             if !locked.as_ref().is_some_and(|l| l.names_match(info)) {
@@ -85,7 +85,7 @@ where
                 // transfer keeps the id, hence the entries.
                 repos::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
                 if locked.is_none() {
-                    locked = repos::lock_whole(&mut tx, id).await?;
+                    locked = repos::lock(&mut tx, id).await?;
                 }
             }
         }
@@ -278,7 +278,6 @@ where
     }
 }
 
-/// The state of a repository whose entries are all gone (`removed`, `no_file`).
 /// Names the repository in the controller's reconcile span, so its log
 /// lines say `owner/name` beside the id.
 fn record_name(name: Option<String>) {
@@ -287,6 +286,7 @@ fn record_name(name: Option<String>) {
     }
 }
 
+/// The state of a repository whose entries are all gone (`removed`, `no_file`).
 fn cleared(status: Status, error: Option<String>) -> RepoState {
     RepoState {
         status: status.as_str().to_string(),

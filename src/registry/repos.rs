@@ -69,15 +69,6 @@ where
     Ok(())
 }
 
-/// Locks the repository row for the rest of the transaction, so that one
-/// repository is reconciled by one transaction at a time; `None` when unknown.
-pub(crate) async fn lock(
-    conn: &mut PgConnection,
-    id: RepoId,
-) -> Result<Option<RepoState>, sqlx::Error> {
-    Ok(lock_whole(conn, id).await?.map(|locked| locked.state))
-}
-
 /// A locked row with what a reconcile needs besides the state it decides:
 /// the names as stored, and the hold on its removal, so that writes which
 /// would change nothing can be skipped.
@@ -104,14 +95,15 @@ impl Locked {
     }
 }
 
-/// [`lock`], returning the whole [`Locked`] row.
+/// Locks the repository row for the rest of the transaction, so that one
+/// repository is reconciled by one transaction at a time; `None` when unknown.
 ///
 /// It also lets the transaction commit without waiting for the disk
 /// (`synchronous_commit` off for this transaction only): should the
 /// database lose the commit in a crash, it loses the queue's `done` written
 /// after it too (WAL is replayed in order), so the id is reconciled again.
 /// What a client was told is queued is written with a normal, waiting commit.
-pub(crate) async fn lock_whole(
+pub(crate) async fn lock(
     conn: &mut PgConnection,
     id: RepoId,
 ) -> Result<Option<Locked>, sqlx::Error> {
@@ -165,14 +157,15 @@ pub async fn mark_error(
     message: &str,
 ) -> Result<Option<String>, RegistryError> {
     let mut tx = pool.begin().await?;
-    let Some(old) = lock(&mut tx, id).await? else {
+    let Some(Locked {
+        state: old,
+        owner,
+        name,
+        ..
+    }) = lock(&mut tx, id).await?
+    else {
         return Ok(None);
     };
-    let full_name: String =
-        sqlx::query_scalar("select owner || '/' || name from repositories where id = $1")
-            .bind(id)
-            .fetch_one(&mut *tx)
-            .await?;
     let new = RepoState {
         status: Status::Error.as_str().to_string(),
         error: Some(message.to_string()),
@@ -188,5 +181,5 @@ pub async fn mark_error(
     )
     .await?;
     tx.commit().await?;
-    Ok(Some(full_name))
+    Ok(Some(format!("{owner}/{name}")))
 }
