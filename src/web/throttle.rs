@@ -12,8 +12,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Wrong tokens an address may send within one [`WINDOW`].
-pub const MAX_FAILURES: u32 = 10;
+/// Tries without a success an address may make within one [`WINDOW`].
+pub const MAX_TRIES: u32 = 10;
 
 /// How long a run of failures counts, and how long a locked address waits.
 pub const WINDOW: Duration = Duration::from_secs(5 * 60);
@@ -22,10 +22,10 @@ pub const WINDOW: Duration = Duration::from_secs(5 * 60);
 /// first, so a flood of addresses cannot grow memory without bound.
 const MAX_ADDRESSES: usize = 10_000;
 
-/// Failed sign-ins per client address.
+/// Sign-in tries per client address since its last success.
 #[derive(Debug, Default)]
 pub struct SignInThrottle {
-    failures: Mutex<HashMap<Option<IpAddr>, Window>>,
+    tries: Mutex<HashMap<Option<IpAddr>, Window>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -35,39 +35,26 @@ struct Window {
 }
 
 impl SignInThrottle {
-    /// `Err(wait)` when `client` used up its tries: it may try again after
-    /// `wait`. `None` stands for a client whose address is not known.
-    pub fn check(&self, client: Option<IpAddr>, now: Instant) -> Result<(), Duration> {
-        let failures = self.lock();
-        match failures.get(&client) {
-            Some(window) if window.count >= MAX_FAILURES => {
-                let ends = window.started + WINDOW;
-                if ends > now {
-                    Err(ends - now)
-                } else {
-                    Ok(())
-                }
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Counts a wrong token from `client`.
-    pub fn failed(&self, client: Option<IpAddr>, now: Instant) {
-        let mut failures = self.lock();
-        if failures.len() >= MAX_ADDRESSES && !failures.contains_key(&client) {
-            failures.retain(|_, window| now.duration_since(window.started) < WINDOW);
-            if failures.len() >= MAX_ADDRESSES {
-                let oldest = failures
+    /// Counts a try from `client` before its token is checked, or refuses
+    /// it with `Err(wait)` when `client` used up its tries: it may try again
+    /// after `wait`. Counting first means parallel tries cannot slip past
+    /// the limit together. `None` stands for a client whose address is not
+    /// known.
+    pub fn begin(&self, client: Option<IpAddr>, now: Instant) -> Result<(), Duration> {
+        let mut tries = self.lock();
+        if tries.len() >= MAX_ADDRESSES && !tries.contains_key(&client) {
+            tries.retain(|_, window| now.duration_since(window.started) < WINDOW);
+            if tries.len() >= MAX_ADDRESSES {
+                let oldest = tries
                     .iter()
                     .min_by_key(|(_, window)| window.started)
                     .map(|(address, _)| *address);
                 if let Some(oldest) = oldest {
-                    failures.remove(&oldest);
+                    tries.remove(&oldest);
                 }
             }
         }
-        let window = failures.entry(client).or_insert(Window {
+        let window = tries.entry(client).or_insert(Window {
             started: now,
             count: 0,
         });
@@ -77,10 +64,14 @@ impl SignInThrottle {
                 count: 0,
             };
         }
-        window.count = window.count.saturating_add(1);
+        if window.count >= MAX_TRIES {
+            return Err(window.started + WINDOW - now);
+        }
+        window.count += 1;
+        Ok(())
     }
 
-    /// Forgets `client`'s failures: it proved it holds the token.
+    /// Forgets `client`'s tries: it proved it holds the token.
     pub fn succeeded(&self, client: Option<IpAddr>) {
         self.lock().remove(&client);
     }
@@ -88,7 +79,7 @@ impl SignInThrottle {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Option<IpAddr>, Window>> {
         // The map holds counters only; one left half-updated by a panic is
         // still a usable count.
-        self.failures
+        self.tries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -106,45 +97,66 @@ mod tests {
     fn an_address_should_be_locked_after_its_tries_until_the_window_ends() {
         let throttle = SignInThrottle::default();
         let start = Instant::now();
-        for _ in 0..MAX_FAILURES {
-            assert_eq!(throttle.check(address(1), start), Ok(()));
-            throttle.failed(address(1), start);
+        for _ in 0..MAX_TRIES {
+            assert_eq!(throttle.begin(address(1), start), Ok(()));
         }
         let later = start + Duration::from_secs(60);
         assert_eq!(
-            throttle.check(address(1), later),
+            throttle.begin(address(1), later),
             Err(WINDOW - Duration::from_secs(60))
         );
         assert_eq!(
-            throttle.check(address(2), later),
+            throttle.begin(address(2), later),
             Ok(()),
             "others are not locked"
         );
-        assert_eq!(throttle.check(address(1), start + WINDOW), Ok(()));
+        assert_eq!(throttle.begin(address(1), start + WINDOW), Ok(()));
     }
 
     #[test]
     fn a_new_window_should_count_from_zero() {
         let throttle = SignInThrottle::default();
         let start = Instant::now();
-        for _ in 0..MAX_FAILURES - 1 {
-            throttle.failed(address(1), start);
+        for _ in 0..MAX_TRIES {
+            assert_eq!(throttle.begin(address(1), start), Ok(()));
         }
         let next = start + WINDOW;
-        throttle.failed(address(1), next);
-        assert_eq!(throttle.check(address(1), next), Ok(()));
+        for _ in 0..MAX_TRIES {
+            assert_eq!(throttle.begin(address(1), next), Ok(()));
+        }
+        assert!(throttle.begin(address(1), next).is_err());
     }
 
     #[test]
-    fn a_success_should_forget_the_failures() {
+    fn a_success_should_forget_the_tries() {
         let throttle = SignInThrottle::default();
         let start = Instant::now();
-        for _ in 0..MAX_FAILURES {
-            throttle.failed(None, start);
+        for _ in 0..MAX_TRIES {
+            assert_eq!(throttle.begin(None, start), Ok(()));
         }
-        assert!(throttle.check(None, start).is_err());
+        assert!(throttle.begin(None, start).is_err());
         throttle.succeeded(None);
-        assert_eq!(throttle.check(None, start), Ok(()));
+        assert_eq!(throttle.begin(None, start), Ok(()));
+    }
+
+    #[test]
+    fn parallel_tries_should_not_pass_the_limit_together() {
+        let throttle = std::sync::Arc::new(SignInThrottle::default());
+        let start = Instant::now();
+        let allowed: usize = (0..8)
+            .map(|_| {
+                let throttle = throttle.clone();
+                std::thread::spawn(move || {
+                    (0..10)
+                        .filter(|_| throttle.begin(address(1), start).is_ok())
+                        .count()
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap_or(0))
+            .sum();
+        assert_eq!(allowed, MAX_TRIES as usize);
     }
 
     #[test]
@@ -153,7 +165,7 @@ mod tests {
         let start = Instant::now();
         for n in 0..(MAX_ADDRESSES as u32 + 50) {
             let client = Some(IpAddr::from(n.to_be_bytes()));
-            throttle.failed(client, start + Duration::from_millis(u64::from(n)));
+            let _ = throttle.begin(client, start + Duration::from_millis(u64::from(n)));
         }
         assert!(throttle.lock().len() <= MAX_ADDRESSES);
     }

@@ -106,7 +106,7 @@ pub async fn sign_in(
         enabled: true,
     };
     let now = Instant::now();
-    if let Err(wait) = state.sign_in_throttle.check(client, now) {
+    if let Err(wait) = state.sign_in_throttle.begin(client, now) {
         tracing::warn!(
             client = ?client,
             "dashboard sign-in refused: too many wrong tokens from this address"
@@ -121,7 +121,6 @@ pub async fn sign_in(
             .into_response());
     }
     if !token_matches(form.token.trim(), expected) {
-        state.sign_in_throttle.failed(client, now);
         tracing::warn!(client = ?client, "dashboard sign-in refused: wrong token");
         let page = refused("That is not the API token.");
         return Ok((StatusCode::UNAUTHORIZED, page).into_response());
