@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// Tries without a success an address may make within one [`WINDOW`].
 pub const MAX_TRIES: u32 = 10;
 
-/// How long a run of failures counts, and how long a locked address waits.
+/// How long a run of tries counts, and how long a locked address waits.
 pub const WINDOW: Duration = Duration::from_secs(5 * 60);
 
 /// Addresses tracked at once; past this the oldest windows are forgotten
@@ -65,7 +65,7 @@ impl SignInThrottle {
             };
         }
         if window.count >= MAX_TRIES {
-            return Err(window.started + WINDOW - now);
+            return Err((window.started + WINDOW).saturating_duration_since(now));
         }
         window.count += 1;
         Ok(())
