@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod config;
 pub mod conformance;
+pub mod conformance_batch;
 pub mod memory_queue;
 pub mod metrics;
 pub mod queue;
