@@ -3,6 +3,7 @@
 //! or SQL.
 
 pub mod backoff;
+mod batch;
 pub mod config;
 pub mod conformance;
 pub mod conformance_batch;

@@ -6,15 +6,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::config::ControllerConfig;
 use super::metrics::ControllerMetrics;
-use super::queue::{Claim, Enqueue, ListingSchedule, WorkQueue};
-use super::traits::{Failure, Handler, Lister, Storage, Tracker};
+use super::queue::{Enqueue, ListingSchedule, WorkQueue};
+use super::traits::{Handler, Lister, Storage, Tracker};
 
 /// A level-driven controller over one queue and its three roles.
 ///
@@ -24,13 +23,13 @@ use super::traits::{Failure, Handler, Lister, Storage, Tracker};
 /// and, when a partition listed completely, the keys it tracks but did not
 /// list are enqueued too so their disappearance is noticed (the sweep).
 pub struct Controller<Q, L, T, S, H> {
-    queue: Arc<Q>,
+    pub(super) queue: Arc<Q>,
     lister: Arc<L>,
     tracker: Arc<T>,
-    storage: Arc<S>,
-    handler: Arc<H>,
-    config: ControllerConfig,
-    metrics: ControllerMetrics,
+    pub(super) storage: Arc<S>,
+    pub(super) handler: Arc<H>,
+    pub(super) config: ControllerConfig,
+    pub(super) metrics: ControllerMetrics,
 }
 
 impl<Q, L, T, S, H> Controller<Q, L, T, S, H>
@@ -78,9 +77,10 @@ where
             tracing::warn!(error = %e, "could not request the start-up listing");
         }
         let mut tasks = JoinSet::new();
+        let reads = Arc::new(Semaphore::new(this.config.concurrent_reads.max(1)));
         for n in 0..this.config.workers.max(1) {
-            let (this, stop) = (this.clone(), stop_rx.clone());
-            tasks.spawn(async move { this.worker(n, stop).await });
+            let (this, stop, reads) = (this.clone(), stop_rx.clone(), reads.clone());
+            tasks.spawn(async move { this.worker(n, reads, stop).await });
         }
         {
             let (this, stop) = (this.clone(), stop_rx.clone());
@@ -96,13 +96,30 @@ where
         while tasks.join_next().await.is_some() {}
     }
 
-    /// One worker: claim, handle, repeat; idle until woken or polled.
-    async fn worker(&self, n: usize, mut stop: watch::Receiver<bool>) {
+    /// One worker: claim a batch, handle it, repeat; idle until woken or
+    /// polled. A worker claims only once it may read (`reads`), so keys that
+    /// arrive while the reads are busy wait in the queue and form the next
+    /// batch; a key that arrives to an idle controller starts at once.
+    async fn worker(&self, n: usize, reads: Arc<Semaphore>, mut stop: watch::Receiver<bool>) {
         let name = format!("{}/{}", self.config.worker_name, n);
         while !*stop.borrow() {
-            match self.queue.claim(&name).await {
-                Ok(Some(claim)) => self.handle(claim, &mut stop).await,
-                Ok(None) => {
+            let slot = tokio::select! {
+                slot = reads.clone().acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => return,
+                },
+                _ = stop.changed() => continue,
+            };
+            match self
+                .queue
+                .claim_many(&name, self.config.batch_size.max(1))
+                .await
+            {
+                Ok(claims) if !claims.is_empty() => {
+                    self.handle_batch(claims, slot, &mut stop).await
+                }
+                Ok(_) => {
+                    drop(slot);
                     tokio::select! {
                         _ = self.queue.changed() => {}
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
@@ -110,103 +127,13 @@ where
                     }
                 }
                 Err(e) => {
+                    drop(slot);
                     tracing::warn!(error = %e, "claiming work failed; retrying");
                     tokio::select! {
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
                         _ = stop.changed() => {}
                     }
                 }
-            }
-        }
-    }
-
-    /// Handles one claim while renewing its lease; gives it back untouched
-    /// when the shutdown grace runs out, and drops the work when the lease
-    /// was lost (another worker may hold the key now).
-    async fn handle(&self, claim: Claim<Q::Key>, stop: &mut watch::Receiver<bool>) {
-        let started = Instant::now();
-        // The handler may fill in `full_name`, what people call the key, so
-        // the lines below say which repository they are about.
-        let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);
-        let work = self.reconcile(&claim).instrument(span.clone());
-        tokio::pin!(work);
-        let stopped = async {
-            while !*stop.borrow() {
-                if stop.changed().await.is_err() {
-                    break;
-                }
-            }
-            tokio::time::sleep(self.config.shutdown_grace).await;
-        };
-        let result = tokio::select! {
-            r = &mut work => Some(r),
-            _ = self.keep_lease(&claim) => {
-                tracing::warn!(key = %claim.key, "lease lost; dropping this attempt");
-                return;
-            }
-            _ = stopped => None,
-        };
-        let elapsed = started.elapsed().as_secs_f64();
-        self.finish(&claim, result, elapsed).instrument(span).await;
-    }
-
-    /// Ends the claim as the attempt's result says: released (`None`, the
-    /// shutdown grace ran out), done, or failed with the next retry's delay.
-    async fn finish(
-        &self,
-        claim: &Claim<Q::Key>,
-        result: Option<Result<&'static str, Failure>>,
-        elapsed: f64,
-    ) {
-        let duration_ms = (elapsed * 1000.0) as u64;
-        let ended = match result {
-            None => {
-                tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
-                self.queue.release(claim).await
-            }
-            Some(Ok(outcome)) => {
-                self.metrics.observe(outcome, elapsed);
-                tracing::info!(key = %claim.key, outcome, duration_ms, "reconciled");
-                self.queue.done(claim).await
-            }
-            Some(Err(failure)) => {
-                let delay = failure
-                    .retry_after
-                    .unwrap_or_else(|| self.config.backoff.delay(claim.attempts.saturating_add(1)));
-                self.metrics.observe("error", elapsed);
-                self.metrics.queue_retries.inc();
-                tracing::warn!(
-                    key = %claim.key,
-                    outcome = "error",
-                    duration_ms,
-                    attempts = claim.attempts + 1,
-                    retry_in_ms = delay.as_millis() as u64,
-                    error = %failure,
-                    "reconcile failed",
-                );
-                self.queue.fail(claim, &failure.message, delay).await
-            }
-        };
-        if let Err(e) = ended {
-            // The lease runs out by itself, so the key is not lost.
-            tracing::warn!(key = %claim.key, error = %e, "could not end the claim");
-        }
-    }
-
-    async fn reconcile(&self, claim: &Claim<Q::Key>) -> Result<&'static str, Failure> {
-        let state = self.storage.get(&claim.key, claim.hint.as_deref()).await;
-        self.handler.apply(&claim.key, state).await
-    }
-
-    /// Renews the lease every third of it; returns only when it was lost.
-    async fn keep_lease(&self, claim: &Claim<Q::Key>) {
-        let every = self.config.lease / 3;
-        loop {
-            tokio::time::sleep(every).await;
-            match self.queue.renew(claim).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => tracing::warn!(key = %claim.key, error = %e, "lease renewal failed"),
             }
         }
     }

@@ -32,6 +32,14 @@ struct World {
     calls: Vec<Call>,
     hints: Vec<(Key, Option<Vec<u8>>)>,
     work_time: Duration,
+    /// Keys of each `get_many` call, in order.
+    batches: Vec<Vec<Key>>,
+    /// How long each `get_many` call takes.
+    read_time: Duration,
+    /// A deferral to give once per key (a spent budget), with its wait.
+    deferrals: HashMap<Key, Duration>,
+    /// When each apply started, finished or not.
+    starts: Vec<(Key, Instant)>,
 }
 
 #[derive(Clone, Default)]
@@ -121,6 +129,9 @@ impl Storage for Fake {
     async fn get(&self, key: &Key, hint: Option<&[u8]>) -> Result<Option<String>, Failure> {
         self.with(|w| {
             w.hints.push((*key, hint.map(<[u8]>::to_vec)));
+            if let Some(wait) = w.deferrals.remove(key) {
+                return Err(Failure::deferred(format!("{key} waits"), wait));
+            }
             if let Some(list) = w.failures.get_mut(key) {
                 if !list.is_empty() {
                     let after = list.remove(0);
@@ -134,6 +145,22 @@ impl Storage for Fake {
             Ok(w.items.get(key).cloned())
         })
     }
+
+    async fn get_many(
+        &self,
+        items: &[(Key, Option<&[u8]>)],
+    ) -> Vec<Result<Option<String>, Failure>> {
+        let read_time = self.with(|w| {
+            w.batches.push(items.iter().map(|(k, _)| *k).collect());
+            w.read_time
+        });
+        tokio::time::sleep(read_time).await;
+        let mut states = Vec::new();
+        for (key, hint) in items {
+            states.push(self.get(key, *hint).await);
+        }
+        states
+    }
 }
 
 impl Handler for Fake {
@@ -145,7 +172,10 @@ impl Handler for Fake {
         state: Result<Option<String>, Failure>,
     ) -> Result<&'static str, Failure> {
         let start = Instant::now();
-        let work = self.with(|w| w.work_time);
+        let work = self.with(|w| {
+            w.starts.push((*key, start));
+            w.work_time
+        });
         tokio::time::sleep(work).await;
         let end = Instant::now();
         self.with(|w| {
@@ -169,13 +199,13 @@ impl Handler for Fake {
     }
 }
 
-struct Running {
+struct Running<Q = MemoryQueue<Key>> {
     stop: oneshot::Sender<()>,
     done: tokio::task::JoinHandle<()>,
-    queue: Arc<MemoryQueue<Key>>,
+    queue: Arc<Q>,
 }
 
-impl Running {
+impl<Q> Running<Q> {
     async fn stop(self) {
         let _ = self.stop.send(());
         self.done.await.expect("controller task");
@@ -184,6 +214,13 @@ impl Running {
 
 fn start(fake: &Fake, config: ControllerConfig) -> Running {
     let queue = Arc::new(MemoryQueue::new(config.lease));
+    start_on(fake, config, queue)
+}
+
+fn start_on<Q>(fake: &Fake, config: ControllerConfig, queue: Arc<Q>) -> Running<Q>
+where
+    Q: WorkQueue<Key = Key> + ListingSchedule,
+{
     let f = Arc::new(fake.clone());
     let controller =
         Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
@@ -462,4 +499,311 @@ async fn keys_found_early_should_be_handled_before_the_listing_ends() {
         started.elapsed()
     );
     running.stop().await;
+}
+
+fn keys_of(batches: &[Vec<Key>]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    sizes.sort_unstable();
+    sizes
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_ready_together_should_be_read_in_batches_of_at_most_the_batch_size() {
+    let fake = Fake::default();
+    let running = start(&fake, config());
+    running
+        .queue
+        .enqueue((1..=250).map(Enqueue::fresh).collect())
+        .await
+        .expect("enqueue");
+    fake.until("250 keys", |w| w.calls.len() >= 250).await;
+    running.stop().await;
+    fake.with(|w| {
+        for k in 1..=250 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+        assert_eq!(keys_of(&w.batches), vec![50, 100, 100], "{:?}", w.batches);
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_single_key_should_start_at_once_in_a_batch_of_its_own() {
+    let fake = Fake::default();
+    let running = start(&fake, config());
+    // Past the start-up listing, which lists nothing.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let enqueued = Instant::now();
+    running
+        .queue
+        .enqueue(vec![Enqueue::fresh(9)])
+        .await
+        .expect("enqueue");
+    fake.until("key handled", |w| calls_for(w, 9) == 1).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(w.batches, vec![vec![9]]);
+        let started = w.calls[0].2;
+        assert_eq!(
+            started - enqueued,
+            Duration::ZERO,
+            "no wait before the read"
+        );
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_arriving_while_the_reads_are_busy_should_form_the_next_batch() {
+    let fake = Fake::default();
+    fake.with(|w| w.read_time = Duration::from_millis(50));
+    let mut cfg = config();
+    cfg.concurrent_reads = 1;
+    let running = start(&fake, cfg);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    running
+        .queue
+        .enqueue(vec![Enqueue::fresh(1)])
+        .await
+        .expect("enqueue");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    for k in 2..=21 {
+        running
+            .queue
+            .enqueue(vec![Enqueue::fresh(k)])
+            .await
+            .expect("enqueue");
+    }
+    fake.until("21 keys", |w| w.calls.len() >= 21).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(w.batches.len(), 2, "{:?}", w.batches);
+        assert_eq!(w.batches[0], vec![1]);
+        let mut second = w.batches[1].clone();
+        second.sort_unstable();
+        assert_eq!(second, (2..=21).collect::<Vec<_>>());
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_in_a_batch_should_stay_with_its_key() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=5).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.failures.insert(3, vec![None]);
+    });
+    let running = start(&fake, config());
+    fake.until("5 keys tried", |w| w.calls.len() >= 5).await;
+    let mut statuses = Vec::new();
+    for k in 1..=5 {
+        statuses.push(running.queue.status(&k).await.expect("status"));
+    }
+    fake.until("3 retried", |w| calls_for(w, 3) == 2).await;
+    running.stop().await;
+    fake.with(|w| assert_eq!(w.batches[0].len(), 5, "{:?}", w.batches));
+    for (k, status) in (1..=5).zip(&statuses) {
+        if k == 3 {
+            let status = status.as_ref().expect("the failed key waits");
+            assert_eq!(status.attempts, 1);
+            assert_eq!(status.last_error.as_deref(), Some("3 unavailable"));
+        } else {
+            assert_eq!(status, &None, "key {k} is done");
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deferred_key_should_wait_without_counting_an_attempt() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(7, "x".into());
+        w.deferrals.insert(7, Duration::from_secs(90));
+    });
+    let running = start(&fake, config());
+    fake.until("deferred", |w| calls_for(w, 7) == 1).await;
+    let status = running
+        .queue
+        .status(&7)
+        .await
+        .expect("status")
+        .expect("queued");
+    assert_eq!((status.attempts, status.last_error), (0, None));
+    assert!(
+        status.ready_in > Duration::from_secs(80),
+        "{:?}",
+        status.ready_in
+    );
+    fake.until("retry", |w| calls_for(w, 7) == 2).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert!(w.calls[0].1.is_err() && w.calls[1].1.is_ok());
+        assert!(w.calls[1].2 - w.calls[0].2 >= Duration::from_secs(90));
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_should_give_back_the_part_of_a_batch_that_did_not_finish() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=5).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.work_time = Duration::from_secs(8);
+    });
+    let mut cfg = config();
+    cfg.lease = Duration::from_secs(1200);
+    let running = start(&fake, cfg);
+    fake.until("batch read", |w| w.hints.len() == 5).await;
+    let queue = running.queue.clone();
+    let before = Instant::now();
+    running.stop().await;
+    assert!(
+        before.elapsed() <= Duration::from_secs(21),
+        "within the grace"
+    );
+    let handled: Vec<Key> = fake.with(|w| w.calls.iter().map(|c| c.0).collect());
+    assert_eq!(handled.len(), 2, "two keys fit in the grace: {handled:?}");
+    for k in 1..=5 {
+        let status = queue.status(&k).await.expect("status");
+        if handled.contains(&k) {
+            assert_eq!(status, None, "key {k} is done");
+        } else {
+            let status = status.expect("given back");
+            assert!(
+                !status.claimed && status.ready_in == Duration::ZERO && status.attempts == 0,
+                "key {k}: {status:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_longer_than_its_lease_should_keep_every_key() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=3).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.work_time = Duration::from_secs(50);
+    });
+    let running = start(&fake, config());
+    fake.until("batch read", |w| w.hints.len() == 3).await;
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let intruder = running
+        .queue
+        .claim_many("intruder", 10)
+        .await
+        .expect("claim");
+    assert!(
+        intruder.is_empty(),
+        "a key of the batch was taken: {intruder:?}"
+    );
+    let last = running
+        .queue
+        .status(&3)
+        .await
+        .expect("status")
+        .expect("queued");
+    assert!(last.claimed, "the last key's lease ran out");
+    fake.until("all applied", |w| w.calls.len() == 3).await;
+    running.stop().await;
+    fake.with(|w| {
+        for k in 1..=3 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+    });
+}
+
+/// A memory queue whose next `renewals_failing` batch renewals fail, as
+/// when the database is unreachable.
+struct FlakyRenewals {
+    inner: MemoryQueue<Key>,
+    renewals_failing: Mutex<u32>,
+}
+
+impl WorkQueue for FlakyRenewals {
+    type Key = Key;
+    async fn enqueue(&self, items: Vec<Enqueue<Key>>) -> Result<(), QueueError> {
+        self.inner.enqueue(items).await
+    }
+    async fn claim(&self, worker: &str) -> Result<Option<Claim<Key>>, QueueError> {
+        self.inner.claim(worker).await
+    }
+    async fn renew(&self, claim: &Claim<Key>) -> Result<bool, QueueError> {
+        self.inner.renew(claim).await
+    }
+    async fn renew_many(&self, claims: &[Claim<Key>]) -> Result<Vec<bool>, QueueError> {
+        {
+            let mut failing = self.renewals_failing.lock().expect("lock");
+            if *failing > 0 {
+                *failing -= 1;
+                return Err(QueueError("database unreachable".into()));
+            }
+        }
+        self.inner.renew_many(claims).await
+    }
+    async fn done(&self, claim: &Claim<Key>) -> Result<(), QueueError> {
+        self.inner.done(claim).await
+    }
+    async fn fail(
+        &self,
+        claim: &Claim<Key>,
+        error: &str,
+        delay: Duration,
+    ) -> Result<(), QueueError> {
+        self.inner.fail(claim, error, delay).await
+    }
+    async fn release(&self, claim: &Claim<Key>) -> Result<(), QueueError> {
+        self.inner.release(claim).await
+    }
+    async fn defer(&self, claim: &Claim<Key>, delay: Duration) -> Result<(), QueueError> {
+        self.inner.defer(claim, delay).await
+    }
+    fn changed(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.inner.changed()
+    }
+    async fn depth(&self) -> Result<u64, QueueError> {
+        self.inner.depth().await
+    }
+    async fn status(&self, key: &Key) -> Result<Option<ItemStatus>, QueueError> {
+        self.inner.status(key).await
+    }
+}
+
+impl ListingSchedule for FlakyRenewals {
+    async fn take_listing(&self, interval: Duration) -> Result<bool, QueueError> {
+        self.inner.take_listing(interval).await
+    }
+    async fn request_listing(&self) -> Result<(), QueueError> {
+        self.inner.request_listing().await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_whose_leases_cannot_be_renewed_should_be_dropped_before_they_run_out() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=3).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.work_time = Duration::from_secs(50);
+    });
+    let cfg = config();
+    let lease = cfg.lease;
+    let queue = Arc::new(FlakyRenewals {
+        inner: MemoryQueue::new(lease),
+        renewals_failing: Mutex::new(2),
+    });
+    let running = start_on(&fake, cfg, queue);
+    fake.until("all applied", |w| w.calls.len() == 3).await;
+    running.stop().await;
+    fake.with(|w| {
+        let starts: Vec<Instant> = w.starts.iter().filter(|s| s.0 == 1).map(|s| s.1).collect();
+        assert_eq!(starts.len(), 2, "key 1 was tried twice: {starts:?}");
+        // The first attempt was dropped unfinished, and before its lease
+        // ran out: the second began at once, still within that lease.
+        assert!(
+            starts[1] - starts[0] < lease,
+            "dropped after {:?}",
+            starts[1] - starts[0]
+        );
+        assert_eq!(calls_for(w, 1), 1, "only the second attempt finished");
+        let mut spans: Vec<(Instant, Instant)> = w.calls.iter().map(|c| (c.2, c.3)).collect();
+        spans.sort();
+        for pair in spans.windows(2) {
+            assert!(pair[1].0 >= pair[0].1, "overlapping: {pair:?}");
+        }
+    });
 }

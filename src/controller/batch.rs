@@ -1,0 +1,235 @@
+//! One worker's batch: the keys it claimed at once, read from the storage
+//! together, then applied one by one, each ending as its own result says.
+//!
+//! The leases of the whole batch are renewed together while it runs. When
+//! one is lost, or renewing keeps failing until the leases may run out, the
+//! batch is abandoned at once, before another worker can hold its keys.
+//! On shutdown the batch has the grace to finish; what did not finish is
+//! given back, ready at once for another replica.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::time::Instant;
+use tracing::{Instrument, Span};
+
+use super::queue::{Claim, ListingSchedule, WorkQueue};
+use super::runner::Controller;
+use super::traits::{Failure, Handler, Lister, Storage, Tracker};
+
+/// What became of one key of a batch: the handler's result, the time it
+/// took (its share of the read plus its own apply), and its log span.
+type Outcome = (Result<&'static str, Failure>, f64, Span);
+
+/// Why a batch stopped before every key had an outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// Every key was handled.
+    None,
+    /// A lease was lost or could not be renewed in time.
+    LeaseLost,
+    /// The shutdown grace ran out.
+    Grace,
+}
+
+impl<Q, L, T, S, H> Controller<Q, L, T, S, H>
+where
+    Q: WorkQueue + ListingSchedule,
+    L: Lister<Key = Q::Key>,
+    T: Tracker<Key = Q::Key>,
+    S: Storage<Key = Q::Key>,
+    H: Handler<Key = Q::Key, State = S::State>,
+{
+    /// Handles `claims` while renewing their leases; `read_slot` is given up
+    /// as soon as the storage has answered, so another worker may read.
+    pub(super) async fn handle_batch(
+        &self,
+        claims: Vec<Claim<Q::Key>>,
+        read_slot: OwnedSemaphorePermit,
+        stop: &mut watch::Receiver<bool>,
+    ) {
+        let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; claims.len()]);
+        let mut work = Box::pin(self.run_batch(&claims, read_slot, &outcomes));
+        let stopped = async {
+            while !*stop.borrow() {
+                if stop.changed().await.is_err() {
+                    break;
+                }
+            }
+            tokio::time::sleep(self.config.shutdown_grace).await;
+        };
+        let cut = tokio::select! {
+            () = &mut work => Cut::None,
+            () = self.keep_leases(&claims) => Cut::LeaseLost,
+            () = stopped => Cut::Grace,
+        };
+        // The attempt in flight, if any, is dropped here (its transaction
+        // rolls back), so nothing runs on once the claims are ended.
+        drop(work);
+        let outcomes = outcomes
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.finish_batch(&claims, outcomes, cut).await;
+    }
+
+    /// Reads every key at once, then applies each in turn, recording each
+    /// outcome as soon as it is known (a cut batch keeps what finished).
+    async fn run_batch(
+        &self,
+        claims: &[Claim<Q::Key>],
+        read_slot: OwnedSemaphorePermit,
+        outcomes: &Mutex<Vec<Option<Outcome>>>,
+    ) {
+        let items: Vec<(Q::Key, Option<&[u8]>)> = claims
+            .iter()
+            .map(|c| (c.key.clone(), c.hint.as_deref()))
+            .collect();
+        let read_started = Instant::now();
+        let mut states = self.storage.get_many(&items).await.into_iter();
+        drop(read_slot);
+        let read_share = read_started.elapsed() / u32::try_from(claims.len().max(1)).unwrap_or(1);
+        for (n, claim) in claims.iter().enumerate() {
+            let state = states
+                .next()
+                .unwrap_or_else(|| Err(Failure::new("the storage gave no state for this key")));
+            // The handler may fill in `full_name`, what people call the key,
+            // so the lines about it say which repository they are about.
+            let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);
+            let started = Instant::now();
+            let result = self
+                .handler
+                .apply(&claim.key, state)
+                .instrument(span.clone())
+                .await;
+            let elapsed = (read_share + started.elapsed()).as_secs_f64();
+            if let Some(slot) = lock(outcomes).get_mut(n) {
+                *slot = Some((result, elapsed, span));
+            }
+        }
+    }
+
+    /// Renews every lease of the batch each third of the lease; returns
+    /// only when one was lost, or when renewing failed so long that the
+    /// leases might run out before the next try.
+    async fn keep_leases(&self, claims: &[Claim<Q::Key>]) {
+        let lease = self.config.lease;
+        let every = lease / 3;
+        // Give up this long before the leases could run out, so that the
+        // attempt is dropped while the keys are still this worker's.
+        let margin = lease / 10;
+        let mut renewed_at = Instant::now();
+        loop {
+            tokio::time::sleep(every).await;
+            let give_up_at = renewed_at + lease - margin;
+            let asked = Instant::now();
+            match tokio::time::timeout_at(give_up_at, self.queue.renew_many(claims)).await {
+                Ok(Ok(kept)) => {
+                    let lost: Vec<String> = claims
+                        .iter()
+                        .zip(kept.iter().chain(std::iter::repeat(&false)))
+                        .filter(|(_, kept)| !**kept)
+                        .map(|(c, _)| c.key.to_string())
+                        .collect();
+                    if !lost.is_empty() {
+                        tracing::warn!(keys = %lost.join(","), "lease lost; dropping this batch");
+                        return;
+                    }
+                    renewed_at = asked;
+                }
+                Ok(Err(e)) => tracing::warn!(error = %e, "lease renewal failed"),
+                Err(_) => tracing::warn!("lease renewal did not answer in time"),
+            }
+            if Instant::now() + every >= renewed_at + lease - margin {
+                tracing::warn!(
+                    keys = claims.len(),
+                    "leases could not be renewed; dropping this batch before they run out"
+                );
+                return;
+            }
+        }
+    }
+
+    /// Ends every claim of the batch as its outcome says: done (together),
+    /// failed with the next retry's delay, deferred, or given back when the
+    /// batch was cut before the key was handled.
+    async fn finish_batch(
+        &self,
+        claims: &[Claim<Q::Key>],
+        outcomes: Vec<Option<Outcome>>,
+        cut: Cut,
+    ) {
+        let mut done = Vec::new();
+        for (claim, outcome) in claims.iter().zip(outcomes) {
+            let Some((result, elapsed, span)) = outcome else {
+                if cut == Cut::Grace {
+                    tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
+                }
+                // After a lost lease this is a no-op for the lost claims and
+                // frees the others at once.
+                self.end(claim, self.queue.release(claim).await);
+                continue;
+            };
+            let duration_ms = (elapsed * 1000.0) as u64;
+            match result {
+                Ok(outcome) => {
+                    self.metrics.observe(outcome, elapsed);
+                    span.in_scope(
+                        || tracing::info!(key = %claim.key, outcome, duration_ms, "reconciled"),
+                    );
+                    done.push(claim.clone());
+                }
+                Err(failure) if failure.deferred => {
+                    let delay = failure.retry_after.unwrap_or(Duration::ZERO);
+                    self.metrics.observe("waiting", elapsed);
+                    span.in_scope(|| {
+                        tracing::info!(
+                            key = %claim.key,
+                            outcome = "waiting",
+                            duration_ms,
+                            retry_in_ms = delay.as_millis() as u64,
+                            reason = %failure,
+                            "reconcile deferred",
+                        )
+                    });
+                    self.end(claim, self.queue.defer(claim, delay).await);
+                }
+                Err(failure) => {
+                    let delay = failure.retry_after.unwrap_or_else(|| {
+                        self.config.backoff.delay(claim.attempts.saturating_add(1))
+                    });
+                    self.metrics.observe("error", elapsed);
+                    self.metrics.queue_retries.inc();
+                    span.in_scope(|| {
+                        tracing::warn!(
+                            key = %claim.key,
+                            outcome = "error",
+                            duration_ms,
+                            attempts = claim.attempts + 1,
+                            retry_in_ms = delay.as_millis() as u64,
+                            error = %failure,
+                            "reconcile failed",
+                        )
+                    });
+                    let ended = self.queue.fail(claim, &failure.message, delay).await;
+                    self.end(claim, ended);
+                }
+            }
+        }
+        if let Err(e) = self.queue.done_many(&done).await {
+            // The leases run out by themselves, so the keys are not lost.
+            tracing::warn!(keys = done.len(), error = %e, "could not end the claims");
+        }
+    }
+
+    fn end<E: std::fmt::Display>(&self, claim: &Claim<Q::Key>, ended: Result<(), E>) {
+        if let Err(e) = ended {
+            // The lease runs out by itself, so the key is not lost.
+            tracing::warn!(key = %claim.key, error = %e, "could not end the claim");
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
