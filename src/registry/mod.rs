@@ -14,6 +14,7 @@ mod guard;
 pub mod handler;
 mod holds;
 pub mod json;
+mod node_ids;
 pub mod query;
 mod repos;
 mod status;
@@ -26,6 +27,7 @@ pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
 };
+pub use node_ids::record_node_ids;
 pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,

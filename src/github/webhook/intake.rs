@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
-use crate::registry::{ensure_known, RegistryError};
+use crate::registry::{ensure_known, record_node_ids, RegistryError};
 use crate::source::{RepoId, RepoInfo};
 
 /// What an event asks for, before anything is written.
@@ -80,11 +80,15 @@ pub fn plan(event: &WebhookEvent) -> Plan {
             installation_id,
             repos,
         } => match action {
-            // The listing covers every installation; the listed repositories
-            // show up as pending at once.
+            // The listing reads every repository of every installation with
+            // its file, 100 per request; the repositories the payload names
+            // show up as pending at once. Enqueueing each would cost a read
+            // per repository, however they are batched, and could leave a
+            // large organisation waiting for the budget (issue 13).
             InstallationAction::Created | InstallationAction::Unsuspend => Plan {
+                known: repos.clone(),
                 listing: true,
-                ..make_known_and_enqueue(repos.clone())
+                ..Plan::default()
             },
             // Their reconcile finds the App lost access (deleted, removed
             // subject to the deletion guard) or cannot read them (suspended,
@@ -99,11 +103,14 @@ pub fn plan(event: &WebhookEvent) -> Plan {
                 ..Plan::default()
             },
         },
-        WebhookEvent::InstallationRepositories { added, removed, .. } => {
-            let mut plan = make_known_and_enqueue(added.clone());
-            plan.enqueue.extend(removed.iter().map(|r| r.id));
-            plan
-        }
+        // Added ones as for a new installation; a removed one is enqueued,
+        // so that its reconcile reads that the App lost it.
+        WebhookEvent::InstallationRepositories { added, removed, .. } => Plan {
+            known: added.clone(),
+            enqueue: removed.iter().map(|r| r.id).collect(),
+            listing: !added.is_empty(),
+            ..Plan::default()
+        },
         WebhookEvent::Ignored { reason } => ignore(reason),
     }
 }
@@ -169,6 +176,7 @@ fn make_known_and_enqueue(repos: Vec<PayloadRepo>) -> Plan {
 /// lack the default branch and URL, so those repositories are only added
 /// when unseen: a partial payload must not overwrite what a listing stored.
 async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<(), IntakeError> {
+    let node_ids = repos_with_node_ids(repos);
     let repos: Vec<&PayloadRepo> = repos.iter().filter(|r| !r.info.owner.is_empty()).collect();
     let (complete, partial): (Vec<&PayloadRepo>, Vec<&PayloadRepo>) =
         repos.into_iter().partition(|r| is_complete(&r.info));
@@ -190,8 +198,17 @@ async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<()
                 .map(|r| (r.id, r.info.clone())),
         );
     }
-    ensure_known(conn, &known).await?;
+    ensure_known(&mut *conn, &known).await?;
+    record_node_ids(&mut *conn, &node_ids).await?;
     Ok(())
+}
+
+/// The node ids a payload gives, which a batch read asks GitHub by.
+fn repos_with_node_ids(repos: &[PayloadRepo]) -> Vec<(RepoId, String)> {
+    repos
+        .iter()
+        .filter_map(|r| Some((r.id, r.node_id.clone()?)))
+        .collect()
 }
 
 fn is_complete(info: &RepoInfo) -> bool {
@@ -212,6 +229,7 @@ mod tests {
                 default_branch: "main".to_owned(),
                 html_url: None,
             },
+            node_id: Some(format!("R_{id}")),
         }
     }
 
@@ -234,15 +252,17 @@ mod tests {
     }
 
     #[test]
-    fn installation_created_should_request_a_listing_and_enqueue_its_repositories() {
-        let plan = plan(&WebhookEvent::Installation {
-            action: InstallationAction::Created,
-            installation_id: 7,
-            repos: vec![repo(3), repo(4)],
-        });
-        assert!(plan.listing);
-        assert_eq!(plan.enqueue, vec![RepoId(3), RepoId(4)]);
-        assert_eq!(plan.known.len(), 2);
+    fn installation_created_should_request_a_listing_and_enqueue_nothing() {
+        for action in [InstallationAction::Created, InstallationAction::Unsuspend] {
+            let plan = plan(&WebhookEvent::Installation {
+                action,
+                installation_id: 7,
+                repos: vec![repo(3), repo(4)],
+            });
+            assert!(plan.listing);
+            assert!(plan.enqueue.is_empty(), "{:?}", plan.enqueue);
+            assert_eq!(plan.known, vec![repo(3), repo(4)]);
+        }
     }
 
     #[test]
@@ -276,14 +296,23 @@ mod tests {
     }
 
     #[test]
-    fn installation_repositories_should_make_added_known_and_enqueue_both() {
+    fn installation_repositories_should_list_for_added_and_enqueue_removed() {
         let plan = plan(&WebhookEvent::InstallationRepositories {
             installation_id: 7,
             added: vec![repo(6)],
             removed: vec![repo(8)],
         });
         assert_eq!(plan.known, vec![repo(6)]);
-        assert_eq!(plan.enqueue, vec![RepoId(6), RepoId(8)]);
+        assert_eq!(plan.enqueue, vec![RepoId(8)]);
+        assert!(plan.listing);
+
+        let only_removed = super::plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: vec![],
+            removed: vec![repo(8)],
+        });
+        assert_eq!(only_removed.enqueue, vec![RepoId(8)]);
+        assert!(!only_removed.listing, "nothing new to list");
     }
 
     #[test]
