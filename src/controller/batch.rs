@@ -19,7 +19,7 @@ use super::runner::Controller;
 use super::traits::{Failure, Handler, Lister, Storage, Tracker};
 
 /// What became of one key of a batch: the handler's result, the time it
-/// took (its share of the read plus its own apply), and its log span.
+/// took (the batch's read plus its own apply), and its log span.
 type Outcome = (Result<&'static str, Failure>, f64, Span);
 
 /// Why a batch stopped before every key had an outcome.
@@ -88,7 +88,8 @@ where
         let read_started = Instant::now();
         let mut states = self.storage.get_many(&items).await.into_iter();
         drop(read_slot);
-        let read_share = read_started.elapsed() / u32::try_from(claims.len().max(1)).unwrap_or(1);
+        // Every key of the batch waited for the whole read.
+        let read_time = read_started.elapsed();
         for (n, claim) in claims.iter().enumerate() {
             let state = states
                 .next()
@@ -102,7 +103,7 @@ where
                 .apply(&claim.key, state)
                 .instrument(span.clone())
                 .await;
-            let elapsed = (read_share + started.elapsed()).as_secs_f64();
+            let elapsed = (read_time + started.elapsed()).as_secs_f64();
             if let Some(slot) = lock(outcomes).get_mut(n) {
                 *slot = Some((result, elapsed, span));
             }
