@@ -364,3 +364,40 @@ async fn an_unknown_repository_should_be_read_over_rest() {
     assert_eq!(env.fake.count(routes::GRAPHQL_READ), 0);
     assert!(env.fake.count(routes::REPO_BY_ID) >= 1);
 }
+
+#[tokio::test]
+async fn a_spent_budget_should_defer_each_key_until_the_reset_and_ask_no_more() {
+    let env = env().await;
+    let ids: Vec<i64> = (0..3)
+        .map(|n| env.fake.add_repo(1, &format!("r{n}")))
+        .collect();
+    for (n, id) in ids.iter().enumerate() {
+        remember(&env, *id, 1, "acme", &format!("r{n}"), true).await;
+    }
+    warm_up(&env).await;
+    env.fake.set_remaining(1, "graphql", 0);
+
+    for round in 0..2 {
+        let states = read_many(&env, &ids).await;
+        for state in &states {
+            let failure = state.as_ref().expect_err("a wait");
+            assert!(failure.deferred, "round {round}: {failure:?}");
+            assert!(
+                failure
+                    .message
+                    .starts_with("waiting for GitHub's rate limit, resets at "),
+                "{failure:?}"
+            );
+            assert!(failure.message.ends_with(" UTC"), "{failure:?}");
+            let wait = failure.retry_after.expect("until the reset");
+            assert!(
+                wait > std::time::Duration::from_secs(3000)
+                    && wait <= std::time::Duration::from_secs(3600),
+                "{wait:?}"
+            );
+        }
+    }
+    // The first read learnt the budget was spent; the second did not ask.
+    assert_eq!(env.fake.count(routes::GRAPHQL_READ), 1);
+    assert_eq!(rest_reads(&env.fake), 0);
+}

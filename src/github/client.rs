@@ -226,10 +226,12 @@ impl Client {
         if let Some(limited) = answer.errors.iter().find(|e| e.is_rate_limit()) {
             let wait = RateHeaders::from_headers(&reply.headers).wait(SystemTime::now());
             let wait = self.http.block(bucket, wait);
-            return Err(CallError::RateLimited {
+            return Err(CallError::rate_limited(
+                self.http.limits(),
+                bucket,
                 wait,
-                message: limited.message.clone(),
-            });
+                limited.message.clone(),
+            ));
         }
         match answer.data {
             Some(data) => Ok((data, answer.errors)),

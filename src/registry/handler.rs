@@ -248,6 +248,16 @@ where
     ) -> Result<&'static str, Failure> {
         let observed = match state {
             Ok(observed) => observed,
+            Err(failure) if failure.deferred => {
+                // Nothing failed: the read waits for GitHub's budget.
+                match repos::mark_waiting(&self.pool, *key, &failure.message).await {
+                    Ok(name) => record_name(name),
+                    Err(error) => {
+                        tracing::warn!(repo = %key, %error, "could not record a wait");
+                    }
+                }
+                return Err(failure);
+            }
             Err(failure) => {
                 match mark_error(&self.pool, *key, &failure.message).await {
                     Ok(name) => record_name(name),

@@ -183,3 +183,35 @@ pub async fn mark_error(
     tx.commit().await?;
     Ok(Some(format!("{owner}/{name}")))
 }
+
+/// Records that a repository waits for a budget (GitHub's rate limit) to
+/// reset: status `pending` with `message` saying until when, attempts,
+/// entries and everything else as they were — nothing failed. Returns the
+/// repository's full name for the logs, or `None` when it is unknown.
+pub async fn mark_waiting(
+    pool: &PgPool,
+    id: RepoId,
+    message: &str,
+) -> Result<Option<String>, RegistryError> {
+    let mut tx = pool.begin().await?;
+    let Some(Locked {
+        state: old,
+        owner,
+        name,
+        ..
+    }) = lock(&mut tx, id).await?
+    else {
+        return Ok(None);
+    };
+    let new = RepoState {
+        status: Status::Pending.as_str().to_string(),
+        error: Some(message.to_string()),
+        ..old.clone()
+    };
+    if new != old {
+        write_state(&mut tx, id, &old, &new, false).await?;
+        events::record(&mut tx, id, Status::Pending.as_str(), message).await?;
+    }
+    tx.commit().await?;
+    Ok(Some(format!("{owner}/{name}")))
+}
