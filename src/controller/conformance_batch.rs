@@ -52,16 +52,35 @@ pub async fn claim_many_dedup<H: QueueHarness>(h: &H) {
             "enqueue",
         );
     }
-    let first = ok(q.claim_many("w", 2).await, "claim_many");
-    assert_eq!(first.len(), 2, "at most max keys");
-    let rest = ok(q.claim_many("w", 10).await, "claim_many");
-    let mut keys: Vec<KeyOf<H>> = first.iter().chain(&rest).map(|c| c.key.clone()).collect();
+    let claimed_at = Instant::now();
+    let claims = ok(q.claim_many("w", 10).await, "claim_many");
+    let mut keys: Vec<KeyOf<H>> = claims.iter().map(|c| c.key.clone()).collect();
     keys.sort();
     assert_eq!(keys, vec![key(1), key(2), key(3)], "each key once");
-    assert_none_ready(&q, "while every key is claimed").await;
+    assert_none_ready_within(&q, claimed_at, h.lease(), "while every key is claimed").await;
+    if claimed_at.elapsed() >= h.lease() {
+        // Too slow a store to tell a second claim from an expired lease.
+        return;
+    }
+    ok(q.fail(&claims[0], "boom", FOREVER).await, "fail");
+    ok(q.done_many(&claims[1..]).await, "done_many");
 
-    ok(q.fail(&rest[0], "boom", FOREVER).await, "fail");
-    ok(q.done_many(&first).await, "done_many");
+    ok(
+        q.enqueue(vec![fresh(4), fresh(5), fresh(6)]).await,
+        "enqueue",
+    );
+    let two = ok(q.claim_many("w", 2).await, "claim_many");
+    assert_eq!(two.len(), 2, "at most max keys");
+    let rest = ok(q.claim_many("w", 10).await, "claim_many");
+    assert!(!rest.is_empty(), "the third key was not claimed");
+    let mut later: Vec<KeyOf<H>> = two.iter().chain(&rest).map(|c| c.key.clone()).collect();
+    later.sort();
+    later.dedup();
+    assert_eq!(later, vec![key(4), key(5), key(6)]);
+    let batch: Vec<Claim<KeyOf<H>>> = two.into_iter().chain(rest).collect();
+    ok(q.done_many(&batch).await, "done_many");
+
+    // Only the failed key is left, hidden for its delay.
     assert_none_ready(&q, "while the last key waits out its failure").await;
     assert_eq!(ok(q.depth().await, "depth"), 1);
     assert!(ok(q.claim_many("w", 0).await, "claim_many").is_empty());
@@ -178,11 +197,15 @@ pub async fn done_many_no_lost_wakeup<H: QueueHarness>(h: &H) {
         .chain(retried)
         .collect();
 
+    let enqueued_at = Instant::now();
     ok(
         b.enqueue(vec![fresh(1), hinted(3, b"newer")]).await,
         "enqueue while claimed",
     );
-    assert_none_ready(&b, "while the batch is claimed").await;
+    if enqueued_at.elapsed() >= h.lease() {
+        // Too slow a store to tell a rerun from an expired lease.
+        return;
+    }
     ok(a.done_many(&batch).await, "done_many");
 
     assert_eq!(ok(b.status(&key(2)).await, "status"), None, "2 is done");
@@ -216,10 +239,14 @@ pub async fn lost_leases_in_a_batch<H: QueueHarness>(h: &H) {
     let started = Instant::now();
     let stale = ok(crashed.claim_many("crashed", 10).await, "claim_many");
     assert_eq!(stale.len(), 2);
-    assert_none_ready(&survivor, "while the leases are live").await;
+    let early = ok(survivor.claim_many("survivor", 10).await, "claim_many");
+    assert!(
+        early.is_empty() || started.elapsed() >= h.lease(),
+        "claimed while the leases were live"
+    );
 
     let deadline = Instant::now() + h.lease() + PATIENCE;
-    let mut live = Vec::new();
+    let mut live = early;
     while live.len() < 2 {
         live.extend(ok(survivor.claim_many("survivor", 10).await, "claim_many"));
         assert!(
@@ -288,11 +315,12 @@ pub async fn defer_waits_without_counting<H: QueueHarness>(h: &H) {
         (1, Some("boom"))
     );
     assert!(!status.claimed);
+    assert!(status.ready_in <= delay, "{status:?}");
     assert!(
-        status.ready_in > Duration::ZERO && status.ready_in <= delay,
+        status.ready_in > Duration::ZERO || deferred_at.elapsed() >= delay,
         "{status:?}"
     );
-    assert_none_ready(&q, "right after a defer").await;
+    assert_none_ready_within(&q, deferred_at, delay, "right after a defer").await;
     let claim = claim_within(&q, delay + PATIENCE).await;
     assert!(
         deferred_at.elapsed() >= delay,
@@ -348,8 +376,28 @@ async fn claim_within<Q: WorkQueue>(q: &Q, limit: Duration) -> Claim<Q::Key> {
 }
 
 async fn assert_none_ready<Q: WorkQueue>(q: &Q, when: &str) {
+    assert_none_ready_within(q, Instant::now(), FOREVER, when).await;
+}
+
+/// Nothing is claimable while less than `bound` has passed since `since`
+/// (a lease or a delay). A key claimed later than that, on a slow store, is
+/// legitimate; it is given back so that the check can go on.
+async fn assert_none_ready_within<Q: WorkQueue>(
+    q: &Q,
+    since: Instant,
+    bound: Duration,
+    when: &str,
+) {
     let claims = ok(q.claim_many("intruder", 10).await, "claim_many");
-    if let Some(claim) = claims.first() {
-        panic!("{} was claimable {when}", claim.key);
+    let Some(claim) = claims.first() else {
+        return;
+    };
+    assert!(
+        since.elapsed() >= bound,
+        "{} was claimable {when}",
+        claim.key
+    );
+    for claim in &claims {
+        ok(q.release(claim).await, "release");
     }
 }
