@@ -279,6 +279,12 @@ async fn default_branch_push_should_show_the_repository_as_pending_at_once() {
     );
     let logged = deliveries(&h.pool).await;
     assert_eq!(logged[0].3.as_deref(), Some("Codertocat/Hello-World"));
+    let node_id: Option<String> =
+        sqlx::query_scalar("select node_id from repositories where id = 186853002")
+            .fetch_one(&h.pool)
+            .await
+            .expect("the repository");
+    assert_eq!(node_id.as_deref(), Some("MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI="));
 }
 
 #[tokio::test]
@@ -305,6 +311,16 @@ async fn installation_repositories_added_should_not_overwrite_what_a_listing_sto
             .await
             .expect("the repository");
     assert_eq!(branch.as_deref(), Some("trunk"));
+    let node_id: Option<String> =
+        sqlx::query_scalar("select node_id from repositories where id = 186853007")
+            .fetch_one(&h.pool)
+            .await
+            .expect("the repository");
+    assert_eq!(
+        node_id.as_deref(),
+        Some("MDEwOlJlcG9zaXRvcnkxODY4NTMwMDc="),
+        "its node id is learnt"
+    );
     assert!(queued(&h.pool).await.is_empty(), "the listing reads it");
     assert!(listing_requested(&h.pool).await);
 }

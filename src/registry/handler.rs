@@ -15,7 +15,7 @@ use crate::controller::{Enqueue, Failure, Handler, WorkQueue};
 use crate::db::queue::PgQueue;
 use crate::source::{FileState, Observed, RepoId};
 
-pub use super::repos::{ensure_known, mark_error};
+pub use super::repos::{ensure_known, ensure_known_with_node_ids, mark_error};
 
 /// Applies observations to the registry; see SPEC §3 for what each
 /// observation does to a repository's status and entries.

@@ -22,7 +22,7 @@ pub mod tracker;
 
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
-pub use handler::{ensure_known, mark_error, RegistryHandler};
+pub use handler::{ensure_known, ensure_known_with_node_ids, mark_error, RegistryHandler};
 pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,

@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
-use crate::registry::{ensure_known, record_node_ids, RegistryError};
+use crate::registry::{ensure_known_with_node_ids, record_node_ids, RegistryError};
 use crate::source::{RepoId, RepoInfo};
 
 /// What an event asks for, before anything is written.
@@ -176,12 +176,14 @@ fn make_known_and_enqueue(repos: Vec<PayloadRepo>) -> Plan {
 /// lack the default branch and URL, so those repositories are only added
 /// when unseen: a partial payload must not overwrite what a listing stored.
 async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<(), IntakeError> {
-    let node_ids = repos_with_node_ids(repos);
     let repos: Vec<&PayloadRepo> = repos.iter().filter(|r| !r.info.owner.is_empty()).collect();
     let (complete, partial): (Vec<&PayloadRepo>, Vec<&PayloadRepo>) =
         repos.into_iter().partition(|r| is_complete(&r.info));
-    let mut known: Vec<(RepoId, RepoInfo)> =
-        complete.iter().map(|r| (r.id, r.info.clone())).collect();
+    let mut known: Vec<(RepoId, RepoInfo, Option<String>)> = complete
+        .iter()
+        .map(|r| (r.id, r.info.clone(), r.node_id.clone()))
+        .collect();
+    let mut seen_node_ids = Vec::new();
     if !partial.is_empty() {
         let ids: Vec<i64> = partial.iter().map(|r| r.id.0).collect();
         let seen: BTreeSet<i64> =
@@ -191,24 +193,19 @@ async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<()
                 .await?
                 .into_iter()
                 .collect();
-        known.extend(
-            partial
-                .iter()
-                .filter(|r| !seen.contains(&r.id.0))
-                .map(|r| (r.id, r.info.clone())),
-        );
+        for r in partial {
+            match (seen.contains(&r.id.0), &r.node_id) {
+                (false, node_id) => known.push((r.id, r.info.clone(), node_id.clone())),
+                // Its names stay as a listing stored them; its node id is
+                // news only when the registry lacks it.
+                (true, Some(node_id)) => seen_node_ids.push((r.id, node_id.clone())),
+                (true, None) => {}
+            }
+        }
     }
-    ensure_known(&mut *conn, &known).await?;
-    record_node_ids(&mut *conn, &node_ids).await?;
+    ensure_known_with_node_ids(&mut *conn, &known).await?;
+    record_node_ids(&mut *conn, &seen_node_ids).await?;
     Ok(())
-}
-
-/// The node ids a payload gives, which a batch read asks GitHub by.
-fn repos_with_node_ids(repos: &[PayloadRepo]) -> Vec<(RepoId, String)> {
-    repos
-        .iter()
-        .filter_map(|r| Some((r.id, r.node_id.clone()?)))
-        .collect()
 }
 
 fn is_complete(info: &RepoInfo) -> bool {
