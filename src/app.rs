@@ -1,5 +1,6 @@
 //! Builds the server from settings and runs it: the source, the controller,
-//! the HTTP routes, until SIGTERM or Ctrl-C.
+//! the HTTP routes, until SIGTERM or Ctrl-C (then within
+//! [`crate::shutdown::STOP_DEADLINE`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -177,7 +178,8 @@ where
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let signal = tokio::spawn(async move {
-        shutdown_signal().await;
+        crate::shutdown::signal().await;
+        crate::shutdown::exit_after(crate::shutdown::STOP_DEADLINE);
         let _ = stop_tx.send(true);
     });
     let mut for_server = stop_rx.clone();
@@ -203,30 +205,6 @@ fn web_url(api: &url::Url) -> String {
             let port = api.port().map(|p| format!(":{p}")).unwrap_or_default();
             format!("{}://{host}{port}", api.scheme())
         }
-    }
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("Ctrl-C received"),
-        _ = term => tracing::info!("SIGTERM received"),
     }
 }
 
