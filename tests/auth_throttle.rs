@@ -34,9 +34,13 @@ const OPTIONS: Options = Options {
 
 /// A fixture with one registered repository, acme/api.
 async fn fixture(trust_proxy: bool) -> Fixture {
-    let f = router::fixture_tuned(OPTIONS, |_, _| {}, |state| {
-        state.trust_proxy = trust_proxy;
-    })
+    let f = router::fixture_tuned(
+        OPTIONS,
+        |_, _| {},
+        |state| {
+            state.trust_proxy = trust_proxy;
+        },
+    )
     .await;
     sqlx::query("insert into repositories (id, owner, name) values (1, 'acme', 'api')")
         .execute(&f.pool)
@@ -166,21 +170,41 @@ fn bearer_post(uri: &str, token: &str) -> Builder {
 /// Asserts a 429 of the write API: `Retry-After` within the window and the
 /// JSON error.
 fn assert_api_locked(answer: &Answer, what: &str) {
-    assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS, "{what}: {}", answer.body);
+    assert_eq!(
+        answer.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{what}: {}",
+        answer.body
+    );
     let wait: u64 = answer
         .header(header::RETRY_AFTER)
         .parse()
         .unwrap_or_else(|e| panic!("{what}: Retry-After ({e}): {:?}", answer.headers));
     assert!((1..=WINDOW.as_secs()).contains(&wait), "{what}: {wait}");
-    let error = answer.json()["error"].as_str().unwrap_or_default().to_owned();
-    assert!(error.starts_with("too many wrong tokens"), "{what}: {error}");
+    let error = answer.json()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        error.starts_with("too many wrong tokens"),
+        "{what}: {error}"
+    );
 }
 
 /// Asserts a 429 of the sign-in form: its page, no cookie.
 fn assert_sign_in_locked(answer: &Answer) {
-    assert_eq!(answer.status, StatusCode::TOO_MANY_REQUESTS, "{}", answer.body);
+    assert_eq!(
+        answer.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        answer.body
+    );
     assert!(!answer.header(header::RETRY_AFTER).is_empty());
-    assert!(answer.body.contains("Too many wrong tokens"), "{}", answer.body);
+    assert!(
+        answer.body.contains("Too many wrong tokens"),
+        "{}",
+        answer.body
+    );
     assert!(answer.headers.get(header::SET_COOKIE).is_none());
 }
 
@@ -209,7 +233,11 @@ async fn three_hundred_wrong_bearer_tokens_should_be_refused_after_ten_even_the_
     assert_api_locked(&right_but_locked, "the right token while locked");
     let all_but_locked = guesser.api("/api/v1/resync", TOKEN).await;
     assert_api_locked(&all_but_locked, "the other write route");
-    assert_eq!(registered(&f).await, before, "refused writes change nothing");
+    assert_eq!(
+        registered(&f).await,
+        before,
+        "refused writes change nothing"
+    );
 
     // Another address is not locked, and the right token works there.
     let operator = Peer::new(&served, [127, 0, 0, 2]);
@@ -227,7 +255,9 @@ async fn the_lockout_should_be_shared_by_the_api_and_the_sign_in_form() {
     // Ten wrong bearer tokens lock the sign-in form...
     let api_guesser = Peer::new(&served, [127, 0, 0, 1]);
     for n in 0..MAX_FAILURES {
-        let answer = api_guesser.api("/api/v1/resync", &format!("guess-{n}")).await;
+        let answer = api_guesser
+            .api("/api/v1/resync", &format!("guess-{n}"))
+            .await;
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
     }
     assert_sign_in_locked(&api_guesser.sign_in(TOKEN).await);
@@ -240,9 +270,19 @@ async fn the_lockout_should_be_shared_by_the_api_and_the_sign_in_form() {
         assert!(answer.body.contains("That is not the API token."));
     }
     assert_sign_in_locked(&form_guesser.sign_in(TOKEN).await);
-    assert_api_locked(&form_guesser.api("/api/v1/resync", TOKEN).await, "API after sign-in");
-    assert_api_locked(&form_guesser.api(REPO_RESYNC, TOKEN).await, "API after sign-in");
-    assert_eq!(registered(&f).await, before, "refused writes change nothing");
+    assert_api_locked(
+        &form_guesser.api("/api/v1/resync", TOKEN).await,
+        "API after sign-in",
+    );
+    assert_api_locked(
+        &form_guesser.api(REPO_RESYNC, TOKEN).await,
+        "API after sign-in",
+    );
+    assert_eq!(
+        registered(&f).await,
+        before,
+        "refused writes change nothing"
+    );
 
     // A third address signs in and writes.
     let operator = Peer::new(&served, [127, 0, 0, 3]);
@@ -282,7 +322,11 @@ async fn ipv6_clients_should_be_counted_by_their_64() {
         assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
     }
     assert_api_locked(&api_from(&f.app, "192.0.2.7", TOKEN).await, "IPv4-mapped");
-    assert_eq!(registered(&f).await, before, "refused writes change nothing");
+    assert_eq!(
+        registered(&f).await,
+        before,
+        "refused writes change nothing"
+    );
 
     let other_64 = api_from(&f.app, "2001:db8:1:3::1", TOKEN).await;
     assert_eq!(other_64.status, StatusCode::ACCEPTED, "{}", other_64.body);
@@ -309,7 +353,11 @@ async fn forged_forwarded_for_headers_should_not_escape_the_lockout() {
     let answer = guesser.send(forged(99, TOKEN), String::new()).await;
     assert_api_locked(&answer, "a fresh forged address");
     assert_sign_in_locked(&guesser.sign_in(TOKEN).await);
-    assert_eq!(registered(&f).await, before, "refused writes change nothing");
+    assert_eq!(
+        registered(&f).await,
+        before,
+        "refused writes change nothing"
+    );
 }
 
 #[tokio::test]
@@ -333,7 +381,11 @@ async fn a_trusted_proxy_should_key_clients_by_the_right_most_forwarded_for() {
     }
     let locked = send(&f.app, via_proxy("198.51.100.99, 203.0.113.5", TOKEN)).await;
     assert_api_locked(&locked, "the guesser behind the proxy");
-    assert_eq!(registered(&f).await, before, "refused writes change nothing");
+    assert_eq!(
+        registered(&f).await,
+        before,
+        "refused writes change nothing"
+    );
 
     // Other clients of the same proxy are not locked out with it.
     let neighbour = send(&f.app, via_proxy("203.0.113.6", TOKEN)).await;

@@ -35,9 +35,7 @@ impl ClientKey {
             Some(IpAddr::V4(v4)) => Self::V4(v4),
             Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
                 Some(v4) => Self::V4(v4),
-                None => Self::V6Net(Ipv6Addr::from(
-                    v6.to_bits() & !u128::from(u64::MAX),
-                )),
+                None => Self::V6Net(Ipv6Addr::from(v6.to_bits() & !u128::from(u64::MAX))),
             },
         }
     }
@@ -85,7 +83,10 @@ mod tests {
 
     #[test]
     fn ipv6_addresses_should_count_by_their_64() {
-        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff:eeee:dddd:cccc"));
+        assert_eq!(
+            key("2001:db8:1:2::1"),
+            key("2001:db8:1:2:ffff:eeee:dddd:cccc")
+        );
         assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
         assert_eq!(key("2001:db8:1:2:abcd::1").to_string(), "2001:db8:1:2::/64");
     }

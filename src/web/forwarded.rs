@@ -97,7 +97,10 @@ mod tests {
     fn the_right_most_forwarded_for_entry_should_count() {
         let peer = ip("10.0.0.2");
         let cases = [
-            (headers(&[("x-forwarded-for", "1.1.1.1, 203.0.113.7")]), "203.0.113.7"),
+            (
+                headers(&[("x-forwarded-for", "1.1.1.1, 203.0.113.7")]),
+                "203.0.113.7",
+            ),
             (
                 headers(&[
                     ("x-forwarded-for", "1.1.1.1"),
@@ -105,9 +108,18 @@ mod tests {
                 ]),
                 "203.0.113.8",
             ),
-            (headers(&[("x-forwarded-for", "203.0.113.9:4711")]), "203.0.113.9"),
-            (headers(&[("x-forwarded-for", "[2001:db8::1]:443")]), "2001:db8::1"),
-            (headers(&[("x-forwarded-for", " 2001:db8::2 ")]), "2001:db8::2"),
+            (
+                headers(&[("x-forwarded-for", "203.0.113.9:4711")]),
+                "203.0.113.9",
+            ),
+            (
+                headers(&[("x-forwarded-for", "[2001:db8::1]:443")]),
+                "2001:db8::1",
+            ),
+            (
+                headers(&[("x-forwarded-for", " 2001:db8::2 ")]),
+                "2001:db8::2",
+            ),
         ];
         for (map, expected) in &cases {
             assert_eq!(client_address(map, peer, true), ip(expected), "{map:?}");

@@ -141,8 +141,14 @@ mod tests {
 
     #[test]
     fn https_should_show_in_the_origin_or_a_trusted_forwarded_proto() {
-        assert!(over_https(&headers(&[("origin", "https://roster.example")]), false));
-        assert!(!over_https(&headers(&[("origin", "http://roster.example")]), false));
+        assert!(over_https(
+            &headers(&[("origin", "https://roster.example")]),
+            false
+        ));
+        assert!(!over_https(
+            &headers(&[("origin", "http://roster.example")]),
+            false
+        ));
         let proxied = headers(&[
             ("origin", "http://roster.example"),
             ("x-forwarded-proto", "https"),

@@ -246,6 +246,22 @@ mod tests {
     }
 
     #[test]
+    fn a_session_should_carry_its_id_and_end_for_revocation() {
+        let cookie = key("t").issue(now());
+        let Some(session) = key("t").verify(&cookie, now()) else {
+            panic!("the session should verify");
+        };
+        assert_eq!(cookie.split('.').nth(2), Some(session.id.as_str()));
+        assert_eq!(session.id.len(), 32);
+        assert_eq!(
+            session.expires_at,
+            now() + chrono::Duration::seconds(SESSION_SECONDS)
+        );
+        let other = key("t").verify(&key("t").issue(now()), now());
+        assert_ne!(other.map(|s| s.id), Some(session.id));
+    }
+
+    #[test]
     fn sessions_should_have_their_own_csrf_tokens() {
         let a = key("t").verify(&key("t").issue(now()), now());
         let b = key("t").verify(&key("t").issue(now()), now());

@@ -233,7 +233,9 @@ mod tests {
         let start = Instant::now();
         lock_out(&throttle, client(1), start);
         let later = start + Duration::from_secs(60);
-        let locked = Attempt::Locked { wait: WINDOW - Duration::from_secs(60) };
+        let locked = Attempt::Locked {
+            wait: WINDOW - Duration::from_secs(60),
+        };
         assert_eq!(wrong(&throttle, client(1), later), locked);
         let mut asked = false;
         let answer = throttle.attempt(client(1), later, || {
@@ -242,7 +244,11 @@ mod tests {
         });
         assert_eq!(answer, locked);
         assert!(!asked, "a locked client's token is not even compared");
-        assert_eq!(right(&throttle, client(2), later), Attempt::Right, "others are not locked");
+        assert_eq!(
+            right(&throttle, client(2), later),
+            Attempt::Right,
+            "others are not locked"
+        );
     }
 
     #[test]
@@ -250,14 +256,23 @@ mod tests {
         let throttle = FailureThrottle::default();
         let start = Instant::now();
         for n in 0..MAX_FAILURES - 1 {
-            let _ = wrong(&throttle, client(1), start + Duration::from_secs(u64::from(n)));
+            let _ = wrong(
+                &throttle,
+                client(1),
+                start + Duration::from_secs(u64::from(n)),
+            );
         }
         let tenth = start + Duration::from_secs(200);
-        assert_eq!(wrong(&throttle, client(1), tenth), Attempt::Wrong { locked: true });
+        assert_eq!(
+            wrong(&throttle, client(1), tenth),
+            Attempt::Wrong { locked: true }
+        );
         let just_before = tenth + WINDOW - Duration::from_secs(1);
         assert_eq!(
             right(&throttle, client(1), just_before),
-            Attempt::Locked { wait: Duration::from_secs(1) }
+            Attempt::Locked {
+                wait: Duration::from_secs(1)
+            }
         );
         assert_eq!(right(&throttle, client(1), tenth + WINDOW), Attempt::Right);
         // And the count starts afresh.
@@ -282,7 +297,10 @@ mod tests {
             let _ = wrong(&throttle, client(1), start);
         }
         assert_eq!(right(&throttle, client(1), start), Attempt::Right);
-        assert_eq!(wrong(&throttle, client(1), start), Attempt::Wrong { locked: true });
+        assert_eq!(
+            wrong(&throttle, client(1), start),
+            Attempt::Wrong { locked: true }
+        );
     }
 
     #[test]
@@ -290,16 +308,23 @@ mod tests {
         let throttle = FailureThrottle::default();
         let start = Instant::now();
         for n in 1..=MAX_FAILURES {
-            let address: IpAddr = format!("2001:db8:1:2::{n:x}").parse().unwrap_or(IpAddr::from([0; 4]));
+            let address: IpAddr = format!("2001:db8:1:2::{n:x}")
+                .parse()
+                .unwrap_or(IpAddr::from([0; 4]));
             let _ = wrong(&throttle, ClientKey::of(Some(address)), start);
         }
-        let same: IpAddr = "2001:db8:1:2:ffff::1".parse().unwrap_or(IpAddr::from([0; 4]));
+        let same: IpAddr = "2001:db8:1:2:ffff::1"
+            .parse()
+            .unwrap_or(IpAddr::from([0; 4]));
         let other: IpAddr = "2001:db8:1:3::1".parse().unwrap_or(IpAddr::from([0; 4]));
         assert!(matches!(
             right(&throttle, ClientKey::of(Some(same)), start),
             Attempt::Locked { .. }
         ));
-        assert_eq!(right(&throttle, ClientKey::of(Some(other)), start), Attempt::Right);
+        assert_eq!(
+            right(&throttle, ClientKey::of(Some(other)), start),
+            Attempt::Right
+        );
     }
 
     #[test]
@@ -311,7 +336,9 @@ mod tests {
                 let throttle = throttle.clone();
                 std::thread::spawn(move || {
                     (0..10)
-                        .filter(|_| !matches!(wrong(&throttle, client(1), start), Attempt::Locked { .. }))
+                        .filter(|_| {
+                            !matches!(wrong(&throttle, client(1), start), Attempt::Locked { .. })
+                        })
                         .count()
                 })
             })
@@ -356,7 +383,10 @@ mod tests {
         // a count of its own again.
         let later = start + WINDOW;
         assert_eq!(right(&throttle, address(count + 1), later), Attempt::Right);
-        assert_eq!(wrong(&throttle, address(count + 2), later), Attempt::Wrong { locked: false });
+        assert_eq!(
+            wrong(&throttle, address(count + 2), later),
+            Attempt::Wrong { locked: false }
+        );
         assert_eq!(throttle.tracked(), 1);
     }
 
@@ -368,15 +398,35 @@ mod tests {
         let count = MAX_CLIENTS as u32;
         // Half the counts are old enough to expire at `start + WINDOW`.
         for n in 0..count {
-            let at = if n % 2 == 0 { start } else { start + Duration::from_secs(10) };
+            let at = if n % 2 == 0 {
+                start
+            } else {
+                start + Duration::from_secs(10)
+            };
             let _ = wrong(&throttle, address(n), at);
         }
         let expiry = start + WINDOW;
-        let _ = wrong(&throttle, address(count), expiry - Duration::from_millis(500));
-        assert_eq!(throttle.tracked(), MAX_CLIENTS, "swept, nothing expired yet");
+        let _ = wrong(
+            &throttle,
+            address(count),
+            expiry - Duration::from_millis(500),
+        );
+        assert_eq!(
+            throttle.tracked(),
+            MAX_CLIENTS,
+            "swept, nothing expired yet"
+        );
         let _ = wrong(&throttle, address(count + 1), expiry);
-        assert_eq!(throttle.tracked(), MAX_CLIENTS, "too soon for another sweep");
-        let _ = wrong(&throttle, address(count + 2), expiry + Duration::from_millis(600));
+        assert_eq!(
+            throttle.tracked(),
+            MAX_CLIENTS,
+            "too soon for another sweep"
+        );
+        let _ = wrong(
+            &throttle,
+            address(count + 2),
+            expiry + Duration::from_millis(600),
+        );
         assert_eq!(throttle.tracked(), MAX_CLIENTS / 2 + 1);
     }
 }

@@ -166,7 +166,9 @@ pub async fn sign_out(
     // without the record, the operator is told to try again.
     revocation::revoke(&state.pool, &session.id, session.expires_at)
         .await
-        .map_err(|error| ApiError::unavailable("sign-out: cannot record the session's end", &error))?;
+        .map_err(|error| {
+            ApiError::unavailable("sign-out: cannot record the session's end", &error)
+        })?;
     tracing::info!("dashboard sign-out");
     Ok((
         [(SET_COOKIE, clear_cookie())],
