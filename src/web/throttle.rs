@@ -152,7 +152,8 @@ impl FailureThrottle {
     }
 
     /// Clients with a count of their own (for tests of the bound).
-    pub fn tracked(&self) -> usize {
+    #[cfg(test)]
+    fn tracked(&self) -> usize {
         self.lock().clients.len()
     }
 
