@@ -172,7 +172,8 @@ where
         github_web_url,
         project_file: settings.project_file.clone(),
         resync_interval: settings.resync_interval,
-        sign_in_throttle: Arc::default(),
+        auth_throttle: Arc::default(),
+        trust_proxy: settings.trust_proxy,
     };
     let app = router_with(state, extra_routes);
 

@@ -25,7 +25,7 @@ pub use github_app::{derive_graphql_url, GithubAppSettings};
 pub use max_removals::MaxRemovals;
 use parse::{
     parse_lease, parse_listen, parse_log_format, parse_project_file, parse_resync_interval,
-    parse_source, parse_workers,
+    parse_source, parse_trust_proxy, parse_workers,
 };
 
 /// Raw database settings, shared by `serve` and `migrate`.
@@ -145,6 +145,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_MAX_REMOVALS")]
     pub max_removals: Option<String>,
 
+    /// `true` behind a reverse proxy that sets `X-Forwarded-For`, `-Host`
+    /// and `-Proto`; otherwise (`false`) those headers are ignored.
+    #[arg(long, env = "ROSTER_TRUST_PROXY", default_value = "false")]
+    pub trust_proxy: String,
+
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
     /// wait a minute for the claim to run out.
@@ -185,6 +190,9 @@ pub struct Settings {
     pub api_token: Option<SecretString>,
     pub log_format: LogFormat,
     pub max_removals: MaxRemovals,
+    /// Whether `X-Forwarded-*` headers describe the client
+    /// (`ROSTER_TRUST_PROXY`); off, anyone could write them.
+    pub trust_proxy: bool,
     /// Length of a worker's claim (hidden `ROSTER_LEASE`, default
     /// [`crate::app::LEASE`]).
     pub lease: Duration,
@@ -233,6 +241,10 @@ impl ServeArgs {
                 .parse()
                 .map_err(|m| ConfigError::new("ROSTER_MAX_REMOVALS", m))?,
         };
+        let trust_proxy = match non_empty(Some(self.trust_proxy)) {
+            None => false,
+            Some(raw) => parse_trust_proxy(&raw)?,
+        };
         let lease = match non_empty(self.lease) {
             None => crate::app::LEASE,
             Some(raw) => parse_lease(&raw)?,
@@ -249,6 +261,7 @@ impl ServeArgs {
             api_token: non_empty(self.api_token).map(SecretString::from),
             log_format,
             max_removals,
+            trust_proxy,
             lease,
         })
     }

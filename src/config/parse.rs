@@ -130,3 +130,14 @@ pub(super) fn parse_log_format(raw: &str) -> Result<LogFormat, ConfigError> {
         )),
     }
 }
+
+pub(super) fn parse_trust_proxy(raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigError::new(
+            "ROSTER_TRUST_PROXY",
+            format!("{raw:?} must be true or false"),
+        )),
+    }
+}

@@ -63,6 +63,7 @@ fn defaults_should_apply_with_only_a_dir_source() {
     assert!(s.api_token.is_none());
     assert_eq!(s.log_format, LogFormat::Text);
     assert_eq!(s.max_removals, MaxRemovals::Default);
+    assert!(!s.trust_proxy);
 }
 
 #[test]
@@ -333,6 +334,22 @@ fn log_format_should_be_text_or_json() {
         err(&["--source", &here, "--log-format", "xml"]).setting,
         "ROSTER_LOG_FORMAT"
     );
+}
+
+#[test]
+fn trust_proxy_should_be_true_or_false() {
+    let here = here();
+    let s = parse(&["--source", &here, "--trust-proxy", "true"]).unwrap();
+    assert!(s.trust_proxy);
+    for off in ["false", ""] {
+        let s = parse(&["--source", &here, &format!("--trust-proxy={off}")]).unwrap();
+        assert!(!s.trust_proxy, "{off:?}");
+    }
+    for bad in ["yes", "1", "TRUE ish"] {
+        let e = err(&["--source", &here, &format!("--trust-proxy={bad}")]);
+        assert_eq!(e.setting, "ROSTER_TRUST_PROXY", "{bad:?}");
+        assert!(e.message.contains("true or false"), "{e}");
+    }
 }
 
 #[test]
