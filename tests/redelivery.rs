@@ -20,7 +20,7 @@ use roster::github::redelivery::{
     recover_missed, run_redelivery_loop, take_turn, RedeliveryError, OUTCOME_REQUESTED, WINDOW,
 };
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::github::webhook::{list_deliveries, router, DeliveryJson, WebhookState};
+use roster::github::webhook::{list_deliveries, router, DeliveryJson, WebhookLimits, WebhookState};
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
@@ -355,6 +355,7 @@ async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository(
         queue,
         secret: SecretString::from(SECRET),
         metrics: env.metrics.clone(),
+        limits: WebhookLimits::default(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

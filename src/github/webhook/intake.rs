@@ -30,8 +30,8 @@ pub struct Plan {
 /// What intake did, for the answer and the delivery log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intake {
-    /// Every id enqueued, sorted.
-    pub enqueued: Vec<RepoId>,
+    /// How many ids were enqueued (each once).
+    pub enqueued: usize,
     pub listing_requested: bool,
     /// Set when nothing was enqueued and no listing requested.
     pub ignored: Option<String>,
@@ -120,7 +120,7 @@ pub async fn apply(
     let plan = plan(event);
     if let Some(reason) = plan.ignored {
         return Ok(Intake {
-            enqueued: Vec::new(),
+            enqueued: 0,
             listing_requested: false,
             ignored: Some(reason),
         });
@@ -141,7 +141,7 @@ pub async fn apply(
     let ignored = (ids.is_empty() && !plan.listing)
         .then(|| "no repository of this installation is tracked".to_owned());
     Ok(Intake {
-        enqueued: ids.into_iter().collect(),
+        enqueued: ids.len(),
         listing_requested: plan.listing,
         ignored,
     })
