@@ -135,7 +135,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_request_past_the_slots_should_wait_the_whole_wait_then_be_refused() {
-        let admission = Admission::new(limits(2, 2));
+        let admission = Admission::new(WebhookLimits {
+            concurrency: 2,
+            ..WebhookLimits::default()
+        });
         let first = admission.admit(SMALL).await;
         let second = admission.admit(SMALL).await;
         assert!(first.is_ok() && second.is_ok());
@@ -147,7 +150,8 @@ mod tests {
                 retry_after: Duration::from_secs(10)
             })
         );
-        assert_eq!(started.elapsed(), Duration::from_secs(10));
+        assert_eq!(started.elapsed(), ADMISSION_WAIT);
+        assert_eq!(ADMISSION_WAIT, Duration::from_secs(10));
     }
 
     #[tokio::test(start_paused = true)]

@@ -22,5 +22,5 @@ pub use admission::WebhookLimits;
 pub use deliveries::{list_deliveries, DeliveriesError, DeliveryJson};
 pub use event::{ParsedDelivery, WebhookEvent};
 pub use gate::MAX_BODY_BYTES;
-pub use route::{router, WebhookState, PATH};
+pub use route::{router, router_with_admission, WebhookState, PATH};
 pub use signature::sign;

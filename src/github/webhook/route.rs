@@ -43,16 +43,27 @@ pub struct WebhookState {
 /// The state and the turns it hands out.
 struct Route {
     state: WebhookState,
-    admission: Admission,
+    admission: Arc<Admission>,
 }
 
 /// The webhook route alone, to be merged into the server's router. Its
 /// bounds are `state.limits`: tests shorten the wait there.
 pub fn router(state: WebhookState) -> Router {
-    let admission = Admission::new(state.limits);
-    Router::new()
+    router_with_admission(state).0
+}
+
+/// Like [`router`], also handing out the route's [`Admission`], so that a
+/// test can see when every slot is taken instead of guessing.
+pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
+    let admission = Arc::new(Admission::new(state.limits));
+    let route = Route {
+        state,
+        admission: admission.clone(),
+    };
+    let router = Router::new()
         .route(PATH, post(receive))
-        .with_state(Arc::new(Route { state, admission }))
+        .with_state(Arc::new(route));
+    (router, admission)
 }
 
 async fn receive(State(route): State<Arc<Route>>, request: Request) -> Response {
