@@ -11,7 +11,8 @@ use sqlx::PgPool;
 use crate::config::{ConfigError, Settings, SourceSetting};
 use crate::controller::{Controller, ControllerConfig, ControllerMetrics, Lister, Storage};
 use crate::db::queue::PgQueue;
-use crate::github::webhook::{self, WebhookState};
+use crate::github::webhook::retention::{self, Retention};
+use crate::github::webhook::{self, WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubSource};
 use crate::metrics::Metrics;
 use crate::registry::{RegistryHandler, RegistryTracker};
@@ -106,6 +107,10 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
                 queue: parts.queue.clone(),
                 secret: app.webhook_secret.clone(),
                 metrics: parts.metrics.clone(),
+                limits: WebhookLimits {
+                    concurrency: settings.webhook_concurrency,
+                    ..WebhookLimits::default()
+                },
             });
             let web = Some(web_url(&app.api_url));
             let (lister, storage) = (source.lister(), source.storage());
@@ -118,8 +123,22 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
                 redelivery::DEFAULT_INTERVAL,
                 std::future::pending::<()>(),
             ));
+            // The delivery log's bounds (SPEC §8), kept until the server
+            // has stopped.
+            let (stop_pruning, pruning_stopped) = tokio::sync::watch::channel(false);
+            let pruning = tokio::spawn(retention::run_pruning_loop(
+                parts.pool.clone(),
+                Retention::new(settings.delivery_retention),
+                retention::PRUNE_INTERVAL,
+                async move {
+                    let mut stopped = pruning_stopped;
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                },
+            ));
             let served = run(parts, &settings, listener, lister, storage, hooks, web).await;
             redelivery.abort();
+            let _ = stop_pruning.send(true);
+            let _ = pruning.await;
             Ok(served?)
         }
     }

@@ -370,6 +370,61 @@ fn the_webhook_seed_corpus_should_parse_into_the_events_of_its_fixtures() {
     }
 }
 
+/// Splits a `webhook_route` seed as the target does: header lines, an empty
+/// line, the body; a signature of `SIGN` becomes the body's real one.
+fn route_seed(bytes: &[u8], secret: &str) -> (axum::http::HeaderMap, Vec<u8>) {
+    use axum::http::{HeaderName, HeaderValue};
+    let (head, body) = match bytes.windows(2).position(|w| w == b"\n\n") {
+        Some(at) => (&bytes[..at], &bytes[at + 2..]),
+        None => (bytes, &[][..]),
+    };
+    let mut headers = axum::http::HeaderMap::new();
+    for line in head.split(|&b| b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        let (name, value) = text.split_once(':').expect("a header line");
+        let name = HeaderName::from_bytes(name.trim().as_bytes()).expect("a header name");
+        let value = match value.trim() {
+            "SIGN" if name == "x-hub-signature-256" => sign(secret, body),
+            other => other.to_owned(),
+        };
+        headers.append(name, HeaderValue::from_str(&value).expect("a header value"));
+    }
+    (headers, body.to_vec())
+}
+
+#[test]
+fn the_webhook_route_seeds_should_reach_every_answer_of_the_route() {
+    use roster::github::webhook::gate::{after_body, before_body};
+    let secret = "fuzz secret";
+    let key = secrecy::SecretString::from(secret);
+    let mut answers = std::collections::BTreeMap::new();
+    for (name, bytes) in fuzz_corpus("webhook_route") {
+        let (headers, body) = route_seed(&bytes, secret);
+        let status = match before_body(&headers) {
+            Err(refusal) => refusal.status.as_u16(),
+            Ok(_) => match after_body(&key, &headers, &body) {
+                Ok(_) => 202,
+                Err(refusal) => refusal.status.as_u16(),
+            },
+        };
+        answers.insert(name, status);
+    }
+    let expected: std::collections::BTreeMap<String, u16> = [
+        ("event.unknown", 202),
+        ("installation_repositories.signed", 202),
+        ("length.100mib", 413),
+        ("length.twice", 400),
+        ("ping.signed", 202),
+        ("push.forged", 401),
+        ("push.negative-id", 400),
+        ("push.unsigned", 401),
+    ]
+    .into_iter()
+    .map(|(name, status)| (name.to_owned(), status))
+    .collect();
+    assert_eq!(answers, expected);
+}
+
 // Found by `project_parse` (its first input, within a second): a value or key
 // holding a line break was quoted as is, so one problem printed over two
 // lines and broke SPEC §2's `FILE:LINE:COLUMN: FIELD: message` format.

@@ -24,8 +24,9 @@ mod tests;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
 pub use max_removals::MaxRemovals;
 use parse::{
-    parse_lease, parse_listen, parse_log_format, parse_project_file, parse_resync_interval,
-    parse_source, parse_trust_proxy, parse_workers,
+    parse_delivery_retention, parse_lease, parse_listen, parse_log_format, parse_project_file,
+    parse_resync_interval, parse_source, parse_trust_proxy, parse_webhook_concurrency,
+    parse_workers,
 };
 
 /// Raw database settings, shared by `serve` and `migrate`.
@@ -149,6 +150,15 @@ pub struct ServeArgs {
     /// and `-Proto`; otherwise (`false`) those headers are ignored.
     #[arg(long, env = "ROSTER_TRUST_PROXY", default_value = "false")]
     pub trust_proxy: String,
+    /// Webhook bodies read and verified at once; the rest wait (503 past
+    /// 10 s).
+    #[arg(long, env = "ROSTER_WEBHOOK_CONCURRENCY", default_value = "32")]
+    pub webhook_concurrency: String,
+
+    /// How long the webhook delivery log keeps a delivery (`7d`, `72h`);
+    /// at least 3d.
+    #[arg(long, env = "ROSTER_DELIVERY_RETENTION", default_value = "7d")]
+    pub delivery_retention: String,
 
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
@@ -196,6 +206,10 @@ pub struct Settings {
     /// Length of a worker's claim (hidden `ROSTER_LEASE`, default
     /// [`crate::app::LEASE`]).
     pub lease: Duration,
+    /// Webhook bodies read and verified at once.
+    pub webhook_concurrency: usize,
+    /// How long the delivery log keeps a delivery.
+    pub delivery_retention: Duration,
 }
 
 /// A setting that is missing or wrong; shown as `SETTING: message`.
@@ -249,6 +263,8 @@ impl ServeArgs {
             None => crate::app::LEASE,
             Some(raw) => parse_lease(&raw)?,
         };
+        let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;
+        let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
@@ -263,6 +279,8 @@ impl ServeArgs {
             max_removals,
             trust_proxy,
             lease,
+            webhook_concurrency,
+            delivery_retention,
         })
     }
 }

@@ -64,6 +64,8 @@ fn defaults_should_apply_with_only_a_dir_source() {
     assert_eq!(s.log_format, LogFormat::Text);
     assert_eq!(s.max_removals, MaxRemovals::Default);
     assert!(!s.trust_proxy);
+    assert_eq!(s.webhook_concurrency, 32);
+    assert_eq!(s.delivery_retention, Duration::from_secs(7 * 24 * 3600));
 }
 
 #[test]
@@ -323,6 +325,38 @@ fn workers_should_be_between_1_and_256() {
     }
     let s = parse(&["--source", &here, "--workers", "256"]).unwrap();
     assert_eq!(s.workers, 256);
+}
+
+#[test]
+fn webhook_concurrency_should_be_between_1_and_256() {
+    let here = here();
+    for bad in ["0", "257", "-1", "many", ""] {
+        assert_eq!(
+            err(&["--source", &here, &format!("--webhook-concurrency={bad}")]).setting,
+            "ROSTER_WEBHOOK_CONCURRENCY",
+            "{bad:?}"
+        );
+    }
+    let s = parse(&["--source", &here, "--webhook-concurrency", "2"]).unwrap();
+    assert_eq!(s.webhook_concurrency, 2);
+}
+
+#[test]
+fn delivery_retention_should_parse_human_durations_of_at_least_3_days() {
+    let here = here();
+    let s = parse(&["--source", &here, "--delivery-retention", "72h"]).unwrap();
+    assert_eq!(s.delivery_retention, Duration::from_secs(3 * 24 * 3600));
+    let s = parse(&["--source", &here, "--delivery-retention", "30d"]).unwrap();
+    assert_eq!(s.delivery_retention, Duration::from_secs(30 * 24 * 3600));
+    for bad in ["soon", "2d", "71h", "0s", "", "101y"] {
+        let e = err(&["--source", &here, &format!("--delivery-retention={bad}")]);
+        assert_eq!(e.setting, "ROSTER_DELIVERY_RETENTION", "{bad:?}");
+    }
+    let e = err(&["--source", &here, "--delivery-retention", "1d"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_DELIVERY_RETENTION: must be at least 3d: the recovery of missed deliveries reads the last 3 days"
+    );
 }
 
 #[test]

@@ -30,8 +30,8 @@ pub struct Plan {
 /// What intake did, for the answer and the delivery log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intake {
-    /// Every id enqueued, sorted.
-    pub enqueued: Vec<RepoId>,
+    /// How many ids were enqueued (each once).
+    pub enqueued: usize,
     pub listing_requested: bool,
     /// Set when nothing was enqueued and no listing requested.
     pub ignored: Option<String>,
@@ -60,8 +60,38 @@ pub enum IntakeError {
     Database(#[from] sqlx::Error),
 }
 
+/// The most repositories one delivery makes known or enqueues itself.
+///
+/// Making 300,000 repositories known and enqueued in the delivery's
+/// transaction took longer than GitHub waits for an answer, so a delivery
+/// naming more asks for a listing instead, which finds every repository of
+/// every installation (removals included, under the deletion guard). An
+/// uninstall or a suspension names repositories only to have them
+/// reconciled; the ones Roster tracks are enqueued from the registry anyway,
+/// so past the bound the named ones are left out.
+pub const MAX_NAMED_REPOS: usize = 1_000;
+
 /// Decides what `event` asks for (pure: no I/O).
 pub fn plan(event: &WebhookEvent) -> Plan {
+    let plan = plan_each(event);
+    if plan.known.len().max(plan.enqueue.len()) <= MAX_NAMED_REPOS {
+        return plan;
+    }
+    match plan.tracked_of_installation {
+        Some(_) => Plan {
+            known: Vec::new(),
+            enqueue: Vec::new(),
+            ..plan
+        },
+        None => Plan {
+            listing: true,
+            ..Plan::default()
+        },
+    }
+}
+
+/// What `event` asks for, repository by repository.
+fn plan_each(event: &WebhookEvent) -> Plan {
     match event {
         WebhookEvent::Ping => ignore("ping"),
         WebhookEvent::DefaultBranchPush { repo } => make_known_and_enqueue(vec![repo.clone()]),
@@ -120,7 +150,7 @@ pub async fn apply(
     let plan = plan(event);
     if let Some(reason) = plan.ignored {
         return Ok(Intake {
-            enqueued: Vec::new(),
+            enqueued: 0,
             listing_requested: false,
             ignored: Some(reason),
         });
@@ -141,7 +171,7 @@ pub async fn apply(
     let ignored = (ids.is_empty() && !plan.listing)
         .then(|| "no repository of this installation is tracked".to_owned());
     Ok(Intake {
-        enqueued: ids.into_iter().collect(),
+        enqueued: ids.len(),
         listing_requested: plan.listing,
         ignored,
     })
@@ -284,6 +314,56 @@ mod tests {
         });
         assert_eq!(plan.known, vec![repo(6)]);
         assert_eq!(plan.enqueue, vec![RepoId(6), RepoId(8)]);
+    }
+
+    #[test]
+    fn a_delivery_naming_more_repositories_than_the_bound_should_ask_for_a_listing() {
+        let many = |n: i64| (1..=n).map(repo).collect::<Vec<_>>();
+        let bound = MAX_NAMED_REPOS as i64;
+        let at_the_bound = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: many(bound / 2),
+            removed: many(bound / 2),
+        });
+        assert_eq!(at_the_bound.enqueue.len(), MAX_NAMED_REPOS);
+        assert!(!at_the_bound.listing);
+        for event in [
+            WebhookEvent::InstallationRepositories {
+                installation_id: 7,
+                added: many(bound + 1),
+                removed: vec![],
+            },
+            WebhookEvent::InstallationRepositories {
+                installation_id: 7,
+                added: vec![],
+                removed: many(bound + 1),
+            },
+            WebhookEvent::Installation {
+                action: InstallationAction::Created,
+                installation_id: 7,
+                repos: many(bound + 1),
+            },
+        ] {
+            assert_eq!(
+                plan(&event),
+                Plan {
+                    listing: true,
+                    ..Plan::default()
+                }
+            );
+        }
+        let uninstalled = plan(&WebhookEvent::Installation {
+            action: InstallationAction::Deleted,
+            installation_id: 7,
+            repos: many(bound + 1),
+        });
+        assert_eq!(
+            uninstalled,
+            Plan {
+                tracked_of_installation: Some(7),
+                ..Plan::default()
+            }
+        );
     }
 
     #[test]
