@@ -140,40 +140,80 @@ fn plan_each(event: &WebhookEvent) -> Plan {
 
 /// Writes what `event` asks for on `conn`, the caller's transaction: the
 /// caller adds its own record, commits once, and only then calls
-/// [`PgQueue::enqueued`] with `enqueued.len()` so workers wake to rows they
-/// can see. A rolled-back transaction leaves nothing enqueued.
+/// [`PgQueue::enqueued`] with `enqueued` so workers wake to rows they can
+/// see. A rolled-back transaction leaves nothing enqueued.
 pub async fn apply(
     conn: &mut PgConnection,
     queue: &PgQueue,
     event: &WebhookEvent,
 ) -> Result<Intake, IntakeError> {
-    let plan = plan(event);
-    if let Some(reason) = plan.ignored {
-        return Ok(Intake {
-            enqueued: 0,
-            listing_requested: false,
-            ignored: Some(reason),
+    let Batch { mut intakes, .. } = apply_batch(conn, queue, &[event]).await?;
+    Ok(intakes.pop().unwrap_or(Intake {
+        enqueued: 0,
+        listing_requested: false,
+        ignored: None,
+    }))
+}
+
+/// What a group of deliveries wrote together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// One per event, in the order given.
+    pub intakes: Vec<Intake>,
+    /// Distinct ids enqueued by the whole group (for [`PgQueue::enqueued`]).
+    pub enqueued: usize,
+}
+
+/// Writes what every event of a group asks for with one statement per kind
+/// of write (repositories made known, ids enqueued, a listing requested),
+/// on the caller's transaction. Each event still gets its own [`Intake`],
+/// as if it had been written alone.
+pub async fn apply_batch(
+    conn: &mut PgConnection,
+    queue: &PgQueue,
+    events: &[&WebhookEvent],
+) -> Result<Batch, IntakeError> {
+    let mut known = Vec::new();
+    let mut all_ids: BTreeSet<RepoId> = BTreeSet::new();
+    let mut listing = false;
+    let mut intakes = Vec::with_capacity(events.len());
+    for event in events {
+        let plan = plan(event);
+        if let Some(reason) = plan.ignored {
+            intakes.push(Intake {
+                enqueued: 0,
+                listing_requested: false,
+                ignored: Some(reason),
+            });
+            continue;
+        }
+        let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
+        if let Some(installation_id) = plan.tracked_of_installation {
+            ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
+        }
+        let ignored = (ids.is_empty() && !plan.listing)
+            .then(|| "no repository of this installation is tracked".to_owned());
+        intakes.push(Intake {
+            enqueued: ids.len(),
+            listing_requested: plan.listing,
+            ignored,
         });
+        known.extend(plan.known);
+        all_ids.extend(ids);
+        listing |= plan.listing;
     }
-    make_known(conn, &plan.known).await?;
-    let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
-    if let Some(installation_id) = plan.tracked_of_installation {
-        ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
-    }
-    if !ids.is_empty() {
+    make_known(conn, &known).await?;
+    if !all_ids.is_empty() {
         queue
-            .enqueue_in(conn, ids.iter().copied().map(Enqueue::fresh).collect())
+            .enqueue_in(conn, all_ids.iter().copied().map(Enqueue::fresh).collect())
             .await?;
     }
-    if plan.listing {
+    if listing {
         queue.request_listing_in(conn).await?;
     }
-    let ignored = (ids.is_empty() && !plan.listing)
-        .then(|| "no repository of this installation is tracked".to_owned());
-    Ok(Intake {
-        enqueued: ids.len(),
-        listing_requested: plan.listing,
-        ignored,
+    Ok(Batch {
+        intakes,
+        enqueued: all_ids.len(),
     })
 }
 

@@ -13,6 +13,7 @@ pub mod deliveries;
 pub mod envelope;
 pub mod event;
 pub mod gate;
+pub mod group;
 pub mod intake;
 pub mod retention;
 pub mod route;

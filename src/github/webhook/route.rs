@@ -18,7 +18,7 @@ use super::admission::{Admission, Busy, WebhookLimits};
 use super::body::{self, BodyError};
 use super::deliveries::{self, NewDelivery};
 use super::gate::{self, Accepted, Refusal};
-use super::intake;
+use super::group::{GroupCommit, GroupError, GroupLimits};
 use crate::db::queue::PgQueue;
 use crate::metrics::{Metrics, OTHER_EVENT};
 
@@ -44,6 +44,7 @@ pub struct WebhookState {
 struct Route {
     state: WebhookState,
     admission: Arc<Admission>,
+    group: GroupCommit,
 }
 
 /// The webhook route alone, to be merged into the server's router. Its
@@ -56,9 +57,15 @@ pub fn router(state: WebhookState) -> Router {
 /// test can see when every slot is taken instead of guessing.
 pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
     let admission = Arc::new(Admission::new(state.limits));
+    let group = GroupCommit::new(
+        state.pool.clone(),
+        state.queue.clone(),
+        GroupLimits::default(),
+    );
     let route = Route {
         state,
         admission: admission.clone(),
+        group,
     };
     let router = Router::new()
         .route(PATH, post(receive))
@@ -96,15 +103,16 @@ async fn receive(State(route): State<Arc<Route>>, request: Request) -> Response 
         Err(refusal) => return refuse(state, refusal).await,
     };
 
-    let persisted = tokio::time::timeout(PERSIST_TIMEOUT, persist(state, &accepted))
+    let (delivery_id, event) = (accepted.delivery_id.clone(), accepted.event.clone());
+    let persisted = tokio::time::timeout(PERSIST_TIMEOUT, persist(&route, accepted))
         .await
         .unwrap_or(Err(PersistError::TimedOut));
     match persisted {
         Ok(answer) => answer,
         Err(e) => {
-            tracing::error!(delivery = %accepted.delivery_id, event = accepted.event,
+            tracing::error!(delivery = %delivery_id, event,
                 error = %e, "webhook not persisted; GitHub will show it failed");
-            state.metrics.webhook(&accepted.event, "error");
+            state.metrics.webhook(&event, "error");
             error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "could not persist the delivery; redeliver it later",
@@ -117,47 +125,38 @@ async fn receive(State(route): State<Arc<Route>>, request: Request) -> Response 
 #[derive(Debug, thiserror::Error)]
 enum PersistError {
     #[error(transparent)]
-    Intake(#[from] intake::IntakeError),
-    #[error(transparent)]
-    Deliveries(#[from] deliveries::DeliveriesError),
-    #[error("webhook transaction: {0}")]
-    Database(#[from] sqlx::Error),
+    Group(#[from] GroupError),
     #[error("database did not answer within {PERSIST_TIMEOUT:?}")]
     TimedOut,
 }
 
 /// Enqueues what the event implies and records the delivery in one
-/// transaction; answers 202 only once it has committed. Workers are woken
-/// after the commit, so they find the rows; a failure or a timeout drops the
-/// transaction, which rolls back: nothing enqueued, nothing recorded.
+/// transaction, shared with the deliveries that arrived at the same time
+/// ([`GroupCommit`]); answers 202 only once it has committed. Workers are
+/// woken after the commit, so they find the rows; a failure or a timeout
+/// rolls the group back: nothing enqueued, nothing recorded.
 ///
 /// The answer carries counts, never the ids: a payload may name hundreds
 /// of thousands of repositories.
-async fn persist(state: &WebhookState, accepted: &Accepted) -> Result<Response, PersistError> {
+async fn persist(route: &Route, accepted: Accepted) -> Result<Response, PersistError> {
     let Accepted {
         delivery_id,
         event,
         parsed,
     } = accepted;
-    let mut tx = state.pool.begin().await?;
-    let intake = intake::apply(&mut tx, state.queue.as_ref(), &parsed.event).await?;
+    let (action, repo) = (parsed.action.clone(), parsed.repo.clone());
+    let intake = route
+        .group
+        .submit(Accepted {
+            delivery_id: delivery_id.clone(),
+            event: event.clone(),
+            parsed,
+        })
+        .await?;
     let outcome = intake.outcome();
-    deliveries::record(
-        &mut *tx,
-        &NewDelivery {
-            id: delivery_id,
-            event,
-            action: parsed.action.as_deref(),
-            repo: parsed.repo.as_deref(),
-            outcome,
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    state.queue.enqueued(intake.enqueued as u64);
-    state.metrics.webhook(event, outcome);
-    tracing::info!(delivery = %delivery_id, event, action = ?parsed.action,
-        repo = ?parsed.repo, outcome, enqueued = intake.enqueued, "webhook");
+    route.state.metrics.webhook(&event, outcome);
+    tracing::info!(delivery = %delivery_id, event, action = ?action,
+        repo = ?repo, outcome, enqueued = intake.enqueued, "webhook");
     let body = match &intake.ignored {
         Some(reason) => json!({ "status": outcome, "event": event, "reason": reason }),
         None => json!({
@@ -279,6 +278,53 @@ mod tests {
         assert_eq!(count(&h.pool, "queue").await, 1);
         assert_eq!(count(&h.pool, "deliveries").await, 1);
         assert_eq!(h.adds.get(), 1);
+    }
+
+    async fn flood(app: &Router, ids: &[String]) -> Vec<StatusCode> {
+        futures_util::future::join_all(ids.iter().map(|id| push(app, id))).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deliveries_arriving_together_should_commit_in_shared_transactions() {
+        let h = harness().await;
+        // One id twice: a group must write it once, as a redelivery.
+        let mut ids: Vec<String> = (0..64).map(|n| format!("together-{n}")).collect();
+        ids.push("together-0".to_owned());
+        let answers = flood(&h.app, &ids).await;
+        assert!(
+            answers.iter().all(|s| *s == StatusCode::ACCEPTED),
+            "{answers:?}"
+        );
+        assert_eq!(count(&h.pool, "deliveries").await, 64);
+        assert_eq!(count(&h.pool, "repositories").await, 1);
+        assert_eq!(count(&h.pool, "queue").await, 1);
+        // Rows of one transaction share its `now()`: fewer distinct times
+        // than deliveries means some were committed together.
+        let commits: i64 = sqlx::query_scalar("select count(distinct at) from deliveries")
+            .fetch_one(&h.pool)
+            .await
+            .expect("a count");
+        assert!(commits < 64, "every delivery had a commit of its own");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_group_should_answer_503_to_each_delivery_and_write_nothing() {
+        let h = harness().await;
+        sqlx::query("alter table deliveries rename to deliveries_gone")
+            .execute(&h.pool)
+            .await
+            .expect("the rename");
+        let ids: Vec<String> = (0..32).map(|n| format!("failing-{n}")).collect();
+        let answers = flood(&h.app, &ids).await;
+        assert!(
+            answers
+                .iter()
+                .all(|s| *s == StatusCode::SERVICE_UNAVAILABLE),
+            "{answers:?}"
+        );
+        assert_eq!(count(&h.pool, "repositories").await, 0);
+        assert_eq!(count(&h.pool, "queue").await, 0);
+        assert_eq!(h.adds.get(), 0);
     }
 
     #[tokio::test]
