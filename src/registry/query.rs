@@ -106,8 +106,16 @@ impl RepoRow {
     }
 }
 
+/// The columns of [`RepoRow`], with the whole `error` (the detail route).
 const REPO_COLUMNS: &str = "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
      r.error, r.attempts,
+     array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
+     h.id as hold_id, h.since as hold_since, h.reason as hold_reason";
+
+/// The columns of [`RepoRow`] with only the first line of `error`: a list
+/// shows what is wrong at a glance, the detail route has the rest (SPEC §8).
+const LIST_COLUMNS: &str = "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
+     split_part(r.error, E'\\n', 1) as error, r.attempts,
      array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
      h.id as hold_id, h.since as hold_since, h.reason as hold_reason";
 
@@ -173,7 +181,7 @@ pub async fn list_repos(
     };
     let size = page_size(filter.limit);
     let rows: Vec<RepoRow> = sqlx::query_as(&format!(
-        "select {REPO_COLUMNS} from repositories r {HOLD_JOIN}
+        "select {LIST_COLUMNS} from repositories r {HOLD_JOIN}
          where ($1::text is null or r.status = $1)
            and ($2::text is null or strpos(lower(r.owner || '/' || r.name), lower($2)) > 0)
            and ($3::text is null or (r.owner, r.name, r.id) > ($3::text, $4::text, $5::bigint))
@@ -247,8 +255,9 @@ pub async fn get_repo(
     else {
         return Ok(None);
     };
-    let events: Vec<(DateTime<Utc>, String, String)> = sqlx::query_as(
-        "select at, kind, message from events where repo_id = $1 order by id desc limit $2",
+    let events: Vec<EventJson> = sqlx::query_as(
+        "select at, kind, message, count from events where repo_id = $1
+         order by id desc limit $2",
     )
     .bind(id)
     .bind(DETAIL_EVENTS)
@@ -262,10 +271,7 @@ pub async fn get_repo(
     .await?;
     Ok(Some(RepoDetailJson {
         repo: row.into_json()?,
-        events: events
-            .into_iter()
-            .map(|(at, kind, message)| EventJson { at, kind, message })
-            .collect(),
+        events,
         entries: entries.into_iter().map(EntryJson::from).collect(),
     }))
 }
