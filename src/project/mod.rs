@@ -49,6 +49,9 @@ pub const MAX_FILE_BYTES: usize = 256 * 1024;
 /// fixes in one go, and keeps the stored error and the API answers small.
 pub const MAX_PROBLEMS: usize = 100;
 
+/// How the message of the "and N more problems" line starts.
+pub const MORE_PREFIX: &str = "… and ";
+
 /// Projects one file (one repository) may declare: a monorepo needs a few
 /// dozen at most; a hostile file cannot make one reconcile write thousands.
 pub const MAX_PROJECTS: usize = 100;
@@ -123,9 +126,6 @@ fn more_problems(file: &str, more: usize) -> Problem {
         message: format!("{MORE_PREFIX}{more} more {noun}"),
     }
 }
-
-/// How the message of the "and N more problems" line starts.
-pub const MORE_PREFIX: &str = "… and ";
 
 /// Refuses a file of `size` bytes over [`MAX_FILE_BYTES`]; lets callers that
 /// know the size first (file metadata, GitHub's answer) skip reading it.

@@ -22,8 +22,9 @@ pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
         return Cow::Borrowed(text);
     }
+    // What fits before "\n…"; a line break right after it ends a whole line.
     let budget = max.saturating_sub(MARK.len() + 1);
-    let head = &text[..floor_char_boundary(text, budget)];
+    let head = &text[..floor_char_boundary(text, budget + 1)];
     if let Some(end) = head.rfind('\n') {
         return Cow::Owned(format!("{}\n{MARK}", &text[..end]));
     }
