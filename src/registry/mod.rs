@@ -6,6 +6,7 @@
 //! side ([`query`]) is shared by the API and the dashboard so they never
 //! disagree.
 
+mod clip;
 mod cursor;
 mod entries;
 mod error;
@@ -19,6 +20,7 @@ mod repos;
 mod status;
 pub mod tracker;
 
+pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
 pub use handler::{ensure_known, mark_error, RegistryHandler};

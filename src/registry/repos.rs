@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
+use super::clip::{clip, MAX_ERROR_BYTES};
 use super::{events, RegistryError, Status};
 use crate::source::{RepoId, RepoInfo};
 
@@ -119,8 +120,9 @@ pub(crate) async fn lock(
     .await
 }
 
-/// Stores the state a reconcile decided; `updated_at` moves only when a
-/// field changed, `last_synced_at` whenever `synced` says it was applied.
+/// Stores the state a reconcile decided, its error cut to
+/// [`MAX_ERROR_BYTES`]; `updated_at` moves only when a field changed,
+/// `last_synced_at` whenever `synced` says it was applied.
 pub(crate) async fn write_state(
     conn: &mut PgConnection,
     id: RepoId,
@@ -128,6 +130,14 @@ pub(crate) async fn write_state(
     new: &RepoState,
     synced: bool,
 ) -> Result<(), sqlx::Error> {
+    // Compared as stored: an error over the bound equals its stored cut.
+    let new = RepoState {
+        error: new
+            .error
+            .as_deref()
+            .map(|error| clip(error, MAX_ERROR_BYTES).into_owned()),
+        ..new.clone()
+    };
     sqlx::query(
         "update repositories set
              status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
@@ -142,7 +152,7 @@ pub(crate) async fn write_state(
     .bind(new.attempts)
     .bind(&new.conflicts)
     .bind(synced)
-    .bind(old != new)
+    .bind(*old != new)
     .execute(conn)
     .await?;
     Ok(())
