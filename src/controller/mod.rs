@@ -5,6 +5,7 @@
 pub mod backoff;
 pub mod config;
 pub mod conformance;
+pub mod lease;
 pub mod memory_queue;
 pub mod metrics;
 pub mod queue;
@@ -17,5 +18,7 @@ pub use metrics::ControllerMetrics;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
 pub use runner::Controller;
 pub use traits::{Failure, Found, Handler, Lister, Partition, Storage, Tracker};
+#[cfg(test)]
+mod flaky_queue;
 #[cfg(test)]
 mod runner_tests;

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::config::ControllerConfig;
+use super::lease::{self, Abandon, LeaseTimes};
 use super::metrics::ControllerMetrics;
 use super::queue::{Claim, Enqueue, ListingSchedule, WorkQueue};
 use super::traits::{Failure, Handler, Lister, Storage, Tracker};
@@ -100,8 +101,10 @@ where
     async fn worker(&self, n: usize, mut stop: watch::Receiver<bool>) {
         let name = format!("{}/{}", self.config.worker_name, n);
         while !*stop.borrow() {
+            // The lease starts no earlier than the claim is asked for.
+            let asked = Instant::now();
             match self.queue.claim(&name).await {
-                Ok(Some(claim)) => self.handle(claim, &mut stop).await,
+                Ok(Some(claim)) => self.handle(claim, asked, &mut stop).await,
                 Ok(None) => {
                     tokio::select! {
                         _ = self.queue.changed() => {}
@@ -122,32 +125,49 @@ where
 
     /// Handles one claim while renewing its lease; gives it back untouched
     /// when the shutdown grace runs out, and drops the work when the lease
-    /// was lost (another worker may hold the key now).
-    async fn handle(&self, claim: Claim<Q::Key>, stop: &mut watch::Receiver<bool>) {
+    /// was lost or could not be renewed in time (another worker may hold the
+    /// key, or soon could): dropping the handler's future rolls back what it
+    /// had not committed.
+    async fn handle(
+        &self,
+        claim: Claim<Q::Key>,
+        claimed_at: Instant,
+        stop: &mut watch::Receiver<bool>,
+    ) {
         let started = Instant::now();
         // The handler may fill in `full_name`, what people call the key, so
         // the lines below say which repository they are about.
         let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);
-        let work = self.reconcile(&claim).instrument(span.clone());
-        tokio::pin!(work);
-        let stopped = async {
-            while !*stop.borrow() {
-                if stop.changed().await.is_err() {
-                    break;
-                }
-            }
-            tokio::time::sleep(self.config.shutdown_grace).await;
+        let times = LeaseTimes {
+            lease: self.config.lease,
         };
-        let result = tokio::select! {
-            r = &mut work => Some(r),
-            _ = self.keep_lease(&claim) => {
-                tracing::warn!(key = %claim.key, "lease lost; dropping this attempt");
-                return;
+        let ended = {
+            let work = self.reconcile(&claim).instrument(span.clone());
+            let stopped = async {
+                while !*stop.borrow() {
+                    if stop.changed().await.is_err() {
+                        break;
+                    }
+                }
+                tokio::time::sleep(self.config.shutdown_grace).await;
+            };
+            tokio::select! {
+                r = work => Ok(Some(r)),
+                abandon = lease::keep(&*self.queue, &claim, claimed_at, times) => Err(abandon),
+                _ = stopped => Ok(None),
             }
-            _ = stopped => None,
+            // An unfinished attempt is dropped here, before the claim is
+            // ended or given up: what it had not committed is rolled back.
         };
         let elapsed = started.elapsed().as_secs_f64();
-        self.finish(&claim, result, elapsed).instrument(span).await;
+        match ended {
+            Ok(result) => self.finish(&claim, result, elapsed).instrument(span).await,
+            Err(abandon) => {
+                self.abandoned(&claim, abandon, elapsed)
+                    .instrument(span)
+                    .await
+            }
+        }
     }
 
     /// Ends the claim as the attempt's result says: released (`None`, the
@@ -193,22 +213,27 @@ where
         }
     }
 
-    async fn reconcile(&self, claim: &Claim<Q::Key>) -> Result<&'static str, Failure> {
-        let state = self.storage.get(&claim.key, claim.hint.as_deref()).await;
-        self.handler.apply(&claim.key, state).await
+    /// Says why an attempt was dropped. The claim is left alone: either it
+    /// is another worker's now, or the queue cannot be reached and the lease
+    /// runs out by itself.
+    async fn abandoned(&self, claim: &Claim<Q::Key>, why: Abandon, elapsed: f64) {
+        self.metrics.observe("abandoned", elapsed);
+        match why {
+            Abandon::Lost => {
+                tracing::warn!(key = %claim.key, "lease lost; dropping this attempt");
+            }
+            Abandon::Unconfirmed { since } => tracing::warn!(
+                key = %claim.key,
+                unrenewed_ms = since.as_millis() as u64,
+                lease_ms = self.config.lease.as_millis() as u64,
+                "lease could not be renewed; dropping this attempt before it runs out",
+            ),
+        }
     }
 
-    /// Renews the lease every third of it; returns only when it was lost.
-    async fn keep_lease(&self, claim: &Claim<Q::Key>) {
-        let every = self.config.lease / 3;
-        loop {
-            tokio::time::sleep(every).await;
-            match self.queue.renew(claim).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => tracing::warn!(key = %claim.key, error = %e, "lease renewal failed"),
-            }
-        }
+    async fn reconcile(&self, claim: &Claim<Q::Key>) -> Result<&'static str, Failure> {
+        let state = self.storage.get(&claim.key, claim.hint.as_deref()).await;
+        self.handler.apply_claimed(claim, state).await
     }
 
     /// Asks every `listing_check` whether this replica should list now.

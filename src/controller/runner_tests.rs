@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::flaky_queue::{FlakyQueue, Renewals};
 use super::memory_queue::MemoryQueue;
 use super::*;
 
@@ -30,12 +31,42 @@ struct World {
     /// What the guard was told: tracked count, listed keys.
     guard_seen: Vec<(usize, Vec<Key>)>,
     calls: Vec<Call>,
+    /// Every attempt the handler began, finished or not.
+    attempts: Vec<Attempt>,
     hints: Vec<(Key, Option<Vec<u8>>)>,
     work_time: Duration,
 }
 
+/// One attempt seen by the handler: when it began, and when it finished or
+/// was dropped unfinished.
+#[derive(Debug, Clone)]
+struct Attempt {
+    key: Key,
+    start: Instant,
+    end: Option<Instant>,
+    dropped: bool,
+}
+
 #[derive(Clone, Default)]
 struct Fake(Arc<Mutex<World>>);
+
+/// Marks an attempt ended when the handler's future finishes or is dropped.
+struct Watch {
+    fake: Fake,
+    index: usize,
+    finished: bool,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let (now, finished, index) = (Instant::now(), self.finished, self.index);
+        self.fake.with(|w| {
+            let attempt = &mut w.attempts[index];
+            attempt.end = Some(now);
+            attempt.dropped = !finished;
+        });
+    }
+}
 
 impl Fake {
     fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
@@ -145,8 +176,23 @@ impl Handler for Fake {
         state: Result<Option<String>, Failure>,
     ) -> Result<&'static str, Failure> {
         let start = Instant::now();
+        let index = self.with(|w| {
+            w.attempts.push(Attempt {
+                key: *key,
+                start,
+                end: None,
+                dropped: false,
+            });
+            w.attempts.len() - 1
+        });
+        let mut watch = Watch {
+            fake: self.clone(),
+            index,
+            finished: false,
+        };
         let work = self.with(|w| w.work_time);
         tokio::time::sleep(work).await;
+        watch.finished = true;
         let end = Instant::now();
         self.with(|w| {
             w.calls
@@ -462,4 +508,157 @@ async fn keys_found_early_should_be_handled_before_the_listing_ends() {
         started.elapsed()
     );
     running.stop().await;
+}
+
+// ---- leases that cannot be renewed (SPEC §8) ----
+
+const LEASE: Duration = Duration::from_secs(30);
+
+struct Flaky {
+    stop: oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+    queue: Arc<FlakyQueue<Key>>,
+}
+
+/// The controller on a queue whose renewals follow `renewals`; the lease
+/// is [`LEASE`], the work of one attempt takes `work`.
+fn start_flaky(fake: &Fake, renewals: Renewals, work: Duration) -> Flaky {
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.work_time = work;
+    });
+    let queue = Arc::new(FlakyQueue::new(LEASE));
+    queue.set(renewals);
+    let f = Arc::new(fake.clone());
+    let config = ControllerConfig {
+        lease: LEASE,
+        // One listing, at start: no attempt in flight when the test stops.
+        resync_interval: Duration::from_secs(24 * 3600),
+        ..config()
+    };
+    let controller =
+        Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
+    let (stop, rx) = oneshot::channel();
+    let done = tokio::spawn(controller.run(async move {
+        let _ = rx.await;
+    }));
+    Flaky { stop, done, queue }
+}
+
+impl Flaky {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.done.await.expect("controller task");
+    }
+}
+
+fn attempts(fake: &Fake) -> Vec<Attempt> {
+    fake.with(|w| w.attempts.clone())
+}
+
+/// No two attempts of `key` ran at the same time.
+fn assert_never_overlapping(attempts: &[Attempt], key: Key) {
+    let mut spans: Vec<(Instant, Instant)> = attempts
+        .iter()
+        .filter(|a| a.key == key)
+        .map(|a| (a.start, a.end.unwrap_or_else(Instant::now)))
+        .collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[1].0 >= pair[0].1, "overlapping attempts: {pair:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewals_that_keep_failing_should_drop_the_attempt_before_the_lease_ends() {
+    let fake = Fake::default();
+    let running = start_flaky(&fake, Renewals::Fail(u32::MAX), Duration::from_secs(600));
+    fake.until("two attempts dropped", |w| {
+        w.attempts.iter().filter(|a| a.dropped).count() >= 2
+    })
+    .await;
+    // The database is back: the next attempt renews and finishes.
+    running.queue.set(Renewals::Work);
+    fake.until("an attempt finished", |w| calls_for(w, 1) == 1)
+        .await;
+    let renewals = running.queue.renewals_asked();
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    assert_never_overlapping(&seen, 1);
+    let dropped: Vec<&Attempt> = seen.iter().filter(|a| a.dropped).collect();
+    for attempt in &dropped {
+        let ran = attempt.end.expect("ended") - attempt.start;
+        // Given up when a third of the lease was still left, not at its end.
+        assert!(ran <= LEASE * 2 / 3, "dropped after {ran:?}");
+        assert!(ran >= LEASE / 2, "gave up at the first failure: {ran:?}");
+    }
+    for pair in seen.windows(2) {
+        // The queue hands the key out again only when the lease ran out;
+        // by then the previous attempt had been gone a third of a lease.
+        let gap = pair[1].start - pair[0].end.expect("ended");
+        assert!(gap >= LEASE / 3, "next attempt {gap:?} after the drop");
+    }
+    assert!(
+        renewals >= 2 * 3,
+        "failed renewals are retried before giving up ({renewals} asked)"
+    );
+    assert!(!seen.last().expect("attempts").dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_never_answers_should_not_keep_the_attempt_alive() {
+    let fake = Fake::default();
+    let running = start_flaky(&fake, Renewals::Hang, Duration::from_secs(600));
+    fake.until("an attempt dropped", |w| {
+        w.attempts.iter().any(|a| a.dropped)
+    })
+    .await;
+    running.queue.set(Renewals::Work);
+    fake.until("an attempt finished", |w| calls_for(w, 1) == 1)
+        .await;
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    assert_never_overlapping(&seen, 1);
+    let first = &seen[0];
+    assert!(first.dropped);
+    let ran = first.end.expect("ended") - first.start;
+    assert!(ran <= LEASE * 2 / 3, "dropped after {ran:?}");
+    assert!(
+        seen[1].start - first.start >= LEASE,
+        "claimed again too early"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_failed_renewal_should_not_drop_the_attempt() {
+    let fake = Fake::default();
+    // Outlives two leases: it needs every renewal after the failed one.
+    let running = start_flaky(&fake, Renewals::Fail(1), LEASE * 2);
+    fake.until("the attempt finished", |w| calls_for(w, 1) == 1)
+        .await;
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(!seen[0].dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_taken_by_another_worker_should_drop_the_attempt_at_the_next_renewal() {
+    let fake = Fake::default();
+    let running = start_flaky(&fake, Renewals::Lost, Duration::from_secs(600));
+    fake.until("an attempt dropped", |w| {
+        w.attempts.iter().any(|a| a.dropped)
+    })
+    .await;
+    running.stop().await;
+
+    let first = &attempts(&fake)[0];
+    assert_eq!(first.end.expect("ended") - first.start, LEASE / 3);
+    assert!(
+        fake.with(|w| w.calls.is_empty()),
+        "the attempt never finished"
+    );
 }

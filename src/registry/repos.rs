@@ -167,12 +167,25 @@ pub async fn mark_error(
     message: &str,
 ) -> Result<Option<String>, RegistryError> {
     let mut tx = pool.begin().await?;
+    let name = record_error(&mut tx, id, message).await?;
+    if name.is_some() {
+        tx.commit().await?;
+    }
+    Ok(name)
+}
+
+/// [`mark_error`] on the caller's transaction, which commits it (or not).
+pub(crate) async fn record_error(
+    conn: &mut PgConnection,
+    id: RepoId,
+    message: &str,
+) -> Result<Option<String>, RegistryError> {
     let Some(Locked {
         state: old,
         owner,
         name,
         ..
-    }) = lock(&mut tx, id).await?
+    }) = lock(conn, id).await?
     else {
         return Ok(None);
     };
@@ -182,14 +195,13 @@ pub async fn mark_error(
         attempts: old.attempts.saturating_add(1),
         ..old.clone()
     };
-    write_state(&mut tx, id, &old, &new, false).await?;
+    write_state(conn, id, &old, &new, false).await?;
     events::record(
-        &mut tx,
+        conn,
         id,
         Status::Error.as_str(),
         &format!("error: {message}"),
     )
     .await?;
-    tx.commit().await?;
     Ok(Some(format!("{owner}/{name}")))
 }
