@@ -103,7 +103,8 @@ fn app(pool: PgPool) -> Router {
         github_web_url: Some("https://github.com".to_owned()),
         project_file: "project.yaml".to_owned(),
         resync_interval: Duration::from_secs(3600),
-        sign_in_throttle: Default::default(),
+        auth_throttle: Default::default(),
+        trust_proxy: false,
     })
 }
 

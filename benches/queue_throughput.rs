@@ -3,12 +3,18 @@
 //! transaction). Run with `cargo bench --bench queue_throughput`; needs the
 //! server of `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`)
 //! and `pgbench` on `PATH` or under `/usr/lib/postgresql/*/bin`.
+//!
+//! `cargo bench --bench queue_throughput -- --claim-done=URL` measures only
+//! claim + done, on the database at URL (migrated, nothing queued), and prints
+//! `claim_done_ids_per_second=N`: `scripts/bench-peers` sets it beside
+//! another queue measured in the same run, on its own scratch database.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use roster::controller::{Enqueue, WorkQueue};
+use roster::db::connect_and_migrate;
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::source::RepoId;
@@ -30,6 +36,21 @@ async fn main() -> anyhow::Result<()> {
         println!("skipped: run with `cargo bench`");
         return Ok(());
     }
+    let claim_done_on =
+        std::env::args().find_map(|a| a.strip_prefix("--claim-done=").map(str::to_owned));
+    if let Some(url) = claim_done_on {
+        let pool = connect_and_migrate(&url)
+            .await
+            .context("the database of --claim-done")?;
+        let queue = Arc::new(PgQueue::new(pool, Duration::from_secs(60)));
+        if queue.depth().await? != 0 {
+            bail!("the database of --claim-done already holds queued ids");
+        }
+        enqueue_in_batches(&queue).await?;
+        let rate = drain(&queue).await?;
+        println!("claim_done_ids_per_second={rate:.0}");
+        return Ok(());
+    }
     let (pool, url) = fresh_database()
         .await
         .context("creating a fresh database")?;
@@ -41,14 +62,7 @@ async fn main() -> anyhow::Result<()> {
     let drain_rate = drain(&queue).await?;
     println!("  claim + done:                    {drain_rate:>10.0} ids/s");
 
-    let started = Instant::now();
-    for first in (0..IDS).step_by(BATCH as usize) {
-        let items = (first..first + BATCH)
-            .map(|n| Enqueue::fresh(RepoId::from(n)))
-            .collect();
-        queue.enqueue(items).await?;
-    }
-    let batch_rate = f64::from(IDS) / started.elapsed().as_secs_f64();
+    let batch_rate = enqueue_in_batches(&queue).await?;
     println!("  enqueue, {BATCH} ids per call:      {batch_rate:>10.0} ids/s");
     drain(&queue).await?;
 
@@ -92,6 +106,18 @@ async fn enqueue_one_by_one(queue: &Arc<PgQueue>) -> anyhow::Result<f64> {
         bail!("expected {IDS} queued ids, found {depth}");
     }
     Ok(rate)
+}
+
+/// Enqueues every id, `BATCH` per call, as the listing does; ids per second.
+async fn enqueue_in_batches(queue: &PgQueue) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    for first in (0..IDS).step_by(BATCH as usize) {
+        let items = (first..first + BATCH)
+            .map(|n| Enqueue::fresh(RepoId::from(n)))
+            .collect();
+        queue.enqueue(items).await?;
+    }
+    Ok(f64::from(IDS) / started.elapsed().as_secs_f64())
 }
 
 /// `WORKERS` tasks claim and finish ids until none is left; ids per second.

@@ -19,7 +19,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use roster::db::queue::PgQueue;
 use roster::github::webhook::signature::sign;
-use roster::github::webhook::{router, WebhookState};
+use roster::github::webhook::{router, WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 
 const SENDERS: u32 = 8;
@@ -44,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
         queue: Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60))),
         secret: SECRET.to_owned().into(),
         metrics,
+        limits: WebhookLimits::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;

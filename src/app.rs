@@ -1,5 +1,6 @@
 //! Builds the server from settings and runs it: the source, the controller,
-//! the HTTP routes, until SIGTERM or Ctrl-C.
+//! the HTTP routes, until SIGTERM or Ctrl-C (then within
+//! [`crate::shutdown::STOP_DEADLINE`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,8 @@ use sqlx::PgPool;
 use crate::config::{ConfigError, Settings, SourceSetting};
 use crate::controller::{Controller, ControllerConfig, ControllerMetrics, Lister, Storage};
 use crate::db::queue::PgQueue;
-use crate::github::webhook::{self, WebhookState};
+use crate::github::webhook::retention::{self, Retention};
+use crate::github::webhook::{self, WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubSource};
 use crate::metrics::Metrics;
 use crate::registry::{RegistryHandler, RegistryTracker};
@@ -106,6 +108,10 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
                 queue: parts.queue.clone(),
                 secret: app.webhook_secret.clone(),
                 metrics: parts.metrics.clone(),
+                limits: WebhookLimits {
+                    concurrency: settings.webhook_concurrency,
+                    ..WebhookLimits::default()
+                },
             });
             let web = Some(web_url(&app.api_url));
             let (lister, storage) = (source.lister(), source.storage());
@@ -118,8 +124,22 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
                 redelivery::DEFAULT_INTERVAL,
                 std::future::pending::<()>(),
             ));
+            // The delivery log's bounds (SPEC §8), kept until the server
+            // has stopped.
+            let (stop_pruning, pruning_stopped) = tokio::sync::watch::channel(false);
+            let pruning = tokio::spawn(retention::run_pruning_loop(
+                parts.pool.clone(),
+                Retention::new(settings.delivery_retention),
+                retention::PRUNE_INTERVAL,
+                async move {
+                    let mut stopped = pruning_stopped;
+                    let _ = stopped.wait_for(|stop| *stop).await;
+                },
+            ));
             let served = run(parts, &settings, listener, lister, storage, hooks, web).await;
             redelivery.abort();
+            let _ = stop_pruning.send(true);
+            let _ = pruning.await;
             Ok(served?)
         }
     }
@@ -172,13 +192,15 @@ where
         github_web_url,
         project_file: settings.project_file.clone(),
         resync_interval: settings.resync_interval,
-        sign_in_throttle: Arc::default(),
+        auth_throttle: Arc::default(),
+        trust_proxy: settings.trust_proxy,
     };
     let app = router_with(state, extra_routes);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let signal = tokio::spawn(async move {
-        shutdown_signal().await;
+        crate::shutdown::signal().await;
+        crate::shutdown::exit_after(crate::shutdown::STOP_DEADLINE);
         let _ = stop_tx.send(true);
     });
     let mut for_server = stop_rx.clone();
@@ -204,30 +226,6 @@ fn web_url(api: &url::Url) -> String {
             let port = api.port().map(|p| format!(":{p}")).unwrap_or_default();
             format!("{}://{host}{port}", api.scheme())
         }
-    }
-}
-
-/// Resolves on SIGTERM or Ctrl-C.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("Ctrl-C received"),
-        _ = term => tracing::info!("SIGTERM received"),
     }
 }
 

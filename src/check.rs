@@ -99,6 +99,30 @@ mod tests {
     }
 
     #[test]
+    fn run_should_print_the_first_hundred_problems_and_count_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("project.yaml");
+        let mut yaml = String::from("name: a\nowner: b\n");
+        for n in 0..250 {
+            yaml.push_str(&format!("k{n}: 1\n"));
+        }
+        std::fs::write(&path, yaml).unwrap();
+        let (code, out) = check(&path);
+        let label = path.display().to_string();
+        assert_eq!(code, 1);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 101, "{out}");
+        for (n, line) in lines[..100].iter().enumerate() {
+            let start = format!("{label}:{}:1: k{n}: unknown field", n + 3);
+            assert!(line.starts_with(&start), "{line}");
+        }
+        assert_eq!(
+            lines[100],
+            format!("{label}: file: … and 150 more problems")
+        );
+    }
+
+    #[test]
     fn run_should_exit_1_when_the_file_cannot_be_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("missing.yaml");

@@ -11,5 +11,6 @@ pub mod logging;
 pub mod metrics;
 pub mod project;
 pub mod registry;
+pub mod shutdown;
 pub mod source;
 pub mod web;

@@ -15,6 +15,8 @@ use roster::db::DbError;
 
 /// How long the first connection to the database may take at start.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long the database connections may take to close at exit.
+const POOL_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Keeps an organisation's project registry in sync with the project.yaml
 /// files in its GitHub repositories.
@@ -89,7 +91,12 @@ where
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(run())
+    let outcome = runtime.block_on(run());
+    // Dropping the runtime would wait for every blocking task, and one stuck
+    // in a read that never returns would keep the process alive after its
+    // work is done: leave such threads behind instead.
+    runtime.shutdown_background();
+    outcome
 }
 
 async fn serve(args: ServeArgs) -> Result<(), Failure> {
@@ -109,8 +116,15 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     };
     tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
     let served = roster::app::serve(settings, pool.clone()).await;
-    // Close the connections before the private database goes away.
-    pool.close().await;
+    // Close the connections before the private database goes away; a
+    // connection still held by a request cut off at shutdown must not keep
+    // the private database running.
+    if tokio::time::timeout(POOL_CLOSE_LIMIT, pool.close())
+        .await
+        .is_err()
+    {
+        tracing::warn!("database connections still in use at exit; leaving them");
+    }
     stop_embedded(embedded).await;
     served.map_err(|e| match e {
         roster::app::ServeError::Config(e) => Failure::config(e),

@@ -13,10 +13,40 @@ use prometheus_client::registry::Registry;
 
 use crate::registry::Status;
 
+/// The events `roster_webhooks_total` names (SPEC §6, and §9's checks);
+/// every other name, and every delivery whose name cannot be trusted,
+/// counts as [`OTHER_EVENT`]. `X-GitHub-Event` is not covered by the
+/// signature, so a label taken from it as is would let anyone holding one
+/// signed body mint a series per name.
+pub const WEBHOOK_EVENTS: [&str; 8] = [
+    "push",
+    "repository",
+    "installation",
+    "installation_repositories",
+    "ping",
+    "pull_request",
+    "check_suite",
+    "check_run",
+];
+
+/// The `event` label of every delivery whose event is not in
+/// [`WEBHOOK_EVENTS`].
+pub const OTHER_EVENT: &str = "other";
+
+/// The `event` label for `event`: itself when Roster knows it, else
+/// [`OTHER_EVENT`].
+pub fn webhook_event_label(event: &str) -> &'static str {
+    WEBHOOK_EVENTS
+        .iter()
+        .find(|known| **known == event)
+        .copied()
+        .unwrap_or(OTHER_EVENT)
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WebhookLabels {
-    event: String,
-    outcome: String,
+    event: &'static str,
+    outcome: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -96,12 +126,14 @@ impl Metrics {
         self.holds.set(holds);
     }
 
-    /// Counts one webhook delivery (`event` as in `X-GitHub-Event`).
-    pub fn webhook(&self, event: &str, outcome: &str) {
+    /// Counts one webhook delivery (`event` as in `X-GitHub-Event`, mapped
+    /// by [`webhook_event_label`]; `outcome` is always one of the route's
+    /// own words, so the series stay few whatever a sender writes).
+    pub fn webhook(&self, event: &str, outcome: &'static str) {
         self.webhooks
             .get_or_create(&WebhookLabels {
-                event: event.to_owned(),
-                outcome: outcome.to_owned(),
+                event: webhook_event_label(event),
+                outcome,
             })
             .inc();
     }
@@ -209,6 +241,35 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#"roster_repos{status="error"} 0"#), "{text}");
+    }
+
+    #[test]
+    fn webhook_event_label_should_keep_known_events_and_call_the_rest_other() {
+        for event in WEBHOOK_EVENTS {
+            assert_eq!(webhook_event_label(event), event);
+        }
+        for event in ["", "star", "PUSH", "push ", "other", "unverified", "pushx"] {
+            assert_eq!(webhook_event_label(event), OTHER_EVENT, "{event:?}");
+        }
+    }
+
+    #[test]
+    fn webhook_metric_should_not_grow_a_series_per_unknown_event_name() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        for i in 0..100 {
+            metrics.webhook(&format!("evil-{i}"), "ignored");
+        }
+        let text = exposition(&registry);
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("roster_webhooks_total{"))
+            .count();
+        assert_eq!(series, 1, "{text}");
+        assert!(
+            text.contains(r#"roster_webhooks_total{event="other",outcome="ignored"} 100"#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -83,6 +83,15 @@ fn serve_with_zero_workers_should_name_roster_workers() {
 }
 
 #[test]
+fn serve_with_a_bad_trust_proxy_should_name_it() {
+    let source = valid_dir_source();
+    let output = serve_with(&[("ROSTER_SOURCE", &source), ("ROSTER_TRUST_PROXY", "yes")]);
+    assert_stops_naming(&output, "ROSTER_TRUST_PROXY");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("must be true or false"), "{stderr}");
+}
+
+#[test]
 fn serve_with_a_bad_resync_interval_should_name_it() {
     let source = valid_dir_source();
     let output = serve_with(&[

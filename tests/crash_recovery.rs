@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use fake_github::{routes, FakeGithub, Fault, FaultKind};
-use github_server::{github_env, project, project_yaml, push, reconciles, wait_synced, FILE};
+use github_server::{
+    github_env, project, project_yaml, push, push_payload, reconciles, send_webhook, wait_synced,
+    FILE, WEBHOOK_SECRET,
+};
 use roster::db::testing::fresh_database;
 use sqlx::PgPool;
 use support::server::{eventually, Roster};
@@ -194,5 +197,85 @@ async fn claim_of_a_killed_process_should_be_taken_again_once_its_lease_runs_out
         "lease {LEASE}: second process ready {} ms before the dead one's lease ended; \
          the id was applied {applied_after:?} after the kill",
         (held_until - second_ready).num_milliseconds()
+    );
+}
+
+/// Deliveries are written in groups (one transaction for those arriving
+/// together): a `kill -9` in the middle of a flood must still leave every
+/// delivery that was answered 202 recorded, with its repository made known
+/// and enqueued, since the group committed before any of them was answered.
+#[tokio::test]
+async fn every_delivery_answered_202_should_survive_a_kill_9_in_the_middle_of_a_flood() {
+    let (s, first) = setup().await;
+    stall_repository_reads(&s.fake);
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, i64)>::new()));
+    let mut senders = tokio::task::JoinSet::new();
+    for sender in 0..32i64 {
+        let (base, answered) = (first.base.clone(), answered.clone());
+        senders.spawn(async move {
+            for n in 0..1000i64 {
+                let id = 1_000_000 + sender * 1000 + n;
+                let delivery = format!("flood-{id}");
+                let body = push_payload(id, "acme", &format!("flood-{id}"));
+                match send_webhook(&base, WEBHOOK_SECRET, "push", &delivery, body).await {
+                    Ok(answer) if answer.status == 202 => {
+                        answered.lock().expect("the list").push((delivery, id))
+                    }
+                    Ok(_) => {}
+                    Err(_) => return, // the server is gone
+                }
+            }
+        });
+    }
+    let count = || answered.lock().expect("the list").len();
+    eventually(
+        "200 deliveries answered 202",
+        Duration::from_secs(60),
+        || {
+            let n = count();
+            async move { (n >= 200).then_some(()) }
+        },
+    )
+    .await;
+    first.kill_hard();
+    while senders.join_next().await.is_some() {}
+
+    let answered = answered.lock().expect("the list").clone();
+    let ids: Vec<i64> = answered.iter().map(|(_, id)| *id).collect();
+    let deliveries: Vec<String> = answered.iter().map(|(d, _)| d.clone()).collect();
+    let recorded: i64 = sqlx::query_scalar("SELECT count(*) FROM deliveries WHERE id = ANY($1)")
+        .bind(&deliveries)
+        .fetch_one(&s.pool)
+        .await
+        .expect("the deliveries");
+    let known: i64 = sqlx::query_scalar("SELECT count(*) FROM repositories WHERE id = ANY($1)")
+        .bind(&ids)
+        .fetch_one(&s.pool)
+        .await
+        .expect("the repositories");
+    // Enqueued: still waiting, or already handled by a worker.
+    let queued: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM repositories r WHERE r.id = ANY($1)
+           AND (r.status <> 'pending' OR EXISTS (SELECT 1 FROM queue q WHERE q.repo_id = r.id))",
+    )
+    .bind(&ids)
+    .fetch_one(&s.pool)
+    .await
+    .expect("the queue");
+    println!("{} deliveries answered 202 before the kill", answered.len());
+    assert_eq!(
+        recorded,
+        answered.len() as i64,
+        "a delivery answered 202 is not recorded"
+    );
+    assert_eq!(
+        known,
+        answered.len() as i64,
+        "a repository answered 202 is not known"
+    );
+    assert_eq!(
+        queued,
+        answered.len() as i64,
+        "an id answered 202 is not queued"
     );
 }

@@ -201,8 +201,8 @@ async fn seed(pool: &PgPool) {
     insert_entry(pool, "checkout-worker", 1, "team-payments", &["payments"]).await;
     insert_entry(pool, "web-front", 2, "team-web", &["web"]).await;
     sqlx::query(
-        "insert into events (repo_id, kind, message) values
-             (1, 'synced', 'applied 2 entries'), (3, 'error', 'GitHub answered 502')",
+        "insert into events (repo_id, kind, message, count) values
+             (1, 'synced', 'applied 2 entries', 1), (3, 'error', 'GitHub answered 502', 53)",
     )
     .execute(pool)
     .await
@@ -366,8 +366,10 @@ async fn repo_page_should_show_entries_timeline_deliveries_and_links() {
     ] {
         assert!(body.contains(expected), "{expected}: {body}");
     }
-    // The timeline and the deliveries naming this repository.
+    // The timeline and the deliveries naming this repository; an event
+    // that happened once carries no count.
     assert!(body.contains("applied 2 entries"));
+    assert!(!body.contains("class=\"repeat\""), "{body}");
     assert!(body.contains("<code>push</code>"));
     assert!(body.contains("href=\"/deliveries?repo=acme%2Fapi\""));
 
@@ -399,6 +401,11 @@ async fn repo_page_should_explain_invalid_error_and_conflict() {
 
     let error = get(&f.app, "/repos/acme/pay").await.body;
     assert!(error.contains("GitHub answered 502 Bad Gateway\nwhile reading project.yaml"));
+    // The same failure 53 times in a row is one event of the timeline.
+    assert!(
+        error.contains("<span class=\"repeat\" title=\"53 reconciles in a row, the latest at this time\">×53</span> <span class=\"message\">GitHub answered 502</span>"),
+        "{error}"
+    );
     assert!(error.contains("Next retry in 2 min (at "), "{error}");
     assert!(error.contains("after 3 failed attempts."));
 

@@ -300,7 +300,7 @@ fn containers_should_set_resources_and_run_locked_down() {
 }
 
 #[test]
-fn termination_grace_should_outlast_the_pre_stop_pause_and_the_shutdown_grace() {
+fn termination_grace_should_outlast_the_pre_stop_pause_and_the_shutdown_deadline() {
     let spec = pod_spec();
     let grace = spec["terminationGracePeriodSeconds"]
         .as_u64()
@@ -313,6 +313,11 @@ fn termination_grace_should_outlast_the_pre_stop_pause_and_the_shutdown_grace() 
     assert!(
         grace > pre_stop + shutdown,
         "grace {grace}s must exceed preStop {pre_stop}s + shutdown grace {shutdown}s"
+    );
+    let deadline = roster::shutdown::STOP_DEADLINE.as_secs();
+    assert!(
+        grace > pre_stop + deadline,
+        "grace {grace}s must exceed preStop {pre_stop}s + shutdown deadline {deadline}s"
     );
 }
 

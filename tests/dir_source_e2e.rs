@@ -138,11 +138,16 @@ async fn example_org_should_show_every_status_through_the_api() {
     assert_eq!(status("status-page"), "invalid");
     assert_eq!(status("scratchpad"), "no_file");
 
-    // The file's problems, one per line, with positions and fields.
-    let inventory = &repos["local/inventory"];
+    // The file's problems, one per line, with positions and fields: all of
+    // them in the detail, the first one in the list.
+    let inventory = repo(&roster, "inventory").await;
     let error = inventory["error"].as_str().expect("error text");
     assert_eq!(error.lines().count(), 5, "{error}");
     assert!(error.starts_with("project.yaml:2:7: name: "), "{error}");
+    assert_eq!(
+        repos["local/inventory"]["error"].as_str(),
+        error.lines().next()
+    );
     assert!(repos["local/status-page"]["error"]
         .as_str()
         .unwrap_or_default()

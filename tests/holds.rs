@@ -15,7 +15,7 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::config::MaxRemovals;
 use roster::controller::{
-    Controller, Enqueue, Failure, Handler, Lister, Partition, Storage, WorkQueue,
+    Controller, ControllerConfig, Enqueue, Failure, Handler, Lister, Partition, Storage, WorkQueue,
 };
 use roster::db::queue::PgQueue;
 use roster::registry::{partition_name, RegistryHandler, RegistryTracker};
@@ -23,11 +23,14 @@ use roster::source::{FileState, Observed, RepoId, RepoInfo};
 use serde_json::Value;
 use sqlx::PgPool;
 use support::router;
+use support::server::eventually;
 use tracing_subscriber::fmt::MakeWriter;
 
 const INSTALLATION: i64 = 42;
 const TOKEN: &str = "holds-test-token";
 const PERIOD: Duration = Duration::from_secs(3600);
+/// How long a running controller may take to settle.
+const LIMIT: Duration = Duration::from_secs(30);
 
 /// The organisation as GitHub would show it now: repository id → name.
 #[derive(Clone, Default)]
@@ -112,6 +115,7 @@ type TestController =
     Controller<PgQueue, WorldLister, RegistryTracker, WorldStorage, RegistryHandler>;
 
 struct Fixture {
+    max_removals: MaxRemovals,
     pool: PgPool,
     queue: Arc<PgQueue>,
     world: World,
@@ -144,6 +148,7 @@ async fn fixture(repos: i64, max_removals: MaxRemovals) -> Fixture {
         handler.clone(),
     );
     Fixture {
+        max_removals,
         pool,
         queue,
         world,
@@ -165,6 +170,70 @@ impl Fixture {
             self.queue.done(&claim).await.expect("done");
         }
         outcomes
+    }
+
+    /// Runs every queued reconcile on `workers` concurrent workers, as
+    /// several replicas would; returns the outcomes.
+    async fn drain_on(self: &Arc<Self>, workers: usize) -> BTreeMap<&'static str, usize> {
+        let workers: Vec<_> = (0..workers)
+            .map(|_| {
+                let f = self.clone();
+                tokio::spawn(async move { f.drain().await })
+            })
+            .collect();
+        let mut outcomes = BTreeMap::new();
+        for worker in workers {
+            for (outcome, n) in worker.await.expect("worker") {
+                *outcomes.entry(outcome).or_insert(0) += n;
+            }
+        }
+        outcomes
+    }
+
+    /// The real controller on this fixture's pieces with `workers` workers,
+    /// running until the returned sender is dropped or sent to. It lists at
+    /// once, with its workers reconciling while the sweep runs.
+    fn run_controller(
+        &self,
+        workers: usize,
+    ) -> (
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let tracker =
+            Arc::new(RegistryTracker::new(self.pool.clone()).with_max_removals(self.max_removals));
+        let controller = Controller::new(
+            self.queue.clone(),
+            Arc::new(WorldLister(self.world.clone())),
+            tracker,
+            self.storage.clone(),
+            self.handler.clone(),
+        )
+        .with_config(ControllerConfig {
+            workers,
+            poll_interval: Duration::from_millis(100),
+            ..ControllerConfig::default()
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(controller.run(async {
+            let _ = stopped.await;
+        }));
+        (stop, task)
+    }
+
+    /// The active holds as `/api/v1/holds` lists them.
+    async fn holds(&self) -> Vec<Value> {
+        self.json("/api/v1/holds").await["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("no items in /api/v1/holds"))
+    }
+
+    /// The dashboard's overview page; held repositories carry a badge.
+    async fn overview(&self) -> String {
+        let (status, body) = self.request(Method::GET, "/?limit=100", None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        body
     }
 
     /// A full listing with its sweep, then every reconcile it queued.
@@ -580,18 +649,7 @@ async fn concurrent_removals_should_not_overshoot_the_bound() {
         .await
         .expect("enqueue");
     // Eight workers at once, as several replicas would run them.
-    let workers: Vec<_> = (0..8)
-        .map(|_| {
-            let f = f.clone();
-            tokio::spawn(async move { f.drain().await })
-        })
-        .collect();
-    let mut outcomes = BTreeMap::new();
-    for worker in workers {
-        for (outcome, n) in worker.await.expect("worker") {
-            *outcomes.entry(outcome).or_insert(0) += n;
-        }
-    }
+    let outcomes = f.drain_on(8).await;
     assert_eq!(outcomes, BTreeMap::from([("held", 20), ("removed", 10)]));
     assert_eq!(
         f.statuses().await,
@@ -603,4 +661,161 @@ async fn concurrent_removals_should_not_overshoot_the_bound() {
             .map(Vec::len),
         Some(1)
     );
+}
+
+/// What the dashboard marks a held repository with.
+const HELD_BADGE: &str = r#"<span class="badge hold""#;
+
+/// Opens a hold on every repository of the fixture with an empty listing,
+/// and returns the world as it was and the hold's id.
+async fn hold_everything(f: &Fixture, repos: usize) -> (BTreeMap<i64, String>, i64) {
+    let everything = f.world.get();
+    f.world.set(BTreeMap::new());
+    assert_eq!(f.list_and_reconcile().await, BTreeMap::new());
+    let holds = f.holds().await;
+    assert_eq!(holds.len(), 1, "{holds:?}");
+    assert_eq!(
+        holds[0]["repos"].as_array().map(Vec::len),
+        Some(repos),
+        "{holds:?}"
+    );
+    assert_eq!(f.holds_gauge().await, "1");
+    let hold = holds[0]["id"].as_i64().expect("hold id");
+    (everything, hold)
+}
+
+/// After the last repository came back: no active hold anywhere (API,
+/// gauge, dashboard), the hold cannot be released any more, and nothing
+/// was removed on the way.
+async fn assert_hold_closed(f: &Fixture, hold: i64, repos: i64) {
+    assert_eq!(f.holds().await, Vec::<Value>::new());
+    assert_eq!(f.holds_gauge().await, "0");
+    assert!(!f.overview().await.contains(HELD_BADGE));
+    let listed = f.json("/api/v1/repos?limit=1000").await;
+    for repo in listed["items"].as_array().expect("items") {
+        assert_eq!(repo["hold"], Value::Null, "{repo}");
+    }
+    assert_eq!(f.statuses().await, statuses(&[("synced", repos)]));
+    assert_eq!(f.entry_count().await, repos);
+    assert_eq!(f.release(hold, Some(TOKEN)).await.0, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn a_hold_should_close_when_its_last_repository_comes_back_one_by_one() {
+    let f = fixture(12, MaxRemovals::Default).await;
+    f.list_and_reconcile().await;
+    let (everything, hold) = hold_everything(&f, 12).await;
+    assert!(f.overview().await.contains(HELD_BADGE));
+
+    // Access comes back to one repository at a time (a webhook for each).
+    let mut back = BTreeMap::new();
+    for (id, name) in everything.iter().take(11) {
+        back.insert(*id, name.clone());
+        f.world.set(back.clone());
+        f.queue
+            .enqueue(vec![Enqueue::fresh(RepoId(*id))])
+            .await
+            .expect("enqueue");
+        assert_eq!(f.drain().await, BTreeMap::from([("synced", 1)]));
+        let holds = f.holds().await;
+        assert_eq!(holds.len(), 1, "{holds:?}");
+        assert_eq!(holds[0]["id"], hold);
+        assert_eq!(
+            holds[0]["repos"].as_array().map(Vec::len),
+            Some(12 - back.len()),
+            "{holds:?}"
+        );
+        assert_eq!(f.holds_gauge().await, "1");
+        assert_eq!(f.entry_count().await, 12);
+    }
+
+    // The last one appears in a listing again: the hold closes with it.
+    f.world.set(everything);
+    assert_eq!(
+        f.list_and_reconcile().await,
+        BTreeMap::from([("synced", 12)])
+    );
+    assert_hold_closed(&f, hold, 12).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hold_should_close_when_its_repositories_come_back_on_many_workers_at_once() {
+    let f = Arc::new(fixture(40, MaxRemovals::Default).await);
+    f.list_and_reconcile().await;
+    // Several rounds: each is a chance for two workers to take the last
+    // repositories off the hold at the same moment.
+    for _ in 0..5 {
+        let (everything, hold) = hold_everything(&f, 40).await;
+        // Access to the whole installation comes back (one webhook naming
+        // every repository); eight workers reconcile them at once.
+        f.world.set(everything.clone());
+        f.queue
+            .enqueue(
+                everything
+                    .keys()
+                    .map(|&id| Enqueue::fresh(RepoId(id)))
+                    .collect(),
+            )
+            .await
+            .expect("enqueue");
+        assert_eq!(f.drain_on(8).await, BTreeMap::from([("synced", 40)]));
+        assert_hold_closed(&f, hold, 40).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hold_should_close_when_a_whole_listing_follows_an_empty_one_on_a_running_controller() {
+    let f = fixture(40, MaxRemovals::Default).await;
+    f.list_and_reconcile().await;
+    let (everything, hold) = hold_everything(&f, 40).await;
+
+    // The next listing is whole again, run by the real controller: its
+    // workers reconcile the listed repositories while the sweep runs.
+    f.world.set(everything);
+    let (stop, controller) = f.run_controller(8);
+    eventually(
+        "every repository synced and the hold closed",
+        LIMIT,
+        || async {
+            let settled = f.statuses().await == statuses(&[("synced", 40)])
+                && f.queue.depth().await.ok()? == 0
+                && f.holds().await.is_empty();
+            settled.then_some(())
+        },
+    )
+    .await;
+    let _ = stop.send(());
+    controller.await.expect("controller");
+    assert_hold_closed(&f, hold, 40).await;
+}
+
+#[tokio::test]
+async fn a_hold_left_with_no_repository_should_be_closed_by_the_upgrade() {
+    let f = fixture(40, MaxRemovals::Default).await;
+    f.list_and_reconcile().await;
+    let (_, kept) = hold_everything(&f, 40).await;
+    // What an earlier version could leave: an active hold none points at.
+    let empty: i64 = sqlx::query_scalar(
+        "insert into holds (partition, reason) values ('installation/7', 'left empty')
+         returning id",
+    )
+    .fetch_one(&f.pool)
+    .await
+    .expect("insert hold");
+    assert_eq!(f.holds().await.len(), 2);
+    assert_eq!(f.holds_gauge().await, "2");
+
+    sqlx::raw_sql(include_str!("../migrations/0011_close_empty_holds.sql"))
+        .execute(&f.pool)
+        .await
+        .expect("migration");
+
+    let holds = f.holds().await;
+    assert_eq!(holds.len(), 1, "{holds:?}");
+    assert_eq!(holds[0]["id"], kept);
+    assert_eq!(holds[0]["repos"].as_array().map(Vec::len), Some(40));
+    assert_eq!(f.holds_gauge().await, "1");
+    assert_eq!(f.release(empty, Some(TOKEN)).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(f.statuses().await, statuses(&[("synced", 40)]));
+    assert_eq!(f.entry_count().await, 40);
 }

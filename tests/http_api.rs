@@ -328,6 +328,25 @@ async fn repos_list_should_refuse_bad_parameters_with_json_400s() {
 }
 
 #[tokio::test]
+async fn repos_list_should_show_only_the_first_line_of_an_error_and_the_detail_all_of_it() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+
+    let list = get(&f.app, "/api/v1/repos?q=acme/web").await.json();
+    assert_eq!(
+        list["items"][0]["error"],
+        "project.yaml:4:8: owner: must not be empty"
+    );
+    let detail = get(&f.app, "/api/v1/repos/acme/web").await.json();
+    assert_eq!(
+        detail["error"],
+        "project.yaml:4:8: owner: must not be empty\nproject.yaml:5:1: tags: too many"
+    );
+    let none = get(&f.app, "/api/v1/repos?q=acme/api").await.json();
+    assert_eq!(none["items"][0]["error"], Value::Null);
+}
+
+#[tokio::test]
 async fn repo_detail_should_add_entries_and_newest_events_first() {
     let f = fixture().await;
     seed(&f.pool).await;
@@ -341,8 +360,12 @@ async fn repo_detail_should_add_entries_and_newest_events_first() {
     assert_eq!(repo["full_name"], "acme/api");
     let events = repo["events"].as_array().expect("events");
     assert_eq!(events.len(), 2);
-    assert_eq!(keys(&events[0]), BTreeSet::from(["at", "kind", "message"]));
+    assert_eq!(
+        keys(&events[0]),
+        BTreeSet::from(["at", "count", "kind", "message"])
+    );
     assert_eq!(events[0]["message"], "nothing changed");
+    assert_eq!(events[0]["count"], 1);
     assert_eq!(events[1]["message"], "applied 2 entries");
     assert_eq!(keys(&repo["entries"][0]), BTreeSet::from(ENTRY_KEYS));
 

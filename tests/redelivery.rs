@@ -20,7 +20,8 @@ use roster::github::redelivery::{
     recover_missed, run_redelivery_loop, take_turn, RedeliveryError, OUTCOME_REQUESTED, WINDOW,
 };
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::github::webhook::{list_deliveries, router, DeliveryJson, WebhookState};
+use roster::github::webhook::retention::{prune, Retention, DEFAULT_RETENTION};
+use roster::github::webhook::{list_deliveries, router, DeliveryJson, WebhookLimits, WebhookState};
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
@@ -178,6 +179,62 @@ async fn only_missed_deliveries_should_be_asked_for_and_only_once() {
         .expect("a second pass");
     assert!(again.requested.is_empty(), "{again:?}");
     assert_eq!(fake.redelivery_requests().len(), 3, "nothing asked again");
+}
+
+#[tokio::test]
+async fn pruning_with_the_default_retention_should_keep_every_row_a_pass_reads() {
+    let env = env().await;
+    let fake = &env.fake;
+    // GitHub logged a failure nearly 3 days ago (Roster answered 400, and
+    // recorded it as rejected), and another one Roster asked for then.
+    let rejected = fake.log_delivery(HookDelivery::new("push", 400).age(WINDOW - HOUR));
+    let asked = fake.log_delivery(HookDelivery::new("push", 0).age(WINDOW - HOUR));
+    record(
+        &env.pool,
+        &NewDelivery {
+            id: &rejected.guid,
+            event: "push",
+            action: None,
+            repo: None,
+            outcome: "rejected",
+        },
+    )
+    .await
+    .expect("record the rejected delivery");
+    let first = recover_missed(&env.source, &env.pool)
+        .await
+        .expect("a first pass");
+    assert_eq!(first.requested, vec![asked.guid.clone()]);
+    // Both rows as old as GitHub's log says, and one row past the retention.
+    sqlx::query("update deliveries set at = now() - make_interval(secs => $1)")
+        .bind((WINDOW - HOUR).as_secs_f64())
+        .execute(&env.pool)
+        .await
+        .expect("age the rows");
+    sqlx::query(
+        "insert into deliveries (id, event, outcome, at)
+         values ('eight-days-old', 'push', 'queued', now() - interval '8 days')",
+    )
+    .execute(&env.pool)
+    .await
+    .expect("an old row");
+
+    let pruned = prune(&env.pool, &Retention::new(DEFAULT_RETENTION))
+        .await
+        .expect("prune");
+    assert_eq!((pruned.too_old, pruned.over_the_cap), (1, 0));
+    let kept: BTreeSet<String> = deliveries(&env.pool)
+        .await
+        .into_iter()
+        .map(|d| d.id)
+        .collect();
+    assert_eq!(kept, set(&[rejected.guid.clone(), asked.guid.clone()]));
+
+    let again = recover_missed(&env.source, &env.pool)
+        .await
+        .expect("a pass after pruning");
+    assert!(again.requested.is_empty(), "{again:?}");
+    assert_eq!(fake.redelivery_requests().len(), 1, "nothing asked again");
 }
 
 #[tokio::test]
@@ -355,6 +412,7 @@ async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository(
         queue,
         secret: SecretString::from(SECRET),
         metrics: env.metrics.clone(),
+        limits: WebhookLimits::default(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

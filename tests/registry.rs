@@ -749,9 +749,10 @@ async fn events_should_keep_the_newest_hundred() {
         )
         .await
         .ok();
-    for _ in 0..105 {
+    // Each failure says something new, so none is folded into the last.
+    for n in 0..105 {
         f.handler
-            .apply(&RepoId(1), Err(Failure::new("down")))
+            .apply(&RepoId(1), Err(Failure::new(format!("down {n}"))))
             .await
             .ok();
     }

@@ -13,7 +13,9 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
-use roster::github::webhook::{list_deliveries, router, sign, WebhookState, MAX_BODY_BYTES};
+use roster::github::webhook::{
+    list_deliveries, router, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES,
+};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
 use roster::source::{RepoId, RepoInfo};
@@ -40,6 +42,7 @@ async fn harness() -> Harness {
         queue,
         secret: SecretString::from(SECRET),
         metrics,
+        limits: WebhookLimits::default(),
     });
     Harness {
         app,
@@ -237,6 +240,10 @@ async fn every_fixture_should_enqueue_exactly_what_its_event_implies() {
 
         assert_eq!(status, StatusCode::ACCEPTED, "{name}: {body}");
         assert_eq!(body["status"], outcome, "{name}: {body}");
+        if outcome == "queued" {
+            assert_eq!(body["enqueued"], ids.len(), "{name}: {body}");
+            assert_eq!(body["listing_requested"], listing, "{name}: {body}");
+        }
         assert_eq!(queued(&h.pool).await, ids, "{name}");
         assert_eq!(listing_requested(&h.pool).await, listing, "{name}");
         let logged = deliveries(&h.pool).await;
@@ -258,7 +265,8 @@ async fn default_branch_push_should_show_the_repository_as_pending_at_once() {
     let body = fixture("push.default-branch-created.json");
     let (status, answer) = send(&h.app, signed("push", "d-push", body)).await;
     assert_eq!(status, StatusCode::ACCEPTED);
-    assert_eq!(answer["repo_ids"], serde_json::json!([186853002]));
+    assert_eq!(answer["enqueued"], 1, "{answer}");
+    assert_eq!(answer["listing_requested"], false, "{answer}");
 
     let row: (String, String, Option<i64>, Option<String>, String) = sqlx::query_as(
         "select owner, name, installation_id, default_branch, status from repositories where id = $1",
@@ -407,7 +415,7 @@ async fn wrong_or_missing_signature_should_answer_401_and_touch_nothing() {
     assert!(deliveries(&h.pool).await.is_empty());
     assert_eq!(repository_count(&h.pool).await, 0);
     assert!(exposition(&h.registry)
-        .contains(r#"roster_webhooks_total{event="unverified",outcome="unauthorized"} 5"#));
+        .contains(r#"roster_webhooks_total{event="other",outcome="unauthorized"} 5"#));
 }
 
 #[tokio::test]

@@ -1,19 +1,22 @@
 //! Feeds arbitrary bytes to the project-file parser and validator.
 //!
-//! Beyond "does not panic", it checks what SPEC §2 promises of the answer:
-//! a valid file obeys every limit, and an invalid one yields at least one
-//! problem, each printable as one `FILE:LINE:COLUMN: FIELD: message` line
-//! with 1-based positions.
+//! Beyond "does not panic", it checks what SPEC §2 and §8 promise of the
+//! answer: a valid file obeys every limit (at most 100 projects among
+//! them), and an invalid one yields at least one problem, each printable as
+//! one `FILE:LINE:COLUMN: FIELD: message` line with 1-based positions; at
+//! most 100 problems, then, only when there were more, one line
+//! `project.yaml: file: … and N more problems`.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roster::project::{parse, MAX_NAME_CHARS};
+use roster::project::{parse, MAX_NAME_CHARS, MAX_PROBLEMS, MAX_PROJECTS, MORE_PREFIX};
 
 fuzz_target!(|data: &[u8]| {
     match parse("project.yaml", data) {
         Ok(file) => {
             assert!(!file.projects.is_empty(), "a valid file declares a project");
+            assert!(file.projects.len() <= MAX_PROJECTS, "at most 100 projects");
             for project in &file.projects {
                 let name = project.name.as_str();
                 assert!(!name.is_empty() && name.chars().count() <= MAX_NAME_CHARS);
@@ -32,7 +35,29 @@ fuzz_target!(|data: &[u8]| {
                 !problems.0.is_empty(),
                 "an error names at least one problem"
             );
-            for problem in &problems.0 {
+            assert!(
+                problems.0.len() <= MAX_PROBLEMS + 1,
+                "at most 100 problems and the line counting the rest"
+            );
+            let is_more = |problem: &roster::project::Problem| {
+                problem.field == "file" && problem.message.starts_with(MORE_PREFIX)
+            };
+            for (index, problem) in problems.0.iter().enumerate() {
+                // The "and N more" line comes last, only after 100 others,
+                // and counts at least one.
+                let last = index + 1 == problems.0.len();
+                if is_more(problem) {
+                    assert!(last && index == MAX_PROBLEMS, "{problems:?}");
+                    assert!(problem.line.is_none(), "{problem:?}");
+                    let count = problem
+                        .message
+                        .strip_prefix(MORE_PREFIX)
+                        .and_then(|rest| rest.split_once(" more problem"))
+                        .and_then(|(count, _)| count.parse::<usize>().ok());
+                    assert!(count.is_some_and(|count| count >= 1), "{problem:?}");
+                } else {
+                    assert!(index < MAX_PROBLEMS, "{problems:?}");
+                }
                 assert!(problem.line.is_none_or(|line| line >= 1), "{problem:?}");
                 assert!(
                     problem.column.is_none_or(|column| column >= 1),
@@ -43,6 +68,9 @@ fuzz_target!(|data: &[u8]| {
                     "{problem:?}"
                 );
                 assert!(!problem.field.is_empty(), "{problem:?}");
+                // Quoted text is cut: no line grows with the file.
+                assert!(problem.field.chars().count() <= 200, "{problem:?}");
+                assert!(problem.message.chars().count() <= 500, "{problem:?}");
                 let line = problem.to_string();
                 assert!(
                     !line.contains(['\n', '\r']),

@@ -3,14 +3,15 @@
 //!
 //! Input layout: `event \n body` (the `X-GitHub-Event` value, then the JSON
 //! body). Besides "does not panic", it checks the plan's own promises: an
-//! ignored event does nothing, every repository made known is enqueued, and
-//! removals never make a repository known.
+//! ignored event does nothing, every repository made known is enqueued,
+//! removals never make a repository known, and no delivery names more than
+//! `MAX_NAMED_REPOS` repositories to make known or enqueue.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use roster::github::webhook::event::{parse, InstallationAction, RepositoryAction, WebhookEvent};
-use roster::github::webhook::intake::plan;
+use roster::github::webhook::intake::{plan, MAX_NAMED_REPOS};
 
 fuzz_target!(|data: &[u8]| {
     let (event, body) = match data.iter().position(|&byte| byte == b'\n') {
@@ -29,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
     for repo in &plan.known {
         assert!(plan.enqueue.contains(&repo.id), "{plan:?}");
     }
+    assert!(plan.known.len() <= MAX_NAMED_REPOS && plan.enqueue.len() <= MAX_NAMED_REPOS);
     match &parsed.event {
         WebhookEvent::Repository {
             action: RepositoryAction::Deleted,
@@ -43,8 +45,9 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(plan.tracked_of_installation, Some(*installation_id));
         }
         WebhookEvent::InstallationRepositories { removed, .. } => {
+            // Each removal is enqueued, or, past the bound, a listing finds it.
             for repo in removed {
-                assert!(plan.enqueue.contains(&repo.id));
+                assert!(plan.enqueue.contains(&repo.id) || plan.listing);
             }
         }
         _ => {}

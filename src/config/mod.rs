@@ -24,8 +24,9 @@ mod tests;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
 pub use max_removals::MaxRemovals;
 use parse::{
-    parse_batch_size, parse_lease, parse_listen, parse_log_format, parse_project_file,
-    parse_resync_interval, parse_source, parse_workers,
+    parse_batch_size, parse_delivery_retention, parse_lease, parse_listen, parse_log_format,
+    parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
+    parse_webhook_concurrency, parse_workers,
 };
 
 /// Raw database settings, shared by `serve` and `migrate`.
@@ -149,6 +150,20 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_MAX_REMOVALS")]
     pub max_removals: Option<String>,
 
+    /// `true` behind a reverse proxy that sets `X-Forwarded-For`, `-Host`
+    /// and `-Proto`; otherwise (`false`) those headers are ignored.
+    #[arg(long, env = "ROSTER_TRUST_PROXY", default_value = "false")]
+    pub trust_proxy: String,
+    /// Webhook bodies read and verified at once; the rest wait (503 past
+    /// 10 s).
+    #[arg(long, env = "ROSTER_WEBHOOK_CONCURRENCY", default_value = "32")]
+    pub webhook_concurrency: String,
+
+    /// How long the webhook delivery log keeps a delivery (`7d`, `72h`);
+    /// at least 3d.
+    #[arg(long, env = "ROSTER_DELIVERY_RETENTION", default_value = "7d")]
+    pub delivery_retention: String,
+
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
     /// wait a minute for the claim to run out.
@@ -191,9 +206,16 @@ pub struct Settings {
     pub api_token: Option<SecretString>,
     pub log_format: LogFormat,
     pub max_removals: MaxRemovals,
+    /// Whether `X-Forwarded-*` headers describe the client
+    /// (`ROSTER_TRUST_PROXY`); off, anyone could write them.
+    pub trust_proxy: bool,
     /// Length of a worker's claim (hidden `ROSTER_LEASE`, default
     /// [`crate::app::LEASE`]).
     pub lease: Duration,
+    /// Webhook bodies read and verified at once.
+    pub webhook_concurrency: usize,
+    /// How long the delivery log keeps a delivery.
+    pub delivery_retention: Duration,
 }
 
 /// A setting that is missing or wrong; shown as `SETTING: message`.
@@ -240,10 +262,16 @@ impl ServeArgs {
                 .parse()
                 .map_err(|m| ConfigError::new("ROSTER_MAX_REMOVALS", m))?,
         };
+        let trust_proxy = match non_empty(Some(self.trust_proxy)) {
+            None => false,
+            Some(raw) => parse_trust_proxy(&raw)?,
+        };
         let lease = match non_empty(self.lease) {
             None => crate::app::LEASE,
             Some(raw) => parse_lease(&raw)?,
         };
+        let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;
+        let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
@@ -257,7 +285,10 @@ impl ServeArgs {
             api_token: non_empty(self.api_token).map(SecretString::from),
             log_format,
             max_removals,
+            trust_proxy,
             lease,
+            webhook_concurrency,
+            delivery_retention,
         })
     }
 }

@@ -134,6 +134,42 @@ pub(super) fn parse_batch_size(raw: &str) -> Result<usize, ConfigError> {
         })
 }
 
+pub(super) fn parse_webhook_concurrency(raw: &str) -> Result<usize, ConfigError> {
+    raw.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=256).contains(n))
+        .ok_or_else(|| {
+            ConfigError::new(
+                "ROSTER_WEBHOOK_CONCURRENCY",
+                format!("{raw:?} must be a number from 1 to 256"),
+            )
+        })
+}
+
+/// At least the 3 days the redelivery of missed deliveries looks back, so
+/// pruning never removes a row it reads; at most 100 years, which keeps the
+/// cut-off a valid PostgreSQL time.
+pub(super) fn parse_delivery_retention(raw: &str) -> Result<Duration, ConfigError> {
+    const SETTING: &str = "ROSTER_DELIVERY_RETENTION";
+    let retention = humantime::parse_duration(raw.trim()).map_err(|_| {
+        ConfigError::new(
+            SETTING,
+            format!("{raw:?} is not a duration like 7d, 72h or 30d"),
+        )
+    })?;
+    if retention < crate::github::redelivery::WINDOW {
+        return Err(ConfigError::new(
+            SETTING,
+            "must be at least 3d: the recovery of missed deliveries reads the last 3 days",
+        ));
+    }
+    if retention > Duration::from_secs(100 * 365 * 24 * 3600) {
+        return Err(ConfigError::new(SETTING, "must be at most 100y"));
+    }
+    Ok(retention)
+}
+
 pub(super) fn parse_log_format(raw: &str) -> Result<LogFormat, ConfigError> {
     match raw.trim() {
         "text" => Ok(LogFormat::Text),
@@ -141,6 +177,17 @@ pub(super) fn parse_log_format(raw: &str) -> Result<LogFormat, ConfigError> {
         _ => Err(ConfigError::new(
             "ROSTER_LOG_FORMAT",
             format!("{raw:?} must be text or json"),
+        )),
+    }
+}
+
+pub(super) fn parse_trust_proxy(raw: &str) -> Result<bool, ConfigError> {
+    match raw.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ConfigError::new(
+            "ROSTER_TRUST_PROXY",
+            format!("{raw:?} must be true or false"),
         )),
     }
 }

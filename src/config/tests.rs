@@ -64,6 +64,9 @@ fn defaults_should_apply_with_only_a_dir_source() {
     assert!(s.api_token.is_none());
     assert_eq!(s.log_format, LogFormat::Text);
     assert_eq!(s.max_removals, MaxRemovals::Default);
+    assert!(!s.trust_proxy);
+    assert_eq!(s.webhook_concurrency, 32);
+    assert_eq!(s.delivery_retention, Duration::from_secs(7 * 24 * 3600));
 }
 
 #[test]
@@ -340,6 +343,38 @@ fn batch_size_should_be_between_1_and_100() {
 }
 
 #[test]
+fn webhook_concurrency_should_be_between_1_and_256() {
+    let here = here();
+    for bad in ["0", "257", "-1", "many", ""] {
+        assert_eq!(
+            err(&["--source", &here, &format!("--webhook-concurrency={bad}")]).setting,
+            "ROSTER_WEBHOOK_CONCURRENCY",
+            "{bad:?}"
+        );
+    }
+    let s = parse(&["--source", &here, "--webhook-concurrency", "2"]).unwrap();
+    assert_eq!(s.webhook_concurrency, 2);
+}
+
+#[test]
+fn delivery_retention_should_parse_human_durations_of_at_least_3_days() {
+    let here = here();
+    let s = parse(&["--source", &here, "--delivery-retention", "72h"]).unwrap();
+    assert_eq!(s.delivery_retention, Duration::from_secs(3 * 24 * 3600));
+    let s = parse(&["--source", &here, "--delivery-retention", "30d"]).unwrap();
+    assert_eq!(s.delivery_retention, Duration::from_secs(30 * 24 * 3600));
+    for bad in ["soon", "2d", "71h", "0s", "", "101y"] {
+        let e = err(&["--source", &here, &format!("--delivery-retention={bad}")]);
+        assert_eq!(e.setting, "ROSTER_DELIVERY_RETENTION", "{bad:?}");
+    }
+    let e = err(&["--source", &here, "--delivery-retention", "1d"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_DELIVERY_RETENTION: must be at least 3d: the recovery of missed deliveries reads the last 3 days"
+    );
+}
+
+#[test]
 fn log_format_should_be_text_or_json() {
     let here = here();
     let s = parse(&["--source", &here, "--log-format", "json"]).unwrap();
@@ -348,6 +383,22 @@ fn log_format_should_be_text_or_json() {
         err(&["--source", &here, "--log-format", "xml"]).setting,
         "ROSTER_LOG_FORMAT"
     );
+}
+
+#[test]
+fn trust_proxy_should_be_true_or_false() {
+    let here = here();
+    let s = parse(&["--source", &here, "--trust-proxy", "true"]).unwrap();
+    assert!(s.trust_proxy);
+    for off in ["false", ""] {
+        let s = parse(&["--source", &here, &format!("--trust-proxy={off}")]).unwrap();
+        assert!(!s.trust_proxy, "{off:?}");
+    }
+    for bad in ["yes", "1", "TRUE ish"] {
+        let e = err(&["--source", &here, &format!("--trust-proxy={bad}")]);
+        assert_eq!(e.setting, "ROSTER_TRUST_PROXY", "{bad:?}");
+        assert!(e.message.contains("true or false"), "{e}");
+    }
 }
 
 #[test]

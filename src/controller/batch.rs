@@ -1,11 +1,13 @@
 //! One worker's batch: the keys it claimed at once, read from the storage
 //! together, then applied one by one, each ending as its own result says.
 //!
-//! The leases of the whole batch are renewed together while it runs. When
-//! one is lost, or renewing keeps failing until the leases may run out, the
-//! batch is abandoned at once, before another worker can hold its keys.
-//! On shutdown the batch has the grace to finish; what did not finish is
-//! given back, ready at once for another replica.
+//! The leases of the whole batch are renewed together while it runs
+//! ([`super::lease`]). When one is lost, or no renewal succeeded for two
+//! thirds of the lease, the batch is abandoned at once, before another
+//! worker can hold its keys; each key's apply commits only while that key's
+//! claim is live ([`Handler::apply_claimed`]). On shutdown the batch has the
+//! grace to finish; what did not finish is given back, ready at once for
+//! another replica.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -14,6 +16,7 @@ use tokio::sync::{watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
 use tracing::{Instrument, Span};
 
+use super::lease::{self, Abandon, LeaseTimes};
 use super::queue::{Claim, ListingSchedule, WorkQueue};
 use super::runner::Controller;
 use super::traits::{Failure, Handler, Lister, Storage, Tracker};
@@ -28,7 +31,7 @@ enum Cut {
     /// Every key was handled.
     None,
     /// A lease was lost or could not be renewed in time.
-    LeaseLost,
+    Abandoned(Abandon),
     /// The shutdown grace ran out.
     Grace,
 }
@@ -41,14 +44,20 @@ where
     S: Storage<Key = Q::Key>,
     H: Handler<Key = Q::Key, State = S::State>,
 {
-    /// Handles `claims` while renewing their leases; `read_slot` is given up
-    /// as soon as the storage has answered, so another worker may read.
+    /// Handles `claims`, asked for at `claimed_at`, while renewing their
+    /// leases; `read_slot` is given up as soon as the storage has answered,
+    /// so another worker may read.
     pub(super) async fn handle_batch(
         &self,
         claims: Vec<Claim<Q::Key>>,
+        claimed_at: Instant,
         read_slot: OwnedSemaphorePermit,
         stop: &mut watch::Receiver<bool>,
     ) {
+        let started = Instant::now();
+        let times = LeaseTimes {
+            lease: self.config.lease,
+        };
         let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; claims.len()]);
         let mut work = Box::pin(self.run_batch(&claims, read_slot, &outcomes));
         let stopped = async {
@@ -61,7 +70,7 @@ where
         };
         let cut = tokio::select! {
             () = &mut work => Cut::None,
-            () = self.keep_leases(&claims) => Cut::LeaseLost,
+            abandon = lease::keep(&*self.queue, &claims, claimed_at, times) => Cut::Abandoned(abandon),
             () = stopped => Cut::Grace,
         };
         // The attempt in flight, if any, is dropped here (its transaction
@@ -70,6 +79,9 @@ where
         let outcomes = outcomes
             .into_inner()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Cut::Abandoned(why) = cut {
+            self.abandoned(&claims, &outcomes, why, started.elapsed().as_secs_f64());
+        }
         self.finish_batch(&claims, outcomes, cut).await;
     }
 
@@ -100,7 +112,7 @@ where
             let started = Instant::now();
             let result = self
                 .handler
-                .apply(&claim.key, state)
+                .apply_claimed(claim, state)
                 .instrument(span.clone())
                 .await;
             let elapsed = (read_time + started.elapsed()).as_secs_f64();
@@ -110,50 +122,44 @@ where
         }
     }
 
-    /// Renews every lease of the batch each third of the lease; returns
-    /// only when one was lost, or when renewing failed so long that the
-    /// leases might run out before the next try.
-    async fn keep_leases(&self, claims: &[Claim<Q::Key>]) {
-        let lease = self.config.lease;
-        let every = lease / 3;
-        // Give up this long before the leases could run out, so that the
-        // attempt is dropped while the keys are still this worker's.
-        let margin = lease / 10;
-        let mut renewed_at = Instant::now();
-        loop {
-            tokio::time::sleep(every).await;
-            let give_up_at = renewed_at + lease - margin;
-            let asked = Instant::now();
-            match tokio::time::timeout_at(give_up_at, self.queue.renew_many(claims)).await {
-                Ok(Ok(kept)) => {
-                    let lost: Vec<String> = claims
-                        .iter()
-                        .zip(kept.iter().chain(std::iter::repeat(&false)))
-                        .filter(|(_, kept)| !**kept)
-                        .map(|(c, _)| c.key.to_string())
-                        .collect();
-                    if !lost.is_empty() {
-                        tracing::warn!(keys = %lost.join(","), "lease lost; dropping this batch");
-                        return;
-                    }
-                    renewed_at = asked;
-                }
-                Ok(Err(e)) => tracing::warn!(error = %e, "lease renewal failed"),
-                Err(_) => tracing::warn!("lease renewal did not answer in time"),
+    /// Says why the batch was dropped, and counts each key it left
+    /// unfinished as `abandoned`.
+    fn abandoned(
+        &self,
+        claims: &[Claim<Q::Key>],
+        outcomes: &[Option<Outcome>],
+        why: Abandon,
+        elapsed: f64,
+    ) {
+        let unfinished: Vec<String> = claims
+            .iter()
+            .zip(outcomes)
+            .filter(|(_, outcome)| outcome.is_none())
+            .map(|(claim, _)| claim.key.to_string())
+            .collect();
+        for _ in &unfinished {
+            self.metrics.observe("abandoned", elapsed);
+        }
+        let keys = unfinished.join(",");
+        match why {
+            Abandon::Lost => {
+                tracing::warn!(%keys, "lease lost; dropping the rest of this batch");
             }
-            if Instant::now() + every >= renewed_at + lease - margin {
-                tracing::warn!(
-                    keys = claims.len(),
-                    "leases could not be renewed; dropping this batch before they run out"
-                );
-                return;
-            }
+            Abandon::Unconfirmed { since } => tracing::warn!(
+                %keys,
+                unrenewed_ms = since.as_millis() as u64,
+                lease_ms = self.config.lease.as_millis() as u64,
+                "leases could not be renewed; dropping the rest of this batch before they run out",
+            ),
         }
     }
 
     /// Ends every claim of the batch as its outcome says: done (together),
-    /// failed with the next retry's delay, deferred, or given back when the
-    /// batch was cut before the key was handled.
+    /// failed with the next retry's delay, or deferred. A key the batch did
+    /// not reach is given back, except when no renewal could confirm the
+    /// leases: the queue may be unreachable, and the leases are left to run
+    /// out, so no other worker starts on a key before the dropped attempt
+    /// has had a third of a lease to roll back.
     async fn finish_batch(
         &self,
         claims: &[Claim<Q::Key>],
@@ -163,12 +169,18 @@ where
         let mut done = Vec::new();
         for (claim, outcome) in claims.iter().zip(outcomes) {
             let Some((result, elapsed, span)) = outcome else {
-                if cut == Cut::Grace {
-                    tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
+                match cut {
+                    Cut::Abandoned(Abandon::Unconfirmed { .. }) => {}
+                    Cut::Grace => {
+                        tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
+                        self.end(claim, self.queue.release(claim).await);
+                    }
+                    // After a lost lease this is a no-op for the lost claims
+                    // and frees the others, whose leases were just renewed.
+                    Cut::Abandoned(Abandon::Lost) | Cut::None => {
+                        self.end(claim, self.queue.release(claim).await);
+                    }
                 }
-                // After a lost lease this is a no-op for the lost claims and
-                // frees the others at once.
-                self.end(claim, self.queue.release(claim).await);
                 continue;
             };
             let duration_ms = (elapsed * 1000.0) as u64;

@@ -14,6 +14,8 @@ pub struct ControllerConfig {
     /// How often a replica asks whether a listing is due or was requested.
     pub listing_check: Duration,
     /// Length of a claim; renewed every third of it while the work runs.
+    /// An attempt that could not renew for two thirds of it is dropped, so
+    /// it never outlives its lease (see [`super::lease`]).
     pub lease: Duration,
     /// Most keys a worker claims and reads at once (one batch).
     pub batch_size: usize,

@@ -7,6 +7,7 @@ mod batch;
 pub mod config;
 pub mod conformance;
 pub mod conformance_batch;
+pub mod lease;
 pub mod memory_queue;
 pub mod metrics;
 pub mod queue;
@@ -19,5 +20,7 @@ pub use metrics::ControllerMetrics;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
 pub use runner::Controller;
 pub use traits::{Failure, Found, Handler, Lister, Partition, Storage, Tracker};
+#[cfg(test)]
+mod flaky_queue;
 #[cfg(test)]
 mod runner_tests;

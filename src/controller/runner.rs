@@ -110,13 +110,15 @@ where
                 },
                 _ = stop.changed() => continue,
             };
+            // The leases start no earlier than the claims are asked for.
+            let asked = Instant::now();
             match self
                 .queue
                 .claim_many(&name, self.config.batch_size.max(1))
                 .await
             {
                 Ok(claims) if !claims.is_empty() => {
-                    self.handle_batch(claims, slot, &mut stop).await
+                    self.handle_batch(claims, asked, slot, &mut stop).await
                 }
                 Ok(_) => {
                     drop(slot);

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::flaky_queue::{FlakyQueue, Renewals};
 use super::memory_queue::MemoryQueue;
 use super::*;
 
@@ -30,6 +31,8 @@ struct World {
     /// What the guard was told: tracked count, listed keys.
     guard_seen: Vec<(usize, Vec<Key>)>,
     calls: Vec<Call>,
+    /// Every attempt the handler began, finished or not.
+    attempts: Vec<Attempt>,
     hints: Vec<(Key, Option<Vec<u8>>)>,
     work_time: Duration,
     /// Keys of each `get_many` call, in order.
@@ -38,12 +41,38 @@ struct World {
     read_time: Duration,
     /// A deferral to give once per key (a spent budget), with its wait.
     deferrals: HashMap<Key, Duration>,
-    /// When each apply started, finished or not.
-    starts: Vec<(Key, Instant)>,
+}
+
+/// One attempt seen by the handler: when it began, and when it finished or
+/// was dropped unfinished.
+#[derive(Debug, Clone)]
+struct Attempt {
+    key: Key,
+    start: Instant,
+    end: Option<Instant>,
+    dropped: bool,
 }
 
 #[derive(Clone, Default)]
 struct Fake(Arc<Mutex<World>>);
+
+/// Marks an attempt ended when the handler's future finishes or is dropped.
+struct Watch {
+    fake: Fake,
+    index: usize,
+    finished: bool,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let (now, finished, index) = (Instant::now(), self.finished, self.index);
+        self.fake.with(|w| {
+            let attempt = &mut w.attempts[index];
+            attempt.end = Some(now);
+            attempt.dropped = !finished;
+        });
+    }
+}
 
 impl Fake {
     fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
@@ -172,11 +201,23 @@ impl Handler for Fake {
         state: Result<Option<String>, Failure>,
     ) -> Result<&'static str, Failure> {
         let start = Instant::now();
-        let work = self.with(|w| {
-            w.starts.push((*key, start));
-            w.work_time
+        let index = self.with(|w| {
+            w.attempts.push(Attempt {
+                key: *key,
+                start,
+                end: None,
+                dropped: false,
+            });
+            w.attempts.len() - 1
         });
+        let mut watch = Watch {
+            fake: self.clone(),
+            index,
+            finished: false,
+        };
+        let work = self.with(|w| w.work_time);
         tokio::time::sleep(work).await;
+        watch.finished = true;
         let end = Instant::now();
         self.with(|w| {
             w.calls
@@ -610,6 +651,51 @@ async fn a_failure_in_a_batch_should_stay_with_its_key() {
     }
 }
 
+// ---- leases that cannot be renewed (SPEC §8) ----
+
+const LEASE: Duration = Duration::from_secs(30);
+
+/// The controller on a queue whose renewals follow `renewals`; the lease
+/// is [`LEASE`], the work of one attempt takes `work`.
+fn start_flaky(fake: &Fake, renewals: Renewals, work: Duration) -> Running<FlakyQueue<Key>> {
+    fake.with(|w| {
+        w.items.insert(1, "a".into());
+        w.work_time = work;
+    });
+    start_flaky_on(fake, renewals)
+}
+
+/// The controller, on a [`FlakyQueue`] with the lease [`LEASE`], over
+/// whatever `fake` holds.
+fn start_flaky_on(fake: &Fake, renewals: Renewals) -> Running<FlakyQueue<Key>> {
+    let queue = Arc::new(FlakyQueue::new(LEASE));
+    queue.set(renewals);
+    let config = ControllerConfig {
+        lease: LEASE,
+        // One listing, at start: no attempt in flight when the test stops.
+        resync_interval: Duration::from_secs(24 * 3600),
+        ..config()
+    };
+    start_on(fake, config, queue)
+}
+
+fn attempts(fake: &Fake) -> Vec<Attempt> {
+    fake.with(|w| w.attempts.clone())
+}
+
+/// No two attempts of `key` ran at the same time.
+fn assert_never_overlapping(attempts: &[Attempt], key: Key) {
+    let mut spans: Vec<(Instant, Instant)> = attempts
+        .iter()
+        .filter(|a| a.key == key)
+        .map(|a| (a.start, a.end.unwrap_or_else(Instant::now)))
+        .collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(pair[1].0 >= pair[0].1, "overlapping attempts: {pair:?}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_deferred_key_should_wait_without_counting_an_attempt() {
     let fake = Fake::default();
@@ -708,71 +794,6 @@ async fn a_batch_longer_than_its_lease_should_keep_every_key() {
     });
 }
 
-/// A memory queue whose next `renewals_failing` batch renewals fail, as
-/// when the database is unreachable.
-struct FlakyRenewals {
-    inner: MemoryQueue<Key>,
-    renewals_failing: Mutex<u32>,
-}
-
-impl WorkQueue for FlakyRenewals {
-    type Key = Key;
-    async fn enqueue(&self, items: Vec<Enqueue<Key>>) -> Result<(), QueueError> {
-        self.inner.enqueue(items).await
-    }
-    async fn claim(&self, worker: &str) -> Result<Option<Claim<Key>>, QueueError> {
-        self.inner.claim(worker).await
-    }
-    async fn renew(&self, claim: &Claim<Key>) -> Result<bool, QueueError> {
-        self.inner.renew(claim).await
-    }
-    async fn renew_many(&self, claims: &[Claim<Key>]) -> Result<Vec<bool>, QueueError> {
-        {
-            let mut failing = self.renewals_failing.lock().expect("lock");
-            if *failing > 0 {
-                *failing -= 1;
-                return Err(QueueError("database unreachable".into()));
-            }
-        }
-        self.inner.renew_many(claims).await
-    }
-    async fn done(&self, claim: &Claim<Key>) -> Result<(), QueueError> {
-        self.inner.done(claim).await
-    }
-    async fn fail(
-        &self,
-        claim: &Claim<Key>,
-        error: &str,
-        delay: Duration,
-    ) -> Result<(), QueueError> {
-        self.inner.fail(claim, error, delay).await
-    }
-    async fn release(&self, claim: &Claim<Key>) -> Result<(), QueueError> {
-        self.inner.release(claim).await
-    }
-    async fn defer(&self, claim: &Claim<Key>, delay: Duration) -> Result<(), QueueError> {
-        self.inner.defer(claim, delay).await
-    }
-    fn changed(&self) -> impl std::future::Future<Output = ()> + Send {
-        self.inner.changed()
-    }
-    async fn depth(&self) -> Result<u64, QueueError> {
-        self.inner.depth().await
-    }
-    async fn status(&self, key: &Key) -> Result<Option<ItemStatus>, QueueError> {
-        self.inner.status(key).await
-    }
-}
-
-impl ListingSchedule for FlakyRenewals {
-    async fn take_listing(&self, interval: Duration) -> Result<bool, QueueError> {
-        self.inner.take_listing(interval).await
-    }
-    async fn request_listing(&self) -> Result<(), QueueError> {
-        self.inner.request_listing().await
-    }
-}
-
 #[tokio::test(start_paused = true)]
 async fn a_batch_whose_leases_cannot_be_renewed_should_be_dropped_before_they_run_out() {
     let fake = Fake::default();
@@ -780,30 +801,138 @@ async fn a_batch_whose_leases_cannot_be_renewed_should_be_dropped_before_they_ru
         (1..=3).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
         w.work_time = Duration::from_secs(50);
     });
-    let cfg = config();
-    let lease = cfg.lease;
-    let queue = Arc::new(FlakyRenewals {
-        inner: MemoryQueue::new(lease),
-        renewals_failing: Mutex::new(2),
-    });
-    let running = start_on(&fake, cfg, queue);
+    let running = start_flaky_on(&fake, Renewals::Fail(u32::MAX));
+    fake.until("the batch dropped", |w| {
+        w.attempts.iter().any(|a| a.dropped)
+    })
+    .await;
+    // The database is back: the next batch renews and finishes.
+    running.queue.set(Renewals::Work);
     fake.until("all applied", |w| w.calls.len() == 3).await;
     running.stop().await;
+
+    let seen = attempts(&fake);
+    let key_1: Vec<&Attempt> = seen.iter().filter(|a| a.key == 1).collect();
+    assert_eq!(key_1.len(), 2, "key 1 was tried twice: {seen:?}");
+    let (first, second) = (key_1[0], key_1[1]);
+    assert!(first.dropped && !second.dropped, "{seen:?}");
+    // The first attempt was dropped unfinished, with a third of the lease
+    // still left; the key was claimed again only once that lease ran out.
+    let ran = first.end.expect("ended") - first.start;
+    assert!(ran <= LEASE * 2 / 3, "dropped after {ran:?}");
+    let gap = second.start - first.end.expect("ended");
+    assert!(gap >= LEASE / 3, "claimed again {gap:?} after the drop");
     fake.with(|w| {
-        let starts: Vec<Instant> = w.starts.iter().filter(|s| s.0 == 1).map(|s| s.1).collect();
-        assert_eq!(starts.len(), 2, "key 1 was tried twice: {starts:?}");
-        // The first attempt was dropped unfinished, and before its lease
-        // ran out: the second began at once, still within that lease.
-        assert!(
-            starts[1] - starts[0] < lease,
-            "dropped after {:?}",
-            starts[1] - starts[0]
-        );
         assert_eq!(calls_for(w, 1), 1, "only the second attempt finished");
-        let mut spans: Vec<(Instant, Instant)> = w.calls.iter().map(|c| (c.2, c.3)).collect();
-        spans.sort();
-        for pair in spans.windows(2) {
-            assert!(pair[1].0 >= pair[0].1, "overlapping: {pair:?}");
+        for k in 1..=3 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
         }
     });
+    // The rest of the batch went with it: keys 2 and 3 were never begun
+    // in the dropped batch, and no key ran twice at once.
+    for k in 1..=3 {
+        assert_never_overlapping(&seen, k);
+    }
+    for k in 2..=3 {
+        let begun: Vec<&Attempt> = seen.iter().filter(|a| a.key == k).collect();
+        assert_eq!(begun.len(), 1, "key {k}: {begun:?}");
+        assert!(
+            begun[0].start >= second.start,
+            "key {k} began in the dropped batch"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewals_that_keep_failing_should_drop_the_attempt_before_the_lease_ends() {
+    let fake = Fake::default();
+    let running = start_flaky(&fake, Renewals::Fail(u32::MAX), Duration::from_secs(600));
+    fake.until("two attempts dropped", |w| {
+        w.attempts.iter().filter(|a| a.dropped).count() >= 2
+    })
+    .await;
+    // The database is back: the next attempt renews and finishes.
+    running.queue.set(Renewals::Work);
+    fake.until("an attempt finished", |w| calls_for(w, 1) == 1)
+        .await;
+    let renewals = running.queue.renewals_asked();
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    assert_never_overlapping(&seen, 1);
+    let dropped: Vec<&Attempt> = seen.iter().filter(|a| a.dropped).collect();
+    for attempt in &dropped {
+        let ran = attempt.end.expect("ended") - attempt.start;
+        // Given up when a third of the lease was still left, not at its end.
+        assert!(ran <= LEASE * 2 / 3, "dropped after {ran:?}");
+        assert!(ran >= LEASE / 2, "gave up at the first failure: {ran:?}");
+    }
+    for pair in seen.windows(2) {
+        // The queue hands the key out again only when the lease ran out;
+        // by then the previous attempt had been gone a third of a lease.
+        let gap = pair[1].start - pair[0].end.expect("ended");
+        assert!(gap >= LEASE / 3, "next attempt {gap:?} after the drop");
+    }
+    assert!(
+        renewals >= 2 * 3,
+        "failed renewals are retried before giving up ({renewals} asked)"
+    );
+    assert!(!seen.last().expect("attempts").dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renewal_that_never_answers_should_not_keep_the_attempt_alive() {
+    let fake = Fake::default();
+    let running = start_flaky(&fake, Renewals::Hang, Duration::from_secs(600));
+    fake.until("an attempt dropped", |w| {
+        w.attempts.iter().any(|a| a.dropped)
+    })
+    .await;
+    running.queue.set(Renewals::Work);
+    fake.until("an attempt finished", |w| calls_for(w, 1) == 1)
+        .await;
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    assert_never_overlapping(&seen, 1);
+    let first = &seen[0];
+    assert!(first.dropped);
+    let ran = first.end.expect("ended") - first.start;
+    assert!(ran <= LEASE * 2 / 3, "dropped after {ran:?}");
+    assert!(
+        seen[1].start - first.start >= LEASE,
+        "claimed again too early"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_failed_renewal_should_not_drop_the_attempt() {
+    let fake = Fake::default();
+    // Outlives two leases: it needs every renewal after the failed one.
+    let running = start_flaky(&fake, Renewals::Fail(1), LEASE * 2);
+    fake.until("the attempt finished", |w| calls_for(w, 1) == 1)
+        .await;
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(!seen[0].dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lease_taken_by_another_worker_should_drop_the_attempt_at_the_next_renewal() {
+    let fake = Fake::default();
+    let running = start_flaky(&fake, Renewals::Lost, Duration::from_secs(600));
+    fake.until("an attempt dropped", |w| {
+        w.attempts.iter().any(|a| a.dropped)
+    })
+    .await;
+    running.stop().await;
+
+    let first = &attempts(&fake)[0];
+    assert_eq!(first.end.expect("ended") - first.start, LEASE / 3);
+    assert!(
+        fake.with(|w| w.calls.is_empty()),
+        "the attempt never finished"
+    );
 }

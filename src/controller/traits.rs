@@ -5,7 +5,7 @@ use std::fmt;
 use std::future::Future;
 use std::time::Duration;
 
-use super::queue::Enqueue;
+use super::queue::{Claim, Enqueue};
 
 /// A failed attempt, with the wait the remote side asked for, if any.
 ///
@@ -160,4 +160,17 @@ pub trait Handler: Send + Sync + 'static {
         key: &Self::Key,
         state: Result<Self::State, Failure>,
     ) -> impl Future<Output = Result<&'static str, Failure>> + Send;
+
+    /// [`Handler::apply`] for an attempt that holds `claim`; the controller
+    /// calls this one. A handler whose writes commit where the queue keeps
+    /// its claims overrides it to commit only while `claim` is still live
+    /// (fencing): a worker can lose its lease without having noticed yet,
+    /// and must not then write over the work of the worker that took it.
+    fn apply_claimed(
+        &self,
+        claim: &Claim<Self::Key>,
+        state: Result<Self::State, Failure>,
+    ) -> impl Future<Output = Result<&'static str, Failure>> + Send {
+        self.apply(&claim.key, state)
+    }
 }

@@ -10,12 +10,30 @@
 //!
 //! PostgreSQL refuses to run as root; when Roster runs as root, the server
 //! runs as the `postgres` system user instead.
+//!
+//! The server is never left behind. `pg_ctl` runs it in a session of its
+//! own (so a Ctrl-C meant for Roster does not end it while Roster still
+//! drains its work), so it outlives a Roster killed with `kill -9`. Every
+//! Roster using the folder holds a shared lock on it (see [`lock`]); the
+//! last one to exit stops the server, and one that starts while nobody
+//! holds the lock knows that a server still running there was left by a
+//! crash. It stops that server (`pg_ctl stop -m fast`) and starts its own
+//! rather than adopting it: the leftover runs with the settings, binaries
+//! and log of the earlier run, while a server started now runs with this
+//! run's, and a fast stop takes well under a second.
+
+mod leftover;
+mod lock;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use std::time::Duration;
 
 use sqlx::Connection;
 use tokio::process::Command;
+
+use leftover::LockFile;
+use lock::{StartLock, UseLock};
 
 /// Names the socket file (`.s.PGSQL.5432`) inside our private folder.
 const PORT: u16 = 5432;
@@ -26,6 +44,9 @@ const DATABASE: &str = "roster";
 const MAX_SOCKET_PATH: usize = 107;
 /// How long `pg_ctl start -w` may wait for the server to accept connections.
 const START_TIMEOUT_SECS: &str = "60";
+/// How long a process waits while another one starts or stops the server
+/// (at worst a leftover's stop and a start, each within `pg_ctl`'s 60 s).
+const BUSY_LIMIT: Duration = Duration::from_secs(150);
 
 /// Why the private PostgreSQL could not be started or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -72,19 +93,24 @@ pub enum EmbeddedError {
     },
     #[error("cannot create the `{DATABASE}` database in the private PostgreSQL: {0}")]
     CreateDatabase(#[source] sqlx::Error),
+    #[error(
+        "another roster process has been starting or stopping the private PostgreSQL \
+         in {path} for over {}s: wait for it or end it",
+        waited.as_secs()
+    )]
+    Busy { path: PathBuf, waited: Duration },
 }
 
 /// A running private PostgreSQL; call [`EmbeddedPostgres::stop`] when done.
+/// Dropped without it (a panic), the server runs on until the next start.
 #[derive(Debug)]
 pub struct EmbeddedPostgres {
     data_dir: PathBuf,
     pgdata: PathBuf,
     bin_dir: PathBuf,
     run_as: Option<SystemUser>,
-    /// False when the server was already running (another roster process
-    /// on the same folder, or one left by a killed process): then `stop`
-    /// leaves it running for whoever uses it.
-    started_here: bool,
+    /// Marks this process as a user of the server while it lives.
+    users: UseLock,
 }
 
 /// The user the server runs as, when Roster runs as root.
@@ -113,29 +139,55 @@ impl EmbeddedPostgres {
             check_reachable(&data_dir, user)?;
         }
 
-        let mut pg = EmbeddedPostgres {
+        let start = StartLock::acquire(&data_dir, BUSY_LIMIT).await?;
+        let (users, alone) = UseLock::join(&data_dir, &start)?;
+        let pg = EmbeddedPostgres {
             data_dir,
             pgdata,
             bin_dir,
             run_as,
-            started_here: false,
+            users,
         };
-        if !pg.pgdata.join("PG_VERSION").is_file() {
-            pg.initdb().await?;
-        }
-        pg.write_settings()?;
-        if pg.is_running().await? {
-            tracing::info!(data_dir = %pg.data_dir.display(), "private PostgreSQL already running; reusing it");
-        } else {
-            pg.pg_ctl_start().await?;
-            pg.started_here = true;
-        }
-        if let Err(e) = pg.create_database().await {
+        if let Err(e) = pg.bring_up(alone).await {
             // Do not leave a server behind that nobody will stop.
-            let _ = pg.stop_server().await;
+            if pg.users.leave(&start)? {
+                let _ = pg.stop_server().await;
+            }
             return Err(e);
         }
+        if alone {
+            pg.users.share()?;
+        }
         Ok(pg)
+    }
+
+    /// Creates the cluster if needed and makes sure a server of this run
+    /// serves the `roster` database. `alone`: no other process uses the
+    /// folder, so a server running there is a leftover.
+    async fn bring_up(&self, alone: bool) -> Result<(), EmbeddedError> {
+        if !self.pgdata.join("PG_VERSION").is_file() {
+            self.initdb().await?;
+        }
+        self.write_settings()?;
+        match self.postmaster() {
+            LockFile::Running(pid) if alone => {
+                tracing::warn!(
+                    pid,
+                    data_dir = %self.data_dir.display(),
+                    "a private PostgreSQL left running by an earlier roster process; stopping it"
+                );
+                self.stop_server().await?;
+                self.pg_ctl_start().await?;
+            }
+            LockFile::Running(_) => {
+                tracing::info!(data_dir = %self.data_dir.display(), "private PostgreSQL already running for another roster process; sharing it");
+            }
+            LockFile::Absent | LockFile::Stale => {
+                self.remove_stale_lock_files()?;
+                self.pg_ctl_start().await?;
+            }
+        }
+        self.create_database().await
     }
 
     /// URL of the `roster` database through the private socket.
@@ -148,21 +200,48 @@ impl EmbeddedPostgres {
         &self.data_dir
     }
 
-    /// Stops the server (fast shutdown: open sessions are ended) if this
-    /// value started it.
+    /// Stops the server (fast shutdown: open sessions are ended) unless
+    /// another roster process still uses it; that one stops it when done.
     pub async fn stop(self) -> Result<(), EmbeddedError> {
-        if self.started_here {
-            self.stop_server().await?;
+        let start = StartLock::acquire(&self.data_dir, BUSY_LIMIT).await?;
+        if !self.users.leave(&start)? {
+            tracing::info!(data_dir = %self.data_dir.display(), "private PostgreSQL left running for another roster process");
+            return Ok(());
         }
-        Ok(())
+        match self.postmaster() {
+            LockFile::Running(_) => self.stop_server().await,
+            // Stopped by someone else already: nothing to do.
+            LockFile::Absent | LockFile::Stale => Ok(()),
+        }
     }
 
     fn url_of(&self, database: &str) -> String {
-        let query = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("host", &self.data_dir.to_string_lossy())
-            .append_pair("port", &PORT.to_string())
-            .finish();
-        format!("postgres://{USER}@localhost/{database}?{query}")
+        socket_url(&self.data_dir, database)
+    }
+
+    /// The server running on our folder, as `postmaster.pid` says.
+    fn postmaster(&self) -> LockFile {
+        leftover::inspect(&self.pgdata.join("postmaster.pid"), &self.pgdata)
+    }
+
+    /// Lock files naming a process that is gone or is no postmaster on our
+    /// folder would keep the server from starting.
+    fn remove_stale_lock_files(&self) -> Result<(), EmbeddedError> {
+        let files = [
+            self.pgdata.join("postmaster.pid"),
+            self.data_dir.join(format!(".s.PGSQL.{PORT}.lock")),
+        ];
+        for file in files {
+            if leftover::inspect(&file, &self.pgdata) == LockFile::Stale {
+                tracing::info!(file = %file.display(), "removing a stale PostgreSQL lock file");
+                match std::fs::remove_file(&file) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io_err(&file)(e)),
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn initdb(&self) -> Result<(), EmbeddedError> {
@@ -203,15 +282,6 @@ impl EmbeddedPostgres {
                 .map_err(io_err(&path))?;
         }
         Ok(())
-    }
-
-    /// `pg_ctl status` exits 0 when a server runs on the folder, 3 when not
-    /// (including a stale `postmaster.pid` left by a crash).
-    async fn is_running(&self) -> Result<bool, EmbeddedError> {
-        let mut cmd = self.command("pg_ctl");
-        cmd.arg("status").arg("-D").arg(&self.pgdata);
-        let output = spawn(cmd, &self.bin_dir.join("pg_ctl")).await?;
-        Ok(output.status.success())
     }
 
     async fn pg_ctl_start(&self) -> Result<(), EmbeddedError> {
@@ -284,6 +354,15 @@ impl EmbeddedPostgres {
         }
         cmd
     }
+}
+
+/// URL of `database` through the socket in `data_dir`.
+fn socket_url(data_dir: &Path, database: &str) -> String {
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("host", &data_dir.to_string_lossy())
+        .append_pair("port", &PORT.to_string())
+        .finish();
+    format!("postgres://{USER}@localhost/{database}?{query}")
 }
 
 /// Creates the folder, makes it private and returns its absolute path
@@ -450,14 +529,8 @@ mod tests {
 
     #[test]
     fn url_should_point_at_the_private_socket() {
-        let pg = EmbeddedPostgres {
-            data_dir: PathBuf::from("/srv/roster data"),
-            pgdata: PathBuf::from("/srv/roster data/pgdata"),
-            bin_dir: PathBuf::from("/usr/bin"),
-            run_as: None,
-            started_here: false,
-        };
-        let opts: sqlx::postgres::PgConnectOptions = pg.url().parse().unwrap();
+        let url = socket_url(Path::new("/srv/roster data"), DATABASE);
+        let opts: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
         assert_eq!(
             opts.get_socket().map(|p| p.as_path()),
             Some(Path::new("/srv/roster data"))

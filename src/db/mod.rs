@@ -1,6 +1,7 @@
 //! PostgreSQL: connecting, the migrations, and the stores built on them.
 
 pub mod embedded;
+pub mod fence;
 pub mod queue;
 pub mod testing;
 

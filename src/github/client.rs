@@ -2,7 +2,6 @@
 //! credentials, the installations seen last, and the ETag cache.
 
 use std::sync::Mutex;
-use std::time::SystemTime;
 
 use serde::de::DeserializeOwned;
 use sqlx::PgPool;
@@ -224,8 +223,9 @@ impl Client {
         let answer: Answer<T> =
             serde_json::from_str(&reply.body).map_err(|e| CallError::unexpected(&what, e))?;
         if let Some(limited) = answer.errors.iter().find(|e| e.is_rate_limit()) {
-            let wait = RateHeaders::from_headers(&reply.headers).wait(SystemTime::now());
-            let wait = self.http.block(bucket, wait);
+            let wait = self
+                .http
+                .rate_limited(bucket, &RateHeaders::from_headers(&reply.headers));
             return Err(CallError::rate_limited(
                 self.http.limits(),
                 bucket,

@@ -262,9 +262,10 @@ impl Http {
         Ok(reply)
     }
 
-    /// Records a rate limit GitHub reported in a body (GraphQL).
-    pub fn block(&self, bucket: Bucket, wait: Duration) -> Duration {
-        self.limits.block(bucket, wait, SystemTime::now())
+    /// Records a rate limit GitHub reported in a body (GraphQL's
+    /// `RATE_LIMITED`), with its answer's headers; returns the wait.
+    pub fn rate_limited(&self, bucket: Bucket, headers: &RateHeaders) -> Duration {
+        self.limits.limited(bucket, headers, SystemTime::now())
     }
 
     fn report_remaining(&self, bucket: Bucket) {

@@ -6,9 +6,17 @@
 //! is left (`x-ratelimit-remaining`) and when the window resets
 //! (`x-ratelimit-reset`, epoch seconds). Roster slows down before the budget
 //! runs out (below [`LOW_WATER_PERCENT`] it spreads the rest over the time
-//! left) and, after a 403/429 rate-limit answer, sends nothing in that
-//! bucket until the wait GitHub asked for has passed: the caller gets the
-//! wait back instead, so a worker retries later rather than hammering.
+//! left). After a rate-limit answer it sends nothing until the wait GitHub
+//! asked for has passed: the caller gets the wait back instead, so a worker
+//! retries later rather than hammering. What waits depends on the limit:
+//! - the **primary** limit (the budget is spent: `x-ratelimit-remaining: 0`
+//!   and no `retry-after`) holds only its own budget, REST or GraphQL, until
+//!   that budget's reset;
+//! - a **secondary** limit (any other 403/429 rate-limit answer, typically
+//!   with `retry-after`, or a GraphQL `RATE_LIMITED` error while budget is
+//!   left) pauses *every* request with that token, REST and GraphQL alike
+//!   (SPEC §8): GitHub counts secondary limits across both APIs, so a
+//!   GraphQL query sent during a REST pause would only prolong it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,6 +32,10 @@ pub const MAX_PAUSE: Duration = Duration::from_secs(5);
 
 /// GitHub's advice after a secondary limit that names no wait: one minute.
 const DEFAULT_WAIT: Duration = Duration::from_secs(60);
+
+/// The longest wait taken from an answer; GitHub's are an hour at most, and
+/// a larger number (a broken proxy, a hostile server) must not overflow.
+const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Whose budget a request spends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -86,16 +98,22 @@ impl RateHeaders {
         }
     }
 
+    /// Whether a rate-limit answer is the primary limit: the budget is spent
+    /// and GitHub names no other wait. Anything else is a secondary limit.
+    pub fn is_primary(&self) -> bool {
+        self.retry_after.is_none() && self.remaining == Some(0)
+    }
+
     /// How long to wait after a rate-limit answer, as GitHub documents it:
     /// `retry-after` first, else until the reset when nothing is left, else
-    /// a minute.
+    /// a minute; never more than [`MAX_WAIT`].
     pub fn wait(&self, now: SystemTime) -> Duration {
         if let Some(secs) = self.retry_after {
-            return Duration::from_secs(secs);
+            return Duration::from_secs(secs).min(MAX_WAIT);
         }
         if self.remaining == Some(0) {
             if let Some(reset) = self.reset {
-                return until(reset, now).max(Duration::from_secs(1));
+                return until(reset, now).clamp(Duration::from_secs(1), MAX_WAIT);
             }
         }
         DEFAULT_WAIT
@@ -112,6 +130,7 @@ pub enum Admission {
     Refuse(Duration),
 }
 
+/// What one budget is known to hold (primary limit).
 #[derive(Debug, Clone, Copy, Default)]
 struct Window {
     limit: Option<u64>,
@@ -155,20 +174,60 @@ impl Window {
     }
 }
 
-/// Every bucket's window, shared by all requests of one GitHub source.
+/// Every bucket's window and every caller's pause, shared by all requests
+/// of one GitHub source.
 #[derive(Debug, Default)]
 pub struct RateLimits {
-    windows: Mutex<HashMap<Bucket, Window>>,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Primary budgets, one per caller and API.
+    windows: HashMap<Bucket, Window>,
+    /// Secondary limits: until when each caller sends nothing at all.
+    paused: HashMap<Who, SystemTime>,
+}
+
+impl State {
+    /// Holds what a rate-limit answer in `bucket` asks to hold, for `wait`:
+    /// the bucket for a primary limit, every request of its caller for a
+    /// secondary one. A longer hold already in place stays.
+    fn limit(
+        &mut self,
+        bucket: Bucket,
+        headers: &RateHeaders,
+        wait: Duration,
+        now: SystemTime,
+    ) -> Duration {
+        let until = now + wait;
+        if headers.is_primary() {
+            let window = self.windows.entry(bucket).or_default();
+            window.blocked_until = Some(window.blocked_until.map_or(until, |b| b.max(until)));
+        } else {
+            let paused = self.paused.entry(bucket.who).or_insert(until);
+            *paused = (*paused).max(until);
+        }
+        wait
+    }
 }
 
 impl RateLimits {
     /// Decides whether a request in `bucket` may go now.
     pub fn admit(&self, bucket: Bucket, now: SystemTime) -> Admission {
-        match self.windows.lock() {
-            Ok(mut windows) => windows.entry(bucket).or_default().admit(now),
+        let Ok(mut state) = self.state.lock() else {
             // A poisoned lock only loses pacing, never correctness.
-            Err(_) => Admission::Go,
+            return Admission::Go;
+        };
+        if let Some(until) = state.paused.get(&bucket.who).copied() {
+            match until.duration_since(now) {
+                Ok(wait) if !wait.is_zero() => return Admission::Refuse(wait),
+                _ => {
+                    state.paused.remove(&bucket.who);
+                }
+            }
         }
+        state.windows.entry(bucket).or_default().admit(now)
     }
 
     /// Records an answer's headers; returns the wait when it was a rate limit.
@@ -180,8 +239,8 @@ impl RateLimits {
         body_mentions_limit: bool,
         now: SystemTime,
     ) -> Option<Duration> {
-        let mut windows = self.windows.lock().ok()?;
-        let window = windows.entry(bucket).or_default();
+        let mut state = self.state.lock().ok()?;
+        let window = state.windows.entry(bucket).or_default();
         if headers.limit.is_some() {
             window.limit = headers.limit;
         }
@@ -194,13 +253,15 @@ impl RateLimits {
         if !headers.is_rate_limited(status, body_mentions_limit) {
             return None;
         }
-        Some(block(window, headers.wait(now), now))
+        Some(state.limit(bucket, headers, headers.wait(now), now))
     }
 
-    /// Records a rate limit reported in a body (GraphQL's `RATE_LIMITED`).
-    pub fn block(&self, bucket: Bucket, wait: Duration, now: SystemTime) -> Duration {
-        match self.windows.lock() {
-            Ok(mut windows) => block(windows.entry(bucket).or_default(), wait, now),
+    /// Records a rate limit reported in a body (GraphQL's `RATE_LIMITED`),
+    /// with the headers of its answer; returns the wait.
+    pub fn limited(&self, bucket: Bucket, headers: &RateHeaders, now: SystemTime) -> Duration {
+        let wait = headers.wait(now);
+        match self.state.lock() {
+            Ok(mut state) => state.limit(bucket, headers, wait, now),
             Err(_) => wait,
         }
     }
@@ -209,8 +270,8 @@ impl RateLimits {
     /// low that requests are spread until then: a rate limit is then a
     /// wait for the budget, not a refusal of the request itself.
     pub fn spent_until(&self, bucket: Bucket, now: SystemTime) -> Option<SystemTime> {
-        let windows = self.windows.lock().ok()?;
-        let window = windows.get(&bucket)?;
+        let state = self.state.lock().ok()?;
+        let window = state.windows.get(&bucket)?;
         let (remaining, reset) = (window.remaining?, window.reset?);
         let limit = window.limit.unwrap_or(remaining);
         let low = remaining == 0
@@ -223,8 +284,9 @@ impl RateLimits {
     /// requests left, the limit as GitHub reported it: 5,000 an hour is
     /// only the smallest budget; large organisations get more.
     pub fn lowest_budget(&self, installation: i64) -> Option<(u64, u64)> {
-        let windows = self.windows.lock().ok()?;
-        windows
+        let state = self.state.lock().ok()?;
+        state
+            .windows
             .iter()
             .filter(|(bucket, _)| bucket.who == Who::Installation(installation))
             .filter_map(|(_, w)| Some((w.remaining?, w.limit.or(w.remaining)?)))
@@ -233,19 +295,14 @@ impl RateLimits {
 
     /// The lowest remaining budget known for an installation (for the gauge).
     pub fn remaining(&self, installation: i64) -> Option<u64> {
-        let windows = self.windows.lock().ok()?;
-        windows
+        let state = self.state.lock().ok()?;
+        state
+            .windows
             .iter()
             .filter(|(bucket, _)| bucket.who == Who::Installation(installation))
             .filter_map(|(_, window)| window.remaining)
             .min()
     }
-}
-
-fn block(window: &mut Window, wait: Duration, now: SystemTime) -> Duration {
-    let until = now + wait;
-    window.blocked_until = Some(window.blocked_until.map_or(until, |b| b.max(until)));
-    wait
 }
 
 /// Time from `now` until the epoch second `at` (zero when past).
@@ -362,20 +419,103 @@ mod tests {
         assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
     }
 
+    const GRAPHQL: Bucket = Bucket {
+        who: Who::Installation(1),
+        resource: Resource::Graphql,
+    };
+
+    const OTHER: Bucket = Bucket {
+        who: Who::Installation(2),
+        resource: Resource::Core,
+    };
+
+    const APP: Bucket = Bucket {
+        who: Who::App,
+        resource: Resource::Core,
+    };
+
+    fn secondary(retry_after: u64) -> RateHeaders {
+        RateHeaders {
+            retry_after: Some(retry_after),
+            ..headers(5000, 4000, 4600)
+        }
+    }
+
     #[test]
-    fn buckets_should_not_share_a_block() {
+    fn a_secondary_limit_should_pause_every_request_of_the_installation() {
         let limits = RateLimits::default();
-        limits.block(CORE, Duration::from_secs(60), at(1000));
-        let graphql = Bucket {
-            who: Who::Installation(1),
-            resource: Resource::Graphql,
-        };
-        assert_eq!(limits.admit(graphql, at(1000)), Admission::Go);
-        let other = Bucket {
-            who: Who::Installation(2),
-            resource: Resource::Core,
-        };
-        assert_eq!(limits.admit(other, at(1000)), Admission::Go);
+        let wait = limits.observe(CORE, 403, &secondary(3), true, at(1000));
+        assert_eq!(wait, Some(Duration::from_secs(3)));
+        for bucket in [CORE, GRAPHQL] {
+            assert_eq!(
+                limits.admit(bucket, at(1001)),
+                Admission::Refuse(Duration::from_secs(2)),
+                "{bucket:?}"
+            );
+        }
+        // Other tokens are not paused.
+        assert_eq!(limits.admit(OTHER, at(1001)), Admission::Go);
+        assert_eq!(limits.admit(APP, at(1001)), Admission::Go);
+        // Over once the wait is.
+        assert_eq!(limits.admit(GRAPHQL, at(1003)), Admission::Go);
+        assert_eq!(limits.admit(CORE, at(1003)), Admission::Go);
+    }
+
+    #[test]
+    fn a_primary_limit_should_hold_only_its_own_budget() {
+        let limits = RateLimits::default();
+        let wait = limits.observe(CORE, 403, &headers(5000, 0, 1300), true, at(1000));
+        assert_eq!(wait, Some(Duration::from_secs(300)));
+        assert_eq!(
+            limits.admit(CORE, at(1000)),
+            Admission::Refuse(Duration::from_secs(300))
+        );
+        // GraphQL has a budget of its own.
+        assert_eq!(limits.admit(GRAPHQL, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn a_graphql_rate_limited_error_with_budget_left_should_pause_rest_too() {
+        let limits = RateLimits::default();
+        let wait = limits.limited(GRAPHQL, &headers(5000, 4000, 4600), at(1000));
+        assert_eq!(wait, Duration::from_secs(60));
+        assert_eq!(
+            limits.admit(CORE, at(1000)),
+            Admission::Refuse(Duration::from_secs(60))
+        );
+        assert_eq!(limits.admit(OTHER, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn a_graphql_rate_limited_error_with_its_budget_spent_should_hold_only_graphql() {
+        let limits = RateLimits::default();
+        limits.observe(GRAPHQL, 200, &headers(5000, 0, 1300), false, at(1000));
+        let wait = limits.limited(GRAPHQL, &headers(5000, 0, 1300), at(1000));
+        assert_eq!(wait, Duration::from_secs(300));
+        assert_eq!(
+            limits.admit(GRAPHQL, at(1000)),
+            Admission::Refuse(Duration::from_secs(300))
+        );
+        assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
+    }
+
+    #[test]
+    fn a_later_shorter_pause_should_not_cut_a_longer_one() {
+        let limits = RateLimits::default();
+        limits.observe(CORE, 429, &secondary(60), false, at(1000));
+        limits.observe(GRAPHQL, 403, &secondary(3), true, at(1000));
+        assert_eq!(
+            limits.admit(CORE, at(1010)),
+            Admission::Refuse(Duration::from_secs(50))
+        );
+    }
+
+    #[test]
+    fn an_absurd_retry_after_should_be_bounded() {
+        let limits = RateLimits::default();
+        let wait = limits.observe(CORE, 429, &secondary(u64::MAX), false, at(1000));
+        assert_eq!(wait, Some(MAX_WAIT));
+        assert_eq!(limits.admit(GRAPHQL, at(1000)), Admission::Refuse(MAX_WAIT));
     }
 
     #[test]

@@ -13,13 +13,21 @@
 //! - YAML tags (`!!str`) are ignored, merge keys (`<<`) are unknown fields;
 //! - nesting deeper than 64 levels is refused, as are aliases that would
 //!   expand the document past [`MAX_FILE_BYTES`].
+//!
+//! Bounds (SPEC §8): a file declares at most [`MAX_PROJECTS`] projects, and
+//! reports at most [`MAX_PROBLEMS`] problems, then one line saying how many
+//! more there were; a field or message quoting a long text from the file is
+//! cut (`…`), so that no problem line is longer than about 700 characters.
 
+mod issues;
 mod model;
 mod name;
 mod problem;
 mod rules;
 mod tree;
 
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod tests;
 
@@ -29,16 +37,34 @@ pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use rules::Issue;
+use issues::Issue;
 use tree::Pos;
 
 /// Largest project file accepted, before and after alias expansion: far more
 /// than any real file needs, small enough that a hostile one costs nothing.
 pub const MAX_FILE_BYTES: usize = 256 * 1024;
 
+/// Problems reported for one file; the rest are counted on one more line
+/// (`FILE: file: … and N more problems`). A hundred is more than anyone
+/// fixes in one go, and keeps the stored error and the API answers small.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// How the message of the "and N more problems" line starts.
+pub const MORE_PREFIX: &str = "… and ";
+
+/// Projects one file (one repository) may declare: a monorepo needs a few
+/// dozen at most; a hostile file cannot make one reconcile write thousands.
+pub const MAX_PROJECTS: usize = 100;
+
+/// Longest field path and message of a problem, in characters: both may
+/// quote text from the file (a key, a value), which is cut past these.
+const MAX_FIELD_CHARS: usize = 200;
+const MAX_MESSAGE_CHARS: usize = 500;
+
 /// Reads a project file. `file` is the label used in messages (the path
-/// inside the repository, e.g. `project.yaml`). Returns every problem, in
-/// document order, when the file breaks any rule.
+/// inside the repository, e.g. `project.yaml`). Returns the problems, in
+/// document order, when the file breaks any rule: the first
+/// [`MAX_PROBLEMS`], then a line saying how many more there were.
 pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
     check_size(file, bytes.len() as u64)?;
     let text = match std::str::from_utf8(bytes) {
@@ -60,7 +86,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
             line: Some(error.pos.line),
             column: Some(error.pos.column),
             field: "yaml".into(),
-            message: one_line(error.message),
+            message: clip(one_line(error.message), MAX_MESSAGE_CHARS),
         })
     })?;
     let root = match tree.root {
@@ -75,17 +101,30 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
             }))
         }
     };
-    let (projects, mut issues) = rules::read(&tree, root);
+    let (projects, issues, more) = rules::read(&tree, root);
     if issues.is_empty() {
         return Ok(ProjectFile { projects });
     }
-    issues.sort_by_key(|issue| issue.pos);
-    Err(Problems(
-        issues
-            .into_iter()
-            .map(|issue| with_file(file, issue))
-            .collect(),
-    ))
+    let mut problems: Vec<Problem> = issues
+        .into_iter()
+        .map(|issue| with_file(file, issue))
+        .collect();
+    if more > 0 {
+        problems.push(more_problems(file, more));
+    }
+    Err(Problems(problems))
+}
+
+/// The line that stands for the problems past [`MAX_PROBLEMS`].
+fn more_problems(file: &str, more: usize) -> Problem {
+    let noun = if more == 1 { "problem" } else { "problems" };
+    Problem {
+        file: file.to_owned(),
+        line: None,
+        column: None,
+        field: "file".into(),
+        message: format!("{MORE_PREFIX}{more} more {noun}"),
+    }
 }
 
 /// Refuses a file of `size` bytes over [`MAX_FILE_BYTES`]; lets callers that
@@ -114,8 +153,20 @@ fn with_file(file: &str, issue: Issue) -> Problem {
         file: file.to_owned(),
         line: issue.pos.map(|pos| pos.line),
         column: issue.pos.map(|pos| pos.column),
-        field: one_line(issue.field),
-        message: one_line(issue.message),
+        field: clip(one_line(issue.field), MAX_FIELD_CHARS),
+        message: clip(one_line(issue.message), MAX_MESSAGE_CHARS),
+    }
+}
+
+/// Cuts `text` to `max` characters, the last being `…`.
+fn clip(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text,
+        Some(_) => {
+            let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+            cut.push('…');
+            cut
+        }
     }
 }
 

@@ -29,8 +29,9 @@ impl fmt::Display for Problem {
     }
 }
 
-/// Every problem of a file, in document order; never empty when returned
-/// as an error.
+/// The problems of a file, in document order; never empty when returned as
+/// an error. At most [`super::MAX_PROBLEMS`], then one more line,
+/// `FILE: file: … and N more problems`, when the file had more.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{}", lines(.0))]
 pub struct Problems(pub Vec<Problem>);

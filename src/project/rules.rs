@@ -4,13 +4,17 @@
 //! each violation with the position of the offending node, and builds a
 //! [`Project`] only for projects that broke no rule. It descends only as deep
 //! as the format itself (at most five levels), so hostile nesting or alias
-//! chains cannot make it recurse deeply.
+//! chains cannot make it recurse deeply. Its work is bounded too: it reads
+//! at most [`MAX_PROJECTS`] items of `projects`, and keeps only the first
+//! problems (see [`Issues`]).
 
 use std::collections::{BTreeMap, HashMap};
 
+use super::issues::{Issue, Issues};
 use super::model::{Lifecycle, Link, Project};
 use super::name::{check_name, ProjectName};
 use super::tree::{Kind, NodeId, Pos, Tree};
+use super::MAX_PROJECTS;
 
 pub(crate) const MAX_OWNER_CHARS: usize = 100;
 pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
@@ -21,14 +25,6 @@ pub(crate) const MAX_LINKS: usize = 20;
 const PROJECT_FIELDS: &str = "name, owner, description, lifecycle, tags, links, labels";
 const LINK_FIELDS: &str = "title, url";
 
-/// A problem before it is given a file name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Issue {
-    pub pos: Option<Pos>,
-    pub field: String,
-    pub message: String,
-}
-
 /// What a node holds, as far as the rules care.
 enum Value<'t> {
     Null,
@@ -38,19 +34,21 @@ enum Value<'t> {
 }
 
 /// Reads every project of the document rooted at `root`; the projects are
-/// only complete when no issue was found.
-pub(crate) fn read(tree: &Tree, root: NodeId) -> (Vec<Project>, Vec<Issue>) {
+/// only complete when no issue was found. Returns the first issues in
+/// document order and how many more there were.
+pub(crate) fn read(tree: &Tree, root: NodeId) -> (Vec<Project>, Vec<Issue>, usize) {
     let mut walk = Walk {
         tree,
-        issues: Vec::new(),
+        issues: Issues::default(),
     };
     let projects = walk.root(root);
-    (projects, walk.issues)
+    let (issues, more) = walk.issues.finish();
+    (projects, issues, more)
 }
 
 struct Walk<'t> {
     tree: &'t Tree,
-    issues: Vec<Issue>,
+    issues: Issues,
 }
 
 /// A project's name as declared, kept even when the rest of it is invalid so
@@ -193,7 +191,14 @@ impl<'t> Walk<'t> {
                 }
                 match self.value(value) {
                     Value::List(items) if !items.is_empty() => {
-                        for (index, &item) in items.iter().enumerate() {
+                        if items.len() > MAX_PROJECTS {
+                            let message =
+                                format!("at most {MAX_PROJECTS} entries, found {}", items.len());
+                            self.issue(value, "projects", message);
+                        }
+                        // The items past the bound are not read: whatever
+                        // they hold, the file is refused already.
+                        for (index, &item) in items.iter().take(MAX_PROJECTS).enumerate() {
                             let prefix = format!("projects[{index}]");
                             projects.extend(self.project(item, &prefix, &mut declared));
                         }
@@ -253,7 +258,7 @@ impl<'t> Walk<'t> {
             );
             return None;
         };
-        let before = self.issues.len();
+        let before = self.issues.found();
         let (mut name, mut owner, mut description, mut lifecycle) = (None, None, None, None);
         let (mut seen_name, mut seen_owner) = (false, false);
         let (mut tags, mut links, mut labels) = (Vec::new(), Vec::new(), BTreeMap::new());
@@ -292,7 +297,7 @@ impl<'t> Walk<'t> {
                 self.issue(id, join(prefix, key), "missing required field");
             }
         }
-        if self.issues.len() != before {
+        if self.issues.found() != before {
             return None;
         }
         Some(Project {
@@ -413,7 +418,7 @@ impl<'t> Walk<'t> {
             );
             return None;
         };
-        let before = self.issues.len();
+        let before = self.issues.found();
         let (mut title, mut url) = (None, None);
         let (mut seen_title, mut seen_url) = (false, false);
         for (key, key_id, value) in self.entries(map, prefix) {
@@ -439,7 +444,7 @@ impl<'t> Walk<'t> {
                 self.issue(id, join(prefix, key), "missing required field");
             }
         }
-        if self.issues.len() != before {
+        if self.issues.found() != before {
             return None;
         }
         Some(Link {

@@ -181,7 +181,15 @@ pub(crate) async fn sweep(
         candidates.len(),
     );
     let opened = holds::open(&mut tx, partition, &reason).await?;
-    holds::attach(&mut tx, opened.id, &candidates).await?;
+    let attached = holds::attach(&mut tx, opened.id, &candidates).await?;
+    if opened.created && attached == 0 {
+        // Reconciles hold every one of them and decide their removals
+        // themselves: a hold opened here would stay with none left.
+        holds::clear_empty(&mut tx, vec![opened.id]).await?;
+        tx.commit().await?;
+        log_cleared(partition, &cleared);
+        return Ok(pass);
+    }
     tx.commit().await?;
     log_cleared(partition, &cleared);
     tracing::warn!(

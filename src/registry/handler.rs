@@ -11,7 +11,8 @@ use super::guard::{DeletionGuard, Removal};
 use super::repos::{self, RepoState};
 use super::{events, holds, RegistryError, Status};
 use crate::config::MaxRemovals;
-use crate::controller::{Enqueue, Failure, Handler, WorkQueue};
+use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
+use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::source::{FileState, Observed, RepoId};
 
@@ -20,8 +21,10 @@ pub use super::repos::{ensure_known, ensure_known_with_node_ids, mark_error};
 /// Applies observations to the registry; see SPEC §3 for what each
 /// observation does to a repository's status and entries.
 ///
-/// Generic over the queue only so it can be driven by any [`WorkQueue`];
-/// the server uses the PostgreSQL queue.
+/// Generic over the queue only so it can be driven by any [`WorkQueue`]
+/// whose claims its transactions can check ([`ClaimFence`]); the server
+/// uses the PostgreSQL queue. Under the controller it commits only while
+/// the worker's claim on the id is live (`crate::db::fence`).
 pub struct RegistryHandler<Q = PgQueue> {
     pool: PgPool,
     queue: Arc<Q>,
@@ -39,9 +42,18 @@ struct Decision {
     released: Vec<String>,
 }
 
+/// How a reconcile's transaction ended.
+enum Ended {
+    /// Committed: the outcome (the status it left, or `held`) and the
+    /// names it released.
+    Committed(&'static str, Vec<String>),
+    /// Rolled back because the claim was no longer live at the commit.
+    LeaseLost,
+}
+
 impl<Q> RegistryHandler<Q>
 where
-    Q: WorkQueue<Key = RepoId>,
+    Q: WorkQueue<Key = RepoId> + ClaimFence,
 {
     /// `project_file` names the file in messages (`project.yaml`). The
     /// deletion guard starts with its defaults (10 or 10 % per hour).
@@ -65,13 +77,14 @@ where
         self
     }
 
-    /// Applies one observation in one transaction and returns the outcome
-    /// (the status it left, or `held`) and the names it released.
+    /// Applies one observation in one transaction, which commits only while
+    /// `claim` (when given) is live.
     async fn reconcile(
         &self,
         id: RepoId,
         observed: Observed,
-    ) -> Result<(&'static str, Vec<String>), RegistryError> {
+        claim: Option<&Claim<RepoId>>,
+    ) -> Result<Ended, RegistryError> {
         let mut tx = self.pool.begin().await?;
         let repo = match &observed {
             Observed::Removed { repo, .. } => repo.as_ref(),
@@ -96,7 +109,7 @@ where
         }) = locked
         else {
             // Removed, and never known: there is nothing to remove.
-            return Ok((Status::Removed.as_str(), Vec::new()));
+            return Ok(Ended::Committed(Status::Removed.as_str(), Vec::new()));
         };
         match &observed {
             Observed::Present { .. } if hold_id.is_none() => {}
@@ -116,7 +129,9 @@ where
                 {
                     let message = format!("removal held by hold {hold} ({why}): {reason}");
                     events::record(&mut tx, id, "held", &message).await?;
-                    tx.commit().await?;
+                    if !commit_if_held(&*self.queue, tx, claim).await? {
+                        return Ok(Ended::LeaseLost);
+                    }
                     if created {
                         tracing::warn!(
                             repo = %id,
@@ -127,7 +142,7 @@ where
                     } else {
                         tracing::info!(repo = %id, hold, "deletion guard: removal held ({why})");
                     }
-                    return Ok(("held", Vec::new()));
+                    return Ok(Ended::Committed("held", Vec::new()));
                 }
             }
             Observed::Removed { .. } => {}
@@ -140,8 +155,10 @@ where
             .map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
-        tx.commit().await?;
-        Ok((status.as_str(), decision.released))
+        if !commit_if_held(&*self.queue, tx, claim).await? {
+            return Ok(Ended::LeaseLost);
+        }
+        Ok(Ended::Committed(status.as_str(), decision.released))
     }
 
     async fn decide(
@@ -234,58 +251,121 @@ where
     }
 }
 
-impl<Q> Handler for RegistryHandler<Q>
+impl<Q> RegistryHandler<Q>
 where
-    Q: WorkQueue<Key = RepoId>,
+    Q: WorkQueue<Key = RepoId> + ClaimFence,
 {
-    type Key = RepoId;
-    type State = Observed;
-
-    async fn apply(
+    /// What [`Handler::apply`] and [`Handler::apply_claimed`] share; every
+    /// write commits only while `claim` (when given) is live.
+    async fn run(
         &self,
-        key: &RepoId,
+        key: RepoId,
         state: Result<Observed, Failure>,
+        claim: Option<&Claim<RepoId>>,
     ) -> Result<&'static str, Failure> {
         let observed = match state {
             Ok(observed) => observed,
             Err(failure) if failure.deferred => {
                 // Nothing failed: the read waits for GitHub's budget.
-                match repos::mark_waiting(&self.pool, *key, &failure.message).await {
-                    Ok(name) => record_name(name),
-                    Err(error) => {
-                        tracing::warn!(repo = %key, %error, "could not record a wait");
-                    }
-                }
+                self.record_wait(key, &failure.message, claim).await;
                 return Err(failure);
             }
             Err(failure) => {
-                match mark_error(&self.pool, *key, &failure.message).await {
-                    Ok(name) => record_name(name),
-                    Err(error) => {
-                        tracing::warn!(repo = %key, %error, "could not record a failure");
-                    }
-                }
+                self.record_failure(key, &failure.message, claim).await;
                 return Err(failure);
             }
         };
-        match self.reconcile(*key, observed).await {
-            Ok((outcome, released)) => {
-                self.wake_waiting(*key, &released).await;
+        match self.reconcile(key, observed, claim).await {
+            Ok(Ended::Committed(outcome, released)) => {
+                self.wake_waiting(key, &released).await;
                 Ok(outcome)
             }
+            Ok(Ended::LeaseLost) => Err(lease_lost(key)),
             Err(error) => {
                 let message = error.to_string();
-                // Best effort: the database may be what failed.
-                match mark_error(&self.pool, *key, &message).await {
-                    Ok(name) => record_name(name),
-                    Err(error) => {
-                        tracing::warn!(repo = %key, %error, "could not record a failure");
-                    }
-                }
+                self.record_failure(key, &message, claim).await;
                 Err(Failure::new(message))
             }
         }
     }
+
+    /// Shows a failure on the repository (status `error`), best effort:
+    /// the database may be what failed. Like a reconcile, it commits only
+    /// while the claim is live.
+    async fn record_failure(&self, key: RepoId, message: &str, claim: Option<&Claim<RepoId>>) {
+        let recorded = async {
+            let mut tx = self.pool.begin().await?;
+            let name = repos::record_error(&mut tx, key, message).await?;
+            if name.is_none() {
+                return Ok(None);
+            }
+            if !commit_if_held(&*self.queue, tx, claim).await? {
+                tracing::warn!(repo = %key, "{}; the failure is not recorded", lease_lost(key));
+                return Ok(None);
+            }
+            Ok::<_, RegistryError>(name)
+        };
+        match recorded.await {
+            Ok(name) => record_name(name),
+            Err(error) => tracing::warn!(repo = %key, %error, "could not record a failure"),
+        }
+    }
+
+    /// Shows that the repository waits for GitHub's budget (status
+    /// `pending` with the reset time), best effort, and like a failure only
+    /// while the claim is live.
+    async fn record_wait(&self, key: RepoId, message: &str, claim: Option<&Claim<RepoId>>) {
+        let recorded = async {
+            let mut tx = self.pool.begin().await?;
+            let name = repos::record_waiting(&mut tx, key, message).await?;
+            if name.is_none() {
+                return Ok(None);
+            }
+            if !commit_if_held(&*self.queue, tx, claim).await? {
+                tracing::warn!(repo = %key, "{}; the wait is not recorded", lease_lost(key));
+                return Ok(None);
+            }
+            Ok::<_, RegistryError>(name)
+        };
+        match recorded.await {
+            Ok(name) => record_name(name),
+            Err(error) => tracing::warn!(repo = %key, %error, "could not record a wait"),
+        }
+    }
+}
+
+impl<Q> Handler for RegistryHandler<Q>
+where
+    Q: WorkQueue<Key = RepoId> + ClaimFence,
+{
+    type Key = RepoId;
+    type State = Observed;
+
+    /// Applies `state` without a claim to check: for callers that hold the
+    /// id by other means (tests, one-off tools).
+    async fn apply(
+        &self,
+        key: &RepoId,
+        state: Result<Observed, Failure>,
+    ) -> Result<&'static str, Failure> {
+        self.run(*key, state, None).await
+    }
+
+    async fn apply_claimed(
+        &self,
+        claim: &Claim<RepoId>,
+        state: Result<Observed, Failure>,
+    ) -> Result<&'static str, Failure> {
+        self.run(claim.key, state, Some(claim)).await
+    }
+}
+
+/// The failure of an attempt whose claim was gone at its commit.
+fn lease_lost(key: RepoId) -> Failure {
+    Failure::new(format!(
+        "lease on repository {key} lost before the commit; nothing written \
+         (another worker may hold it now)"
+    ))
 }
 
 /// Names the repository in the controller's reconcile span, so its log

@@ -57,34 +57,49 @@ pub(crate) struct OpenHold {
     pub created: bool,
 }
 
+/// How often [`open`] tries again when the hold it found closed under it.
+const OPEN_TRIES: usize = 3;
+
 /// Finds the partition's active hold, or opens one with `reason`.
+///
+/// A hold found (not opened here) is share-locked until the transaction
+/// ends, so that it cannot close between now and the caller attaching its
+/// repositories: closing takes the row's exclusive lock (see
+/// [`clear_empty`]) and then sees them.
 pub(crate) async fn open(
     conn: &mut PgConnection,
     partition: &str,
     reason: &str,
 ) -> Result<OpenHold, sqlx::Error> {
-    // A concurrent opener makes this wait, then do nothing; the select
-    // below (a new snapshot) then sees its hold.
-    let created: Option<i64> = sqlx::query_scalar(
-        "insert into holds (partition, reason) values ($1, $2)
-         on conflict (partition) where released_at is null and cleared_at is null
-         do nothing
-         returning id",
-    )
-    .bind(partition)
-    .bind(reason)
-    .fetch_optional(&mut *conn)
-    .await?;
-    if let Some(id) = created {
-        return Ok(OpenHold { id, created: true });
+    for _ in 0..OPEN_TRIES {
+        // A concurrent opener makes this wait, then do nothing; the select
+        // below (a new snapshot) then sees its hold.
+        let created: Option<i64> = sqlx::query_scalar(
+            "insert into holds (partition, reason) values ($1, $2)
+             on conflict (partition) where released_at is null and cleared_at is null
+             do nothing
+             returning id",
+        )
+        .bind(partition)
+        .bind(reason)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(id) = created {
+            return Ok(OpenHold { id, created: true });
+        }
+        let found: Option<i64> = sqlx::query_scalar(&format!(
+            "select h.id from holds h where h.partition = $1 and {ACTIVE} for share"
+        ))
+        .bind(partition)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let Some(id) = found {
+            return Ok(OpenHold { id, created: false });
+        }
+        // The hold we ran into closed (its last repository came back) or
+        // was released while we waited for it: open a new one.
     }
-    let id = sqlx::query_scalar(&format!(
-        "select h.id from holds h where h.partition = $1 and {ACTIVE}"
-    ))
-    .bind(partition)
-    .fetch_one(conn)
-    .await?;
-    Ok(OpenHold { id, created: false })
+    Err(sqlx::Error::RowNotFound)
 }
 
 /// Puts repositories (not already removed) on `hold`; returns how many
@@ -121,7 +136,9 @@ pub(crate) async fn attach(
 }
 
 /// Takes repositories off their holds (they were seen again), then clears
-/// the active holds that have no repository left. Returns the cleared holds.
+/// the active holds that have no repository left, in the caller's
+/// transaction. Returns the cleared holds.
+///
 /// Like [`attach`], skips rows a reconcile holds: that reconcile sees the
 /// repository itself and takes it off its hold.
 pub(crate) async fn detach(
@@ -152,7 +169,16 @@ pub(crate) async fn detach(
 }
 
 /// Clears the active holds among `holds` that no repository points at.
-async fn clear_empty(
+///
+/// Two transactions taking the last two repositories off one hold must not
+/// each see the other's repository still on it (neither has committed), or
+/// the hold stays active with none left. So each locks the hold row
+/// exclusively *after* its own update and only then looks: the one that
+/// waited looks with a snapshot taken after the other committed. (Each
+/// statement of a read-committed transaction sees what was committed when
+/// it started.) The same lock waits for an [`open`] that found the hold
+/// and is still attaching repositories to it.
+pub(crate) async fn clear_empty(
     conn: &mut PgConnection,
     mut holds: Vec<i64>,
 ) -> Result<Vec<i64>, sqlx::Error> {
@@ -161,13 +187,23 @@ async fn clear_empty(
     if holds.is_empty() {
         return Ok(holds);
     }
+    let active: Vec<i64> = sqlx::query_scalar(&format!(
+        "select h.id from holds h where h.id = any($1) and {ACTIVE}
+         order by h.id for update"
+    ))
+    .bind(&holds)
+    .fetch_all(&mut *conn)
+    .await?;
+    if active.is_empty() {
+        return Ok(active);
+    }
     sqlx::query_scalar(&format!(
         "update holds h set cleared_at = now()
          where h.id = any($1) and {ACTIVE}
            and not exists (select 1 from repositories r where r.hold_id = h.id)
          returning h.id"
     ))
-    .bind(&holds)
+    .bind(&active)
     .fetch_all(conn)
     .await
 }

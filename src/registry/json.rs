@@ -62,12 +62,15 @@ pub struct RepoDetailJson {
     pub entries: Vec<EntryJson>,
 }
 
-/// One reconcile of a repository.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One reconcile of a repository, or several in a row that said the same.
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
 pub struct EventJson {
+    /// The time of the latest of them.
     pub at: DateTime<Utc>,
     pub kind: String,
     pub message: String,
+    /// How many reconciles in a row recorded this kind and message.
+    pub count: i64,
 }
 
 /// A registry entry: the fields of SPEC §2 and where it came from.

@@ -6,6 +6,7 @@
 //! side ([`query`]) is shared by the API and the dashboard so they never
 //! disagree.
 
+mod clip;
 mod cursor;
 mod entries;
 mod error;
@@ -20,6 +21,7 @@ mod repos;
 mod status;
 pub mod tracker;
 
+pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
 pub use handler::{ensure_known, ensure_known_with_node_ids, mark_error, RegistryHandler};

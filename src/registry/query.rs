@@ -14,7 +14,7 @@ use crate::source::RepoId;
 pub const DEFAULT_LIMIT: u32 = 100;
 /// Largest page size; larger requests are cut to it.
 pub const MAX_LIMIT: u32 = 1000;
-/// Events shown with a repository, newest first.
+/// Events shown with a repository, newest first: at most 50 (SPEC §8).
 const DETAIL_EVENTS: i64 = 50;
 
 /// Which repositories to list.
@@ -106,10 +106,23 @@ impl RepoRow {
     }
 }
 
-const REPO_COLUMNS: &str = "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
-     r.error, r.attempts,
-     array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
-     h.id as hold_id, h.since as hold_since, h.reason as hold_reason";
+/// The columns of [`RepoRow`], `error` given by `error`: the whole of it
+/// ([`WHOLE_ERROR`]) or its first line ([`FIRST_LINE_OF_ERROR`]).
+fn repo_columns(error: &str) -> String {
+    format!(
+        "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
+         {error} as error, r.attempts,
+         array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
+         h.id as hold_id, h.since as hold_since, h.reason as hold_reason"
+    )
+}
+
+/// What the detail route shows.
+const WHOLE_ERROR: &str = "r.error";
+
+/// What lists show: what is wrong at a glance, in a bounded answer; the
+/// detail route has the rest (SPEC §8).
+const FIRST_LINE_OF_ERROR: &str = "split_part(r.error, E'\\n', 1)";
 
 /// Joins the active hold of each repository `r` as `h` (after `from repositories r`).
 const HOLD_JOIN: &str = "left join holds h
@@ -172,8 +185,9 @@ pub async fn list_repos(
         None => (None, None, None),
     };
     let size = page_size(filter.limit);
+    let columns = repo_columns(FIRST_LINE_OF_ERROR);
     let rows: Vec<RepoRow> = sqlx::query_as(&format!(
-        "select {REPO_COLUMNS} from repositories r {HOLD_JOIN}
+        "select {columns} from repositories r {HOLD_JOIN}
          where ($1::text is null or r.status = $1)
            and ($2::text is null or strpos(lower(r.owner || '/' || r.name), lower($2)) > 0)
            and ($3::text is null or (r.owner, r.name, r.id) > ($3::text, $4::text, $5::bigint))
@@ -238,8 +252,9 @@ pub async fn get_repo(
     let Some(id) = repo_id_by_full_name(pool, owner, name).await? else {
         return Ok(None);
     };
+    let columns = repo_columns(WHOLE_ERROR);
     let Some(row) = sqlx::query_as::<_, RepoRow>(&format!(
-        "select {REPO_COLUMNS} from repositories r {HOLD_JOIN} where r.id = $1"
+        "select {columns} from repositories r {HOLD_JOIN} where r.id = $1"
     ))
     .bind(id)
     .fetch_optional(pool)
@@ -247,8 +262,9 @@ pub async fn get_repo(
     else {
         return Ok(None);
     };
-    let events: Vec<(DateTime<Utc>, String, String)> = sqlx::query_as(
-        "select at, kind, message from events where repo_id = $1 order by id desc limit $2",
+    let events: Vec<EventJson> = sqlx::query_as(
+        "select at, kind, message, count from events where repo_id = $1
+         order by id desc limit $2",
     )
     .bind(id)
     .bind(DETAIL_EVENTS)
@@ -262,10 +278,7 @@ pub async fn get_repo(
     .await?;
     Ok(Some(RepoDetailJson {
         repo: row.into_json()?,
-        events: events
-            .into_iter()
-            .map(|(at, kind, message)| EventJson { at, kind, message })
-            .collect(),
+        events,
         entries: entries.into_iter().map(EntryJson::from).collect(),
     }))
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
+use super::clip::{clip, MAX_ERROR_BYTES};
 use super::{events, RegistryError, Status};
 use crate::source::{RepoId, RepoInfo};
 
@@ -161,8 +162,9 @@ pub(crate) async fn lock(
     .await
 }
 
-/// Stores the state a reconcile decided; `updated_at` moves only when a
-/// field changed, `last_synced_at` whenever `synced` says it was applied.
+/// Stores the state a reconcile decided, its error cut to
+/// [`MAX_ERROR_BYTES`]; `updated_at` moves only when a field changed,
+/// `last_synced_at` whenever `synced` says it was applied.
 pub(crate) async fn write_state(
     conn: &mut PgConnection,
     id: RepoId,
@@ -170,6 +172,14 @@ pub(crate) async fn write_state(
     new: &RepoState,
     synced: bool,
 ) -> Result<(), sqlx::Error> {
+    // Compared as stored: an error over the bound equals its stored cut.
+    let new = RepoState {
+        error: new
+            .error
+            .as_deref()
+            .map(|error| clip(error, MAX_ERROR_BYTES).into_owned()),
+        ..new.clone()
+    };
     sqlx::query(
         "update repositories set
              status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
@@ -184,7 +194,7 @@ pub(crate) async fn write_state(
     .bind(new.attempts)
     .bind(&new.conflicts)
     .bind(synced)
-    .bind(old != new)
+    .bind(*old != new)
     .execute(conn)
     .await?;
     Ok(())
@@ -199,12 +209,25 @@ pub async fn mark_error(
     message: &str,
 ) -> Result<Option<String>, RegistryError> {
     let mut tx = pool.begin().await?;
+    let name = record_error(&mut tx, id, message).await?;
+    if name.is_some() {
+        tx.commit().await?;
+    }
+    Ok(name)
+}
+
+/// [`mark_error`] on the caller's transaction, which commits it (or not).
+pub(crate) async fn record_error(
+    conn: &mut PgConnection,
+    id: RepoId,
+    message: &str,
+) -> Result<Option<String>, RegistryError> {
     let Some(Locked {
         state: old,
         owner,
         name,
         ..
-    }) = lock(&mut tx, id).await?
+    }) = lock(conn, id).await?
     else {
         return Ok(None);
     };
@@ -214,34 +237,33 @@ pub async fn mark_error(
         attempts: old.attempts.saturating_add(1),
         ..old.clone()
     };
-    write_state(&mut tx, id, &old, &new, false).await?;
+    write_state(conn, id, &old, &new, false).await?;
     events::record(
-        &mut tx,
+        conn,
         id,
         Status::Error.as_str(),
         &format!("error: {message}"),
     )
     .await?;
-    tx.commit().await?;
     Ok(Some(format!("{owner}/{name}")))
 }
 
 /// Records that a repository waits for a budget (GitHub's rate limit) to
 /// reset: status `pending` with `message` saying until when, attempts,
-/// entries and everything else as they were — nothing failed. Returns the
+/// entries and everything else as they were — nothing failed. Runs on the
+/// caller's transaction, which commits it (or not). Returns the
 /// repository's full name for the logs, or `None` when it is unknown.
-pub async fn mark_waiting(
-    pool: &PgPool,
+pub(crate) async fn record_waiting(
+    conn: &mut PgConnection,
     id: RepoId,
     message: &str,
 ) -> Result<Option<String>, RegistryError> {
-    let mut tx = pool.begin().await?;
     let Some(Locked {
         state: old,
         owner,
         name,
         ..
-    }) = lock(&mut tx, id).await?
+    }) = lock(conn, id).await?
     else {
         return Ok(None);
     };
@@ -251,9 +273,8 @@ pub async fn mark_waiting(
         ..old.clone()
     };
     if new != old {
-        write_state(&mut tx, id, &old, &new, false).await?;
-        events::record(&mut tx, id, Status::Pending.as_str(), message).await?;
+        write_state(conn, id, &old, &new, false).await?;
+        events::record(conn, id, Status::Pending.as_str(), message).await?;
     }
-    tx.commit().await?;
     Ok(Some(format!("{owner}/{name}")))
 }

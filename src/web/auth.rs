@@ -1,4 +1,7 @@
-//! Bearer-token check for the write API (SPEC §5).
+//! Bearer-token check for the write API (SPEC §5), under the failure
+//! throttle it shares with the dashboard's sign-in (SPEC §8).
+
+use std::time::Instant;
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -7,8 +10,10 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::client::client_of;
 use super::error::ApiError;
 use super::state::AppState;
+use super::throttle::Attempt;
 
 /// Proof that the request carried the configured API token; a write
 /// handler takes it as an argument so it cannot forget the check.
@@ -20,16 +25,33 @@ impl FromRequestParts<AppState> for WriteAccess {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let expected = state.api_token.as_ref().ok_or(ApiError::Forbidden)?;
+        let client = client_of(parts, state.trust_proxy);
+        // A missing token counts as a wrong one: both fail to authenticate.
         let presented = parts
             .headers
             .get(AUTHORIZATION)
             .and_then(|value| value.to_str().ok())
-            .and_then(bearer_token)
-            .ok_or(ApiError::Unauthorized)?;
-        if tokens_match(presented, expected) {
-            Ok(Self(()))
-        } else {
-            Err(ApiError::Unauthorized)
+            .and_then(bearer_token);
+        let attempt = state.auth_throttle.attempt(client, Instant::now(), || {
+            presented.is_some_and(|token| tokens_match(token, expected))
+        });
+        match attempt {
+            Attempt::Right => Ok(Self(())),
+            Attempt::Wrong { locked } => {
+                if locked {
+                    tracing::warn!(
+                        %client,
+                        "write API: too many wrong tokens from this client, locked out of the API and sign-in"
+                    );
+                } else {
+                    tracing::warn!(%client, "write API: missing or wrong token");
+                }
+                Err(ApiError::Unauthorized)
+            }
+            Attempt::Locked { wait } => {
+                tracing::debug!(%client, "write API: refused, the client is locked out");
+                Err(ApiError::TooManyTries { wait })
+            }
         }
     }
 }
@@ -44,7 +66,7 @@ fn bearer_token(value: &str) -> Option<&str> {
 
 /// Compares SHA-256 digests in constant time: equal-length inputs, so
 /// neither the content nor the length of the token leaks through timing.
-fn tokens_match(presented: &str, expected: &SecretString) -> bool {
+pub(crate) fn tokens_match(presented: &str, expected: &SecretString) -> bool {
     let presented = Sha256::digest(presented.as_bytes());
     let expected = Sha256::digest(expected.expose_secret().as_bytes());
     presented.as_slice().ct_eq(expected.as_slice()).into()

@@ -20,6 +20,10 @@ pub enum ApiError {
     /// No bearer token, or the wrong one.
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    /// The client presented too many wrong tokens (SPEC §8); it may try
+    /// again after `wait`.
+    #[error("too many wrong tokens from this client: try again in {} s", retry_after(*.wait))]
+    TooManyTries { wait: std::time::Duration },
     /// The write API is off because no token is configured.
     #[error("the write API is disabled: no API token is configured")]
     Forbidden,
@@ -43,6 +47,7 @@ impl ApiError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::TooManyTries { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -82,13 +87,28 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response =
             (self.status(), Json(json!({ "error": self.to_string() }))).into_response();
-        if matches!(self, Self::Unauthorized) {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        match self {
+            Self::Unauthorized => {
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            Self::TooManyTries { wait } => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(retry_after(wait)));
+            }
+            _ => {}
         }
         response
     }
+}
+
+/// A wait as the whole seconds of `Retry-After`, rounded up, at least 1:
+/// a client that comes back after it is no longer locked.
+pub fn retry_after(wait: std::time::Duration) -> u64 {
+    let whole = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    whole.max(1)
 }
 
 /// Answers routes that do not exist with the same JSON shape.

@@ -2,24 +2,28 @@
 //! gets a session cookie signed by the server, so the pages can offer resync
 //! buttons while the browser never keeps the token itself.
 //!
-//! The cookie is `v1.<expiry>.<nonce>.<mac>`, the MAC an HMAC-SHA256 of the
-//! expiry and nonce under a key derived from the API token. Nothing is stored
-//! on the server: every replica configured with the same token accepts the
-//! cookie, and changing the token signs everybody out. The per-session CSRF
-//! token is an HMAC of the nonce, so it needs no storage either.
+//! The cookie is `v1.<expiry>.<id>.<mac>`, the MAC an HMAC-SHA256 of the
+//! expiry and the session id under a key derived from the API token, so
+//! every replica configured with the same token accepts it, and changing the
+//! token signs everybody out. Signing out records the id as revoked in
+//! PostgreSQL until the cookie would have expired (SPEC §8, see
+//! [`crate::web::revocation`]): the one thing the server stores, and only
+//! for sessions that ended early. The per-session CSRF token is an HMAC of
+//! the id, so it needs no storage either.
 
 use std::convert::Infallible;
 
 use axum::extract::FromRequestParts;
-use axum::http::header::{COOKIE, HOST, ORIGIN, REFERER};
+use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretString};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
+use super::revocation;
 use super::state::AppState;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -48,8 +52,8 @@ impl SessionKey {
     /// cookie's value.
     pub fn issue(&self, now: DateTime<Utc>) -> String {
         let expires = now.timestamp() + SESSION_SECONDS;
-        // The nonce only tells sessions apart; the MAC protects them, so a
-        // predictable nonce gives nothing away.
+        // The id only tells sessions apart (and names the one to revoke);
+        // the MAC protects them, so a predictable id gives nothing away.
         let nonce = format!("{:032x}", fastrand::u128(..));
         let signature = hex::encode(self.sign_session(expires, &nonce));
         format!("{VERSION}.{expires}.{nonce}.{signature}")
@@ -71,6 +75,8 @@ impl SessionKey {
             return None;
         }
         Some(Session {
+            id: nonce.to_owned(),
+            expires_at: DateTime::from_timestamp(expires, 0)?,
             csrf: hex::encode(mac(&self.0, &[b"csrf", nonce.as_bytes()])),
         })
     }
@@ -86,6 +92,10 @@ impl SessionKey {
 /// A signed-in operator's session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
+    /// Tells this sign-in apart from others; what signing out revokes.
+    pub id: String,
+    /// When the cookie stops working anyway; a revocation is kept until then.
+    pub expires_at: DateTime<Utc>,
     /// Goes into every form as a hidden field and must come back with it.
     pub csrf: String,
 }
@@ -121,7 +131,21 @@ impl FromRequestParts<AppState> for Viewer {
     type Rejection = Infallible;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
-        Ok(viewer(&parts.headers, state.api_token.as_ref(), Utc::now()))
+        let mut viewer = viewer(&parts.headers, state.api_token.as_ref(), Utc::now());
+        // Only a cookie the server signed costs a query: strangers' cookies
+        // never reach the database.
+        if let Some(session) = &viewer.session {
+            match revocation::is_revoked(&state.pool, &session.id).await {
+                Ok(false) => {}
+                Ok(true) => viewer.session = None,
+                Err(error) => {
+                    // Without an answer the session may have ended: read-only.
+                    tracing::warn!(%error, "cannot check whether a session was signed out");
+                    viewer.session = None;
+                }
+            }
+        }
+        Ok(viewer)
     }
 }
 
@@ -163,60 +187,6 @@ pub fn session_cookie(value: &str, secure: bool) -> String {
 /// The `Set-Cookie` value that signs a browser out.
 pub fn clear_cookie() -> String {
     format!("{COOKIE_NAME}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict")
-}
-
-/// Whether the token typed into the sign-in form is the configured one,
-/// compared as SHA-256 digests in constant time (length does not leak).
-pub fn token_matches(presented: &str, expected: &SecretString) -> bool {
-    let presented = Sha256::digest(presented.as_bytes());
-    let expected = Sha256::digest(expected.expose_secret().as_bytes());
-    presented.as_slice().ct_eq(expected.as_slice()).into()
-}
-
-/// Whether a POST comes from a page of this server: its `Origin` (or, when
-/// a browser sends none, its `Referer`) names the host the request was sent
-/// to. A request with neither is refused.
-pub fn same_origin(headers: &HeaderMap) -> bool {
-    let source = headers
-        .get(ORIGIN)
-        .or_else(|| headers.get(REFERER))
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| url::Url::parse(value).ok());
-    let Some(source) = source else {
-        return false;
-    };
-    let Some(host) = source.host_str() else {
-        return false;
-    };
-    let authority = match source.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host.to_owned(),
-    };
-    let with_default_port = source
-        .port_or_known_default()
-        .map(|port| format!("{host}:{port}"));
-    ["x-forwarded-host", HOST.as_str()]
-        .iter()
-        .filter_map(|name| headers.get(*name)?.to_str().ok())
-        .any(|target| {
-            target.eq_ignore_ascii_case(&authority)
-                || with_default_port
-                    .as_deref()
-                    .is_some_and(|full| target.eq_ignore_ascii_case(full))
-        })
-}
-
-/// Whether the browser reached this server over https (as the origin of
-/// the request shows), so the cookie may be marked `Secure`.
-pub fn over_https(headers: &HeaderMap) -> bool {
-    headers
-        .get(ORIGIN)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|origin| origin.starts_with("https://"))
-        || headers
-            .get("x-forwarded-proto")
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|proto| proto.eq_ignore_ascii_case("https"))
 }
 
 fn mac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
@@ -276,6 +246,22 @@ mod tests {
     }
 
     #[test]
+    fn a_session_should_carry_its_id_and_end_for_revocation() {
+        let cookie = key("t").issue(now());
+        let Some(session) = key("t").verify(&cookie, now()) else {
+            panic!("the session should verify");
+        };
+        assert_eq!(cookie.split('.').nth(2), Some(session.id.as_str()));
+        assert_eq!(session.id.len(), 32);
+        assert_eq!(
+            session.expires_at,
+            now() + chrono::Duration::seconds(SESSION_SECONDS)
+        );
+        let other = key("t").verify(&key("t").issue(now()), now());
+        assert_ne!(other.map(|s| s.id), Some(session.id));
+    }
+
+    #[test]
     fn sessions_should_have_their_own_csrf_tokens() {
         let a = key("t").verify(&key("t").issue(now()), now());
         let b = key("t").verify(&key("t").issue(now()), now());
@@ -286,64 +272,6 @@ mod tests {
         assert!(a.csrf_matches(&a.csrf.clone()));
         assert!(!a.csrf_matches(&b.csrf));
         assert!(!a.csrf_matches(""));
-    }
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.append(*name, HeaderValue::from_static(value));
-        }
-        map
-    }
-
-    #[test]
-    fn same_origin_should_compare_origin_or_referer_with_the_host() {
-        let ok = [
-            headers(&[
-                ("host", "roster.example"),
-                ("origin", "https://roster.example"),
-            ]),
-            headers(&[
-                ("host", "127.0.0.1:8080"),
-                ("origin", "http://127.0.0.1:8080"),
-            ]),
-            headers(&[
-                ("host", "roster.example:443"),
-                ("origin", "https://roster.example"),
-            ]),
-            headers(&[
-                ("host", "10.0.0.5:8080"),
-                ("x-forwarded-host", "roster.example"),
-                ("origin", "https://roster.example"),
-            ]),
-            headers(&[
-                ("host", "roster.example"),
-                ("referer", "https://roster.example/repos/a/b"),
-            ]),
-        ];
-        for h in &ok {
-            assert!(same_origin(h), "{h:?}");
-        }
-        let refused = [
-            headers(&[("host", "roster.example")]),
-            headers(&[
-                ("host", "roster.example"),
-                ("origin", "https://evil.example"),
-            ]),
-            headers(&[("host", "roster.example"), ("origin", "null")]),
-            headers(&[
-                ("host", "127.0.0.1:8080"),
-                ("origin", "http://127.0.0.1:9090"),
-            ]),
-            headers(&[
-                ("host", "roster.example"),
-                ("origin", "https://evil.example"),
-                ("referer", "https://roster.example/"),
-            ]),
-        ];
-        for h in &refused {
-            assert!(!same_origin(h), "{h:?}");
-        }
     }
 
     #[test]

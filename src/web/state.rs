@@ -14,7 +14,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-use super::throttle::SignInThrottle;
+use super::throttle::FailureThrottle;
 use super::{
     api_deliveries, api_projects, api_repos, api_write, assets, dashboard, error, health,
     metrics_route,
@@ -51,8 +51,11 @@ pub struct AppState {
     /// Period of the org-wide listing (`ROSTER_RESYNC_INTERVAL`), for the
     /// dashboard's "next listing due".
     pub resync_interval: Duration,
-    /// Wrong tokens per client at the dashboard's sign-in form.
-    pub sign_in_throttle: Arc<SignInThrottle>,
+    /// Wrong tokens per client, at the write API and the sign-in form alike.
+    pub auth_throttle: Arc<FailureThrottle>,
+    /// Whether `X-Forwarded-*` headers describe the client
+    /// (`ROSTER_TRUST_PROXY`); see [`crate::web::forwarded`].
+    pub trust_proxy: bool,
 }
 
 /// Every route of the API, the dashboard, the probes and `/metrics`, with a

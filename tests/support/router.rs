@@ -38,12 +38,34 @@ pub struct Options {
 /// The router on a fresh database; `prepare` registers or sets metrics
 /// before they are shared.
 pub async fn fixture(options: Options, prepare: impl FnOnce(&mut Registry, &Metrics)) -> Fixture {
+    fixture_tuned(options, prepare, |_| {}).await
+}
+
+/// Like [`fixture`], with `tune` changing the state before the router is
+/// built (e.g. trusting proxy headers).
+pub async fn fixture_tuned(
+    options: Options,
+    prepare: impl FnOnce(&mut Registry, &Metrics),
+    tune: impl FnOnce(&mut AppState),
+) -> Fixture {
     let (pool, _url) = fresh_database().await.expect("fresh database");
     let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let app = app_on(&pool, &queue, options, prepare, tune);
+    Fixture { pool, queue, app }
+}
+
+/// A router on an existing database: another replica beside a fixture's.
+pub fn app_on(
+    pool: &PgPool,
+    queue: &Arc<PgQueue>,
+    options: Options,
+    prepare: impl FnOnce(&mut Registry, &Metrics),
+    tune: impl FnOnce(&mut AppState),
+) -> Router {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     prepare(&mut registry, &metrics);
-    let state = AppState {
+    let mut state = AppState {
         pool: pool.clone(),
         queue: queue.clone(),
         metrics: Arc::new(metrics),
@@ -52,13 +74,11 @@ pub async fn fixture(options: Options, prepare: impl FnOnce(&mut Registry, &Metr
         github_web_url: options.github_web_url.map(str::to_owned),
         project_file: "project.yaml".to_owned(),
         resync_interval: Duration::from_secs(3600),
-        sign_in_throttle: Default::default(),
+        auth_throttle: Default::default(),
+        trust_proxy: false,
     };
-    Fixture {
-        pool,
-        queue,
-        app: router(state),
-    }
+    tune(&mut state);
+    router(state)
 }
 
 /// Sends one request through the router.

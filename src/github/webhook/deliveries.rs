@@ -67,6 +67,42 @@ where
     Ok(())
 }
 
+/// Records a group of deliveries with one statement, as [`record`] would
+/// one by one: an id given twice keeps its last outcome.
+pub async fn record_many<'e, E>(
+    executor: E,
+    deliveries: &[NewDelivery<'_>],
+) -> Result<(), DeliveriesError>
+where
+    E: PgExecutor<'e>,
+{
+    // One row per id (a statement may not update a row twice), in id order
+    // so that concurrent groups lock rows in the same order.
+    let unique: std::collections::BTreeMap<&str, &NewDelivery<'_>> =
+        deliveries.iter().map(|d| (d.id, d)).collect();
+    if unique.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = unique.keys().copied().collect();
+    let events: Vec<&str> = unique.values().map(|d| d.event).collect();
+    let actions: Vec<Option<&str>> = unique.values().map(|d| d.action).collect();
+    let repos: Vec<Option<&str>> = unique.values().map(|d| d.repo).collect();
+    let outcomes: Vec<&str> = unique.values().map(|d| d.outcome).collect();
+    sqlx::query(
+        "insert into deliveries (id, event, action, repo, outcome)
+         select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+         on conflict (id) do update set outcome = excluded.outcome, at = now()",
+    )
+    .bind(ids)
+    .bind(events)
+    .bind(actions)
+    .bind(repos)
+    .bind(outcomes)
+    .execute(executor)
+    .await?;
+    Ok(())
+}
+
 /// Lists deliveries newest first, `limit` per page (clamped to 1..=1000),
 /// after `cursor` (from a previous page), only those of `repo` (`owner/name`)
 /// when given.

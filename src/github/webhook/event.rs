@@ -4,9 +4,11 @@
 //! needs (unknown fields are ignored), so the rest of the server never sees a
 //! raw payload. A payload that lacks a needed field is an error, never a panic.
 
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::envelope::Envelope;
 
 use crate::source::{RepoId, RepoInfo};
 
@@ -102,22 +104,17 @@ pub enum ParseError {
 }
 
 /// Parses a verified body of event type `event` (the `X-GitHub-Event` header).
+///
+/// The body is read into typed structs only, never into a
+/// `serde_json::Value` of the whole payload (see [`Envelope`]).
 pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
-    let value: Value = serde_json::from_slice(body).map_err(ParseError::NotJson)?;
-    let action = value
-        .get("action")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let repo = value
-        .pointer("/repository/full_name")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
+    let Envelope { action, repo } = serde_json::from_slice(body).map_err(ParseError::NotJson)?;
     let event = match event {
         "ping" => Ok(WebhookEvent::Ping),
-        "push" => parse_push(&value),
-        "repository" => parse_repository(&value),
-        "installation" => parse_installation(&value),
-        "installation_repositories" => parse_installation_repositories(&value),
+        "push" => parse_push(body),
+        "repository" => parse_repository(body),
+        "installation" => parse_installation(body),
+        "installation_repositories" => parse_installation_repositories(body),
         other => Ok(WebhookEvent::Ignored {
             reason: format!("{other} events do not change project files"),
         }),
@@ -133,7 +130,7 @@ pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
     })
 }
 
-fn parse_push(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+fn parse_push(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     #[derive(Deserialize)]
     struct Push {
         #[serde(rename = "ref")]
@@ -143,7 +140,7 @@ fn parse_push(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
         repository: Repository,
         installation: Option<Installation>,
     }
-    let push: Push = read(value)?;
+    let push: Push = read(body)?;
     let default_ref = format!("refs/heads/{}", push.repository.default_branch);
     if push.deleted {
         return Ok(ignored(format!("{} was deleted", push.git_ref)));
@@ -159,7 +156,7 @@ fn parse_push(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
     })
 }
 
-fn parse_repository(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+fn parse_repository(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     #[derive(Deserialize)]
     struct RepositoryEvent {
         action: String,
@@ -172,7 +169,7 @@ fn parse_repository(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
     struct Changes {
         default_branch: Option<Value>,
     }
-    let event: RepositoryEvent = read(value)?;
+    let event: RepositoryEvent = read(body)?;
     let action = match event.action.as_str() {
         "created" => RepositoryAction::Created,
         "deleted" => RepositoryAction::Deleted,
@@ -194,7 +191,7 @@ fn parse_repository(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
     })
 }
 
-fn parse_installation(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     #[derive(Deserialize)]
     struct InstallationEvent {
         action: String,
@@ -202,7 +199,7 @@ fn parse_installation(value: &Value) -> Result<WebhookEvent, serde_json::Error> 
         #[serde(default)]
         repositories: Vec<ListedRepository>,
     }
-    let event: InstallationEvent = read(value)?;
+    let event: InstallationEvent = read(body)?;
     let action = match event.action.as_str() {
         "created" => InstallationAction::Created,
         "deleted" => InstallationAction::Deleted,
@@ -219,7 +216,7 @@ fn parse_installation(value: &Value) -> Result<WebhookEvent, serde_json::Error> 
     })
 }
 
-fn parse_installation_repositories(value: &Value) -> Result<WebhookEvent, serde_json::Error> {
+fn parse_installation_repositories(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     #[derive(Deserialize)]
     struct InstallationRepositoriesEvent {
         action: String,
@@ -229,7 +226,7 @@ fn parse_installation_repositories(value: &Value) -> Result<WebhookEvent, serde_
         #[serde(default)]
         repositories_removed: Vec<ListedRepository>,
     }
-    let event: InstallationRepositoriesEvent = read(value)?;
+    let event: InstallationRepositoriesEvent = read(body)?;
     if !matches!(event.action.as_str(), "added" | "removed") {
         return Ok(ignored(format!(
             "installation_repositories {} does not matter",
@@ -244,8 +241,30 @@ fn parse_installation_repositories(value: &Value) -> Result<WebhookEvent, serde_
     })
 }
 
-fn read<T: DeserializeOwned>(value: &Value) -> Result<T, serde_json::Error> {
-    T::deserialize(value)
+fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(body)
+}
+
+/// GitHub's ids are positive. A zero or negative one is not from GitHub: it
+/// would register a repository that no listing ever finds, so the payload
+/// is refused (400) before anything is written.
+fn positive<'de, D: Deserializer<'de>>(what: &str, deserializer: D) -> Result<i64, D::Error> {
+    let id = i64::deserialize(deserializer)?;
+    if id > 0 {
+        Ok(id)
+    } else {
+        Err(D::Error::custom(format_args!(
+            "{what} id must be a positive integer, not {id}"
+        )))
+    }
+}
+
+fn repository_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    positive("repository", deserializer)
+}
+
+fn installation_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    positive("installation", deserializer)
 }
 
 fn ignored(reason: impl Into<String>) -> WebhookEvent {
@@ -257,6 +276,7 @@ fn ignored(reason: impl Into<String>) -> WebhookEvent {
 /// `repository` as push and repository events carry it.
 #[derive(Deserialize)]
 struct Repository {
+    #[serde(deserialize_with = "repository_id")]
     id: i64,
     node_id: Option<String>,
     name: String,
@@ -288,11 +308,13 @@ struct Account {
 
 #[derive(Deserialize)]
 struct Installation {
+    #[serde(deserialize_with = "installation_id")]
     id: i64,
 }
 
 #[derive(Deserialize)]
 struct InstallationWithAccount {
+    #[serde(deserialize_with = "installation_id")]
     id: i64,
     account: Option<Account>,
 }
@@ -300,6 +322,7 @@ struct InstallationWithAccount {
 /// A repository as installation payloads list it: id, name, `owner/name`.
 #[derive(Deserialize)]
 struct ListedRepository {
+    #[serde(deserialize_with = "repository_id")]
     id: i64,
     node_id: Option<String>,
     name: String,
@@ -649,6 +672,56 @@ mod tests {
         .is_err());
         assert!(parse("repository", br#"[]"#).is_err());
         assert!(parse("installation_repositories", br#"{"action": "added"}"#).is_err());
+    }
+
+    #[test]
+    fn zero_or_negative_ids_should_be_refused_naming_the_id() {
+        let repository = |id: i64| {
+            format!(
+                r#"{{"ref": "refs/heads/main", "repository": {{"id": {id}, "name": "r",
+                "owner": {{"login": "acme"}}, "default_branch": "main"}}}}"#
+            )
+        };
+        let listed = |repo: i64, installation: i64| {
+            format!(
+                r#"{{"action": "added", "installation": {{"id": {installation}}},
+                "repositories_added": [{{"id": {repo}, "name": "r", "full_name": "acme/r"}}]}}"#
+            )
+        };
+        let cases = [
+            (
+                "push",
+                repository(0),
+                "repository id must be a positive integer, not 0",
+            ),
+            (
+                "push",
+                repository(-7),
+                "repository id must be a positive integer, not -7",
+            ),
+            (
+                "installation_repositories",
+                listed(-1, 5),
+                "repository id must be a positive integer, not -1",
+            ),
+            (
+                "installation_repositories",
+                listed(1, 0),
+                "installation id must be a positive integer, not 0",
+            ),
+            (
+                "installation",
+                r#"{"action": "created", "installation": {"id": -3}}"#.to_owned(),
+                "installation id must be a positive integer, not -3",
+            ),
+        ];
+        for (event, body, expected) in cases {
+            let message = parse(event, body.as_bytes())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(message.contains(expected), "{event}: {message}");
+        }
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub struct Plan {
 /// What intake did, for the answer and the delivery log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Intake {
-    /// Every id enqueued, sorted.
-    pub enqueued: Vec<RepoId>,
+    /// How many ids were enqueued (each once).
+    pub enqueued: usize,
     pub listing_requested: bool,
     /// Set when nothing was enqueued and no listing requested.
     pub ignored: Option<String>,
@@ -60,8 +60,46 @@ pub enum IntakeError {
     Database(#[from] sqlx::Error),
 }
 
+/// The most repositories one delivery makes known or enqueues itself.
+///
+/// Making 300,000 repositories known and enqueued in the delivery's
+/// transaction took longer than GitHub waits for an answer, so a delivery
+/// naming more asks for a listing instead, which finds every repository of
+/// every installation (removals included, under the deletion guard). An
+/// uninstall or a suspension names repositories only to have them
+/// reconciled; the ones Roster tracks are enqueued from the registry anyway,
+/// so past the bound the named ones are left out.
+pub const MAX_NAMED_REPOS: usize = 1_000;
+
 /// Decides what `event` asks for (pure: no I/O).
 pub fn plan(event: &WebhookEvent) -> Plan {
+    let plan = plan_each(event);
+    // Added repositories are only made known, removed ones only enqueued:
+    // the bound is on the repositories named, whichever way.
+    let named: BTreeSet<RepoId> = plan
+        .known
+        .iter()
+        .map(|r| r.id)
+        .chain(plan.enqueue.iter().copied())
+        .collect();
+    if named.len() <= MAX_NAMED_REPOS {
+        return plan;
+    }
+    match plan.tracked_of_installation {
+        Some(_) => Plan {
+            known: Vec::new(),
+            enqueue: Vec::new(),
+            ..plan
+        },
+        None => Plan {
+            listing: true,
+            ..Plan::default()
+        },
+    }
+}
+
+/// What `event` asks for, repository by repository.
+fn plan_each(event: &WebhookEvent) -> Plan {
     match event {
         WebhookEvent::Ping => ignore("ping"),
         WebhookEvent::DefaultBranchPush { repo } => make_known_and_enqueue(vec![repo.clone()]),
@@ -117,40 +155,80 @@ pub fn plan(event: &WebhookEvent) -> Plan {
 
 /// Writes what `event` asks for on `conn`, the caller's transaction: the
 /// caller adds its own record, commits once, and only then calls
-/// [`PgQueue::enqueued`] with `enqueued.len()` so workers wake to rows they
-/// can see. A rolled-back transaction leaves nothing enqueued.
+/// [`PgQueue::enqueued`] with `enqueued` so workers wake to rows they can
+/// see. A rolled-back transaction leaves nothing enqueued.
 pub async fn apply(
     conn: &mut PgConnection,
     queue: &PgQueue,
     event: &WebhookEvent,
 ) -> Result<Intake, IntakeError> {
-    let plan = plan(event);
-    if let Some(reason) = plan.ignored {
-        return Ok(Intake {
-            enqueued: Vec::new(),
-            listing_requested: false,
-            ignored: Some(reason),
+    let Batch { mut intakes, .. } = apply_batch(conn, queue, &[event]).await?;
+    Ok(intakes.pop().unwrap_or(Intake {
+        enqueued: 0,
+        listing_requested: false,
+        ignored: None,
+    }))
+}
+
+/// What a group of deliveries wrote together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// One per event, in the order given.
+    pub intakes: Vec<Intake>,
+    /// Distinct ids enqueued by the whole group (for [`PgQueue::enqueued`]).
+    pub enqueued: usize,
+}
+
+/// Writes what every event of a group asks for with one statement per kind
+/// of write (repositories made known, ids enqueued, a listing requested),
+/// on the caller's transaction. Each event still gets its own [`Intake`],
+/// as if it had been written alone.
+pub async fn apply_batch(
+    conn: &mut PgConnection,
+    queue: &PgQueue,
+    events: &[&WebhookEvent],
+) -> Result<Batch, IntakeError> {
+    let mut known = Vec::new();
+    let mut all_ids: BTreeSet<RepoId> = BTreeSet::new();
+    let mut listing = false;
+    let mut intakes = Vec::with_capacity(events.len());
+    for event in events {
+        let plan = plan(event);
+        if let Some(reason) = plan.ignored {
+            intakes.push(Intake {
+                enqueued: 0,
+                listing_requested: false,
+                ignored: Some(reason),
+            });
+            continue;
+        }
+        let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
+        if let Some(installation_id) = plan.tracked_of_installation {
+            ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
+        }
+        let ignored = (ids.is_empty() && !plan.listing)
+            .then(|| "no repository of this installation is tracked".to_owned());
+        intakes.push(Intake {
+            enqueued: ids.len(),
+            listing_requested: plan.listing,
+            ignored,
         });
+        known.extend(plan.known);
+        all_ids.extend(ids);
+        listing |= plan.listing;
     }
-    make_known(conn, &plan.known).await?;
-    let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
-    if let Some(installation_id) = plan.tracked_of_installation {
-        ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
-    }
-    if !ids.is_empty() {
+    make_known(conn, &known).await?;
+    if !all_ids.is_empty() {
         queue
-            .enqueue_in(conn, ids.iter().copied().map(Enqueue::fresh).collect())
+            .enqueue_in(conn, all_ids.iter().copied().map(Enqueue::fresh).collect())
             .await?;
     }
-    if plan.listing {
+    if listing {
         queue.request_listing_in(conn).await?;
     }
-    let ignored = (ids.is_empty() && !plan.listing)
-        .then(|| "no repository of this installation is tracked".to_owned());
-    Ok(Intake {
-        enqueued: ids.into_iter().collect(),
-        listing_requested: plan.listing,
-        ignored,
+    Ok(Batch {
+        intakes,
+        enqueued: all_ids.len(),
     })
 }
 
@@ -310,6 +388,79 @@ mod tests {
         });
         assert_eq!(only_removed.enqueue, vec![RepoId(8)]);
         assert!(!only_removed.listing, "nothing new to list");
+    }
+
+    #[test]
+    fn a_delivery_naming_more_repositories_than_the_bound_should_ask_for_a_listing() {
+        let many = |n: i64| (1..=n).map(repo).collect::<Vec<_>>();
+        let bound = MAX_NAMED_REPOS as i64;
+        let at_the_bound = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: vec![],
+            removed: many(bound),
+        });
+        assert_eq!(at_the_bound.enqueue.len(), MAX_NAMED_REPOS);
+        assert!(!at_the_bound.listing);
+        // Added ones are made known (and listed), removed ones enqueued:
+        // both count towards the bound.
+        let split = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: many(bound / 2),
+            removed: ((bound / 2 + 1)..=bound).map(repo).collect(),
+        });
+        assert_eq!(split.known.len() + split.enqueue.len(), MAX_NAMED_REPOS);
+        assert_eq!(split.enqueue.len(), MAX_NAMED_REPOS / 2);
+        let one_more = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: many(bound / 2 + 1),
+            removed: ((bound / 2 + 2)..=bound + 1).map(repo).collect(),
+        });
+        assert_eq!(
+            one_more,
+            Plan {
+                listing: true,
+                ..Plan::default()
+            },
+            "{} named",
+            bound + 1
+        );
+        for event in [
+            WebhookEvent::InstallationRepositories {
+                installation_id: 7,
+                added: many(bound + 1),
+                removed: vec![],
+            },
+            WebhookEvent::InstallationRepositories {
+                installation_id: 7,
+                added: vec![],
+                removed: many(bound + 1),
+            },
+            WebhookEvent::Installation {
+                action: InstallationAction::Created,
+                installation_id: 7,
+                repos: many(bound + 1),
+            },
+        ] {
+            assert_eq!(
+                plan(&event),
+                Plan {
+                    listing: true,
+                    ..Plan::default()
+                }
+            );
+        }
+        let uninstalled = plan(&WebhookEvent::Installation {
+            action: InstallationAction::Deleted,
+            installation_id: 7,
+            repos: many(bound + 1),
+        });
+        assert_eq!(
+            uninstalled,
+            Plan {
+                tracked_of_installation: Some(7),
+                ..Plan::default()
+            }
+        );
     }
 
     #[test]

@@ -3,14 +3,25 @@
 //! delivery, answer 202.
 //!
 //! Verify-then-parse: nothing reads the body before its signature matched.
+//! Bounded (SPEC §8): a declared length over 25 MiB or a missing signature
+//! is refused before the body is read, a request waits for a turn to read
+//! one ([`admission`]), and the delivery log is pruned ([`retention`]).
 
+pub mod admission;
+pub mod body;
 pub mod deliveries;
+pub mod envelope;
 pub mod event;
+pub mod gate;
+pub mod group;
 pub mod intake;
+pub mod retention;
 pub mod route;
 pub mod signature;
 
+pub use admission::WebhookLimits;
 pub use deliveries::{list_deliveries, DeliveriesError, DeliveryJson};
 pub use event::{ParsedDelivery, WebhookEvent};
-pub use route::{router, WebhookState, MAX_BODY_BYTES, PATH};
+pub use gate::MAX_BODY_BYTES;
+pub use route::{router, router_with_admission, WebhookState, PATH};
 pub use signature::sign;

@@ -1,13 +1,12 @@
-//! `POST /webhooks/github` (SPEC §6): size, then signature, then headers and
-//! JSON; then everything the event implies is persisted before the answer.
+//! `POST /webhooks/github` (SPEC §6, §8): the headers, then a turn to read
+//! the body, then signature, headers and JSON; then everything the event
+//! implies is persisted before the answer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -15,26 +14,20 @@ use secrecy::SecretString;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
+use super::admission::{Admission, Busy, WebhookLimits};
+use super::body::{self, BodyError};
 use super::deliveries::{self, NewDelivery};
-use super::event::{self, ParsedDelivery};
-use super::intake;
-use super::signature::{self, SIGNATURE_HEADER};
+use super::gate::{self, Accepted, Refusal};
+use super::group::{GroupCommit, GroupError, GroupLimits};
 use crate::db::queue::PgQueue;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, OTHER_EVENT};
 
 /// Where GitHub sends deliveries.
 pub const PATH: &str = "/webhooks/github";
 
-/// GitHub caps payloads at 25 MiB; anything larger is not from GitHub.
-pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
-
 /// GitHub gives up after 10 s; answering 503 before then keeps its log
 /// truthful (a failure a redelivery recovers) even when the database hangs.
 pub const PERSIST_TIMEOUT: Duration = Duration::from_secs(8);
-
-/// Label for deliveries whose event name cannot be trusted (unsigned) or
-/// is absent, so a forger cannot mint metric series.
-const UNVERIFIED: &str = "unverified";
 
 /// What the webhook route needs.
 #[derive(Clone)]
@@ -43,71 +36,83 @@ pub struct WebhookState {
     pub queue: Arc<PgQueue>,
     pub secret: SecretString,
     pub metrics: Arc<Metrics>,
+    /// How many bodies are read at once, and how long the rest wait.
+    pub limits: WebhookLimits,
 }
 
-/// The webhook route alone, to be merged into the server's router.
+/// The state and the turns it hands out.
+struct Route {
+    state: WebhookState,
+    admission: Arc<Admission>,
+    group: GroupCommit,
+}
+
+/// The webhook route alone, to be merged into the server's router. Its
+/// bounds are `state.limits`: tests shorten the wait there.
 pub fn router(state: WebhookState) -> Router {
-    Router::new()
-        .route(
-            PATH,
-            post(receive).layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
-        )
-        .with_state(Arc::new(state))
+    router_with_admission(state).0
 }
 
-async fn receive(
-    State(state): State<Arc<WebhookState>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            state.metrics.webhook(UNVERIFIED, "too_large");
-            return error(StatusCode::PAYLOAD_TOO_LARGE, "body exceeds 25 MiB");
-        }
-        Err(rejection) => {
-            state.metrics.webhook(UNVERIFIED, "rejected");
-            return error(StatusCode::BAD_REQUEST, &rejection.body_text());
+/// Like [`router`], also handing out the route's [`Admission`], so that a
+/// test can see when every slot is taken instead of guessing.
+pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
+    let admission = Arc::new(Admission::new(state.limits));
+    let group = GroupCommit::new(
+        state.pool.clone(),
+        state.queue.clone(),
+        GroupLimits::default(),
+    );
+    let route = Route {
+        state,
+        admission: admission.clone(),
+        group,
+    };
+    let router = Router::new()
+        .route(PATH, post(receive))
+        .with_state(Arc::new(route));
+    (router, admission)
+}
+
+async fn receive(State(route): State<Arc<Route>>, request: Request) -> Response {
+    let state = &route.state;
+    let (parts, body) = request.into_parts();
+    let declared = match gate::before_body(&parts.headers) {
+        Ok(declared) => declared,
+        Err(refusal) => return refuse(state, refusal).await,
+    };
+    // The turn is taken before a byte of the body is read, and given back
+    // once the body is verified and parsed (the body is dropped with it).
+    let turn = match route.admission.admit(declared.length).await {
+        Ok(turn) => turn,
+        Err(busy) => {
+            state.metrics.webhook(OTHER_EVENT, "busy");
+            return busy_answer(busy);
         }
     };
-
-    let signature = headers.get(SIGNATURE_HEADER).map(|v| v.as_bytes());
-    if let Err(e) = signature::verify(&state.secret, signature, &body) {
-        state.metrics.webhook(UNVERIFIED, "unauthorized");
-        return error(StatusCode::UNAUTHORIZED, &e.to_string());
-    }
-
-    let delivery_id = header(&headers, "x-github-delivery")
-        .map(str::to_owned)
-        .unwrap_or_else(unidentified_delivery);
-    let Some(event_name) = header(&headers, "x-github-event") else {
-        state.metrics.webhook(UNVERIFIED, "rejected");
-        reject(&state.pool, &delivery_id, "unknown").await;
-        return error(StatusCode::BAD_REQUEST, "missing X-GitHub-Event header");
-    };
-
-    let parsed = match event::parse(event_name, &body) {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            state.metrics.webhook(event_name, "rejected");
-            reject(&state.pool, &delivery_id, event_name).await;
+    let decided = match body::read(body, declared.length).await {
+        Ok(bytes) => gate::after_body(&state.secret, &parts.headers, &bytes),
+        Err(BodyError::TooLarge) => Err(gate::too_large()),
+        Err(e @ BodyError::Broken(_)) => {
+            state.metrics.webhook(OTHER_EVENT, "rejected");
             return error(StatusCode::BAD_REQUEST, &e.to_string());
         }
     };
+    drop(turn);
+    let accepted = match decided {
+        Ok(accepted) => accepted,
+        Err(refusal) => return refuse(state, refusal).await,
+    };
 
-    let persisted = tokio::time::timeout(
-        PERSIST_TIMEOUT,
-        persist(&state, &delivery_id, event_name, &parsed),
-    )
-    .await
-    .unwrap_or(Err(PersistError::TimedOut));
+    let (delivery_id, event) = (accepted.delivery_id.clone(), accepted.event.clone());
+    let persisted = tokio::time::timeout(PERSIST_TIMEOUT, persist(&route, accepted))
+        .await
+        .unwrap_or(Err(PersistError::TimedOut));
     match persisted {
         Ok(answer) => answer,
         Err(e) => {
-            tracing::error!(delivery = %delivery_id, event = event_name, error = %e,
-                "webhook not persisted; GitHub will show it failed");
-            state.metrics.webhook(event_name, "error");
+            tracing::error!(delivery = %delivery_id, event,
+                error = %e, "webhook not persisted; GitHub will show it failed");
+            state.metrics.webhook(&event, "error");
             error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "could not persist the delivery; redeliver it later",
@@ -120,59 +125,61 @@ async fn receive(
 #[derive(Debug, thiserror::Error)]
 enum PersistError {
     #[error(transparent)]
-    Intake(#[from] intake::IntakeError),
-    #[error(transparent)]
-    Deliveries(#[from] deliveries::DeliveriesError),
-    #[error("webhook transaction: {0}")]
-    Database(#[from] sqlx::Error),
+    Group(#[from] GroupError),
     #[error("database did not answer within {PERSIST_TIMEOUT:?}")]
     TimedOut,
 }
 
 /// Enqueues what the event implies and records the delivery in one
-/// transaction; answers 202 only once it has committed. Workers are woken
-/// after the commit, so they find the rows; a failure or a timeout drops the
-/// transaction, which rolls back: nothing enqueued, nothing recorded.
-async fn persist(
-    state: &WebhookState,
-    delivery_id: &str,
-    event_name: &str,
-    parsed: &ParsedDelivery,
-) -> Result<Response, PersistError> {
-    let mut tx = state.pool.begin().await?;
-    let intake = intake::apply(&mut tx, state.queue.as_ref(), &parsed.event).await?;
+/// transaction, shared with the deliveries that arrived at the same time
+/// ([`GroupCommit`]); answers 202 only once it has committed. Workers are
+/// woken after the commit, so they find the rows; a failure or a timeout
+/// rolls the group back: nothing enqueued, nothing recorded.
+///
+/// The answer carries counts, never the ids: a payload may name hundreds
+/// of thousands of repositories.
+async fn persist(route: &Route, accepted: Accepted) -> Result<Response, PersistError> {
+    let Accepted {
+        delivery_id,
+        event,
+        parsed,
+    } = accepted;
+    let (action, repo) = (parsed.action.clone(), parsed.repo.clone());
+    let intake = route
+        .group
+        .submit(Accepted {
+            delivery_id: delivery_id.clone(),
+            event: event.clone(),
+            parsed,
+        })
+        .await?;
     let outcome = intake.outcome();
-    deliveries::record(
-        &mut *tx,
-        &NewDelivery {
-            id: delivery_id,
-            event: event_name,
-            action: parsed.action.as_deref(),
-            repo: parsed.repo.as_deref(),
-            outcome,
-        },
-    )
-    .await?;
-    tx.commit().await?;
-    state.queue.enqueued(intake.enqueued.len() as u64);
-    state.metrics.webhook(event_name, outcome);
-    tracing::info!(delivery = %delivery_id, event = event_name, action = ?parsed.action,
-        repo = ?parsed.repo, outcome, enqueued = intake.enqueued.len(), "webhook");
+    route.state.metrics.webhook(&event, outcome);
+    tracing::info!(delivery = %delivery_id, event, action = ?action,
+        repo = ?repo, outcome, enqueued = intake.enqueued, "webhook");
     let body = match &intake.ignored {
-        Some(reason) => json!({ "status": outcome, "event": event_name, "reason": reason }),
+        Some(reason) => json!({ "status": outcome, "event": event, "reason": reason }),
         None => json!({
             "status": outcome,
-            "event": event_name,
-            "repo_ids": intake.enqueued,
+            "event": event,
+            "enqueued": intake.enqueued,
             "listing_requested": intake.listing_requested,
         }),
     };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
-/// Records a signed delivery that could not be understood. Best effort: the
-/// answer is 400 whatever the database says, since redelivering it cannot
-/// help.
+/// Answers a refusal, recording a signed delivery that could not be
+/// understood. The record is best effort: the answer is 400 whatever the
+/// database says, since redelivering it cannot help.
+async fn refuse(state: &WebhookState, refusal: Refusal) -> Response {
+    state.metrics.webhook(refusal.event, refusal.outcome);
+    if let Some((id, event)) = &refusal.record {
+        reject(&state.pool, id, event).await;
+    }
+    error(refusal.status, &refusal.message)
+}
+
 async fn reject(pool: &PgPool, id: &str, event: &str) {
     let delivery = NewDelivery {
         id,
@@ -186,18 +193,13 @@ async fn reject(pool: &PgPool, id: &str, event: &str) {
     }
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-}
-
-/// GitHub always sends `X-GitHub-Delivery`; a signed delivery without one is
-/// still handled, and logged under a made-up id that GitHub's log never has.
-fn unidentified_delivery() -> String {
-    format!("unidentified-{:016x}", fastrand::u64(..))
+fn busy_answer(busy: Busy) -> Response {
+    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string());
+    answer.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(busy.retry_after.as_secs()),
+    );
+    answer
 }
 
 fn error(status: StatusCode, message: &str) -> Response {
@@ -213,7 +215,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::github::webhook::signature::sign;
+    use crate::github::webhook::signature::{sign, SIGNATURE_HEADER};
 
     const SECRET: &str = "route test secret";
 
@@ -238,6 +240,7 @@ mod tests {
             queue: Arc::new(queue),
             secret: SecretString::from(SECRET),
             metrics,
+            limits: WebhookLimits::default(),
         });
         Harness { app, pool, adds }
     }
@@ -275,6 +278,53 @@ mod tests {
         assert_eq!(count(&h.pool, "queue").await, 1);
         assert_eq!(count(&h.pool, "deliveries").await, 1);
         assert_eq!(h.adds.get(), 1);
+    }
+
+    async fn flood(app: &Router, ids: &[String]) -> Vec<StatusCode> {
+        futures_util::future::join_all(ids.iter().map(|id| push(app, id))).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deliveries_arriving_together_should_commit_in_shared_transactions() {
+        let h = harness().await;
+        // One id twice: a group must write it once, as a redelivery.
+        let mut ids: Vec<String> = (0..64).map(|n| format!("together-{n}")).collect();
+        ids.push("together-0".to_owned());
+        let answers = flood(&h.app, &ids).await;
+        assert!(
+            answers.iter().all(|s| *s == StatusCode::ACCEPTED),
+            "{answers:?}"
+        );
+        assert_eq!(count(&h.pool, "deliveries").await, 64);
+        assert_eq!(count(&h.pool, "repositories").await, 1);
+        assert_eq!(count(&h.pool, "queue").await, 1);
+        // Rows of one transaction share its `now()`: fewer distinct times
+        // than deliveries means some were committed together.
+        let commits: i64 = sqlx::query_scalar("select count(distinct at) from deliveries")
+            .fetch_one(&h.pool)
+            .await
+            .expect("a count");
+        assert!(commits < 64, "every delivery had a commit of its own");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_group_should_answer_503_to_each_delivery_and_write_nothing() {
+        let h = harness().await;
+        sqlx::query("alter table deliveries rename to deliveries_gone")
+            .execute(&h.pool)
+            .await
+            .expect("the rename");
+        let ids: Vec<String> = (0..32).map(|n| format!("failing-{n}")).collect();
+        let answers = flood(&h.app, &ids).await;
+        assert!(
+            answers
+                .iter()
+                .all(|s| *s == StatusCode::SERVICE_UNAVAILABLE),
+            "{answers:?}"
+        );
+        assert_eq!(count(&h.pool, "repositories").await, 0);
+        assert_eq!(count(&h.pool, "queue").await, 0);
+        assert_eq!(h.adds.get(), 0);
     }
 
     #[tokio::test]

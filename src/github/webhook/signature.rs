@@ -32,17 +32,26 @@ pub fn verify(
     header: Option<&[u8]>,
     body: &[u8],
 ) -> Result<(), SignatureError> {
+    let expected = parse_header(header)?;
+    mac(secret.expose_secret(), body)
+        .verify_slice(&expected)
+        .map_err(|_| SignatureError::Mismatch)
+}
+
+/// The digest a header claims, or why it cannot claim one. Needs no body:
+/// the route refuses a missing or malformed header before reading any.
+pub fn parse_header(header: Option<&[u8]>) -> Result<[u8; 32], SignatureError> {
     let header = header.ok_or(SignatureError::Missing)?;
     let hex_digest = header
         .strip_prefix(PREFIX.as_bytes())
         .ok_or(SignatureError::Malformed)?;
-    let expected = hex::decode(hex_digest).map_err(|_| SignatureError::Malformed)?;
-    if expected.len() != 32 {
+    // Checked before decoding, so a long header costs nothing.
+    if hex_digest.len() != 64 {
         return Err(SignatureError::Malformed);
     }
-    mac(secret.expose_secret(), body)
-        .verify_slice(&expected)
-        .map_err(|_| SignatureError::Mismatch)
+    let mut digest = [0u8; 32];
+    hex::decode_to_slice(hex_digest, &mut digest).map_err(|_| SignatureError::Malformed)?;
+    Ok(digest)
 }
 
 /// The header value GitHub would send for `body`: senders in tests and
@@ -131,6 +140,21 @@ mod tests {
             verify(&other, Some(EXPECTED.as_bytes()), BODY),
             Err(SignatureError::Mismatch)
         );
+    }
+
+    #[test]
+    fn parse_header_should_need_no_body_to_refuse_a_bad_header() {
+        assert_eq!(parse_header(None), Err(SignatureError::Missing));
+        for bad in [
+            &b""[..],
+            b"sha256=",
+            b"sha256=zz",
+            b"sha1=00",
+            &[b'a'; 70_000],
+        ] {
+            assert_eq!(parse_header(Some(bad)), Err(SignatureError::Malformed));
+        }
+        assert!(parse_header(Some(EXPECTED.as_bytes())).is_ok());
     }
 
     #[test]

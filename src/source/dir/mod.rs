@@ -5,11 +5,12 @@
 //! id a stable hash of that name, and its "commit" a digest of the file.
 
 mod lister;
+mod open;
 mod storage;
 mod watcher;
 
 pub use lister::DirLister;
-pub use storage::DirStorage;
+pub use storage::{DirStorage, NOT_REGULAR};
 pub use watcher::watch;
 
 use std::path::{Path, PathBuf};
@@ -54,12 +55,20 @@ impl DirSource {
     }
 
     /// The sub-folders standing for repositories, sorted by name. Hidden
-    /// folders and names that are not UTF-8 are skipped.
+    /// folders and names that are not UTF-8 are skipped. A symbolic link to
+    /// a folder is listed too, so that a repository folder replaced by a
+    /// link turns `invalid` (its file is never read through the link) and
+    /// keeps its entries, instead of looking deleted.
     pub fn folders(&self) -> std::io::Result<Vec<String>> {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&self.root)? {
             let entry = entry?;
-            if !entry.file_type()?.is_dir() {
+            let kind = entry.file_type()?;
+            // `stat` of the link's target only tells whether it is a folder;
+            // it never opens it, so a FIFO or device there cannot block.
+            let listed = kind.is_dir()
+                || (kind.is_symlink() && std::fs::metadata(entry.path()).is_ok_and(|m| m.is_dir()));
+            if !listed {
                 continue;
             }
             if let Some(name) = entry.file_name().to_str() {
@@ -105,5 +114,22 @@ mod tests {
         );
         assert_eq!(s.folder_of(Path::new("/org/.git/x")), None);
         assert_eq!(s.folder_of(Path::new("/elsewhere/x")), None);
+    }
+
+    #[test]
+    fn folders_should_list_links_to_folders_and_skip_other_entries() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (org, outside) = (dir.path().join("org"), dir.path().join("outside"));
+        std::fs::create_dir_all(org.join("real")).expect("mkdir");
+        std::fs::create_dir_all(org.join(".hidden")).expect("mkdir");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::fs::write(org.join("file.txt"), "x").expect("write");
+        std::os::unix::fs::symlink(&outside, org.join("away")).expect("symlink");
+        std::os::unix::fs::symlink(org.join("file.txt"), org.join("to-file")).expect("symlink");
+        std::os::unix::fs::symlink("/nonexistent", org.join("dangling")).expect("symlink");
+        let listed = DirSource::new(&org, "project.yaml")
+            .folders()
+            .expect("list");
+        assert_eq!(listed, vec!["away".to_owned(), "real".to_owned()]);
     }
 }

@@ -8,7 +8,12 @@ use crate::controller::{Failure, Storage};
 use crate::project::MAX_FILE_BYTES;
 use crate::source::{FileState, Observed, RepoId, RepoInfo};
 
+use super::open::{open_project_file, Opened};
 use super::{repo_id, DirSource, LOCAL_OWNER};
+
+/// Why a project file that is a link, a FIFO, a device or a folder is
+/// refused (SPEC §8); the repository turns `invalid` and keeps its entries.
+pub const NOT_REGULAR: &str = "not a regular file inside the source folder";
 
 /// Storage of the local source: the folder, then its project file.
 #[derive(Debug, Clone)]
@@ -24,34 +29,45 @@ impl DirStorage {
         Ok(folders.into_iter().find(|f| repo_id(f) == id))
     }
 
-    fn read_file(&self, folder: &str) -> Result<FileState, Failure> {
-        let path = self
-            .source
-            .root
-            .join(folder)
-            .join(&self.source.project_file);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileState::Absent),
-            Err(e) => return Err(Failure::new(format!("cannot read {}: {e}", path.display()))),
+    /// The project file of `folder`; `None` when the folder itself is gone.
+    fn read_file(&self, folder: &str) -> Result<Option<FileState>, Failure> {
+        let cannot_read = |e: std::io::Error| {
+            let path = self
+                .source
+                .root
+                .join(folder)
+                .join(&self.source.project_file);
+            Failure::new(format!("cannot read {}: {e}", path.display()))
+        };
+        let file = match open_project_file(&self.source.root, folder, &self.source.project_file) {
+            Ok(Opened::File(file)) => file,
+            Ok(Opened::Absent) => return Ok(Some(FileState::Absent)),
+            Ok(Opened::FolderGone) => return Ok(None),
+            Ok(Opened::NotRegular) => {
+                return Ok(Some(FileState::Unreadable {
+                    sha: None,
+                    message: format!("{}: file: {NOT_REGULAR}", self.source.project_file),
+                }))
+            }
+            Err(e) => return Err(cannot_read(e)),
         };
         // Read at most one byte past the limit: enough to know it is too large.
         let mut bytes = Vec::new();
         file.take(MAX_FILE_BYTES as u64 + 1)
             .read_to_end(&mut bytes)
-            .map_err(|e| Failure::new(format!("cannot read {}: {e}", path.display())))?;
+            .map_err(cannot_read)?;
         let sha = content_sha(&bytes);
         if bytes.len() > MAX_FILE_BYTES {
-            return Ok(FileState::Unreadable {
+            return Ok(Some(FileState::Unreadable {
                 sha: None,
                 message: format!(
                     "{}: file: larger than the limit of {} KiB",
                     self.source.project_file,
                     MAX_FILE_BYTES / 1024
                 ),
-            });
+            }));
         }
-        Ok(FileState::Found { sha, bytes })
+        Ok(Some(FileState::Found { sha, bytes }))
     }
 }
 
@@ -70,13 +86,16 @@ impl Storage for DirStorage {
         let this = self.clone();
         let key = *key;
         tokio::task::spawn_blocking(move || {
-            let Some(folder) = this.folder_for(key)? else {
-                return Ok(Observed::Removed {
-                    repo: None,
-                    reason: "the folder no longer exists".into(),
-                });
+            let gone = || Observed::Removed {
+                repo: None,
+                reason: "the folder no longer exists".into(),
             };
-            let file = this.read_file(&folder)?;
+            let Some(folder) = this.folder_for(key)? else {
+                return Ok(gone());
+            };
+            let Some(file) = this.read_file(&folder)? else {
+                return Ok(gone());
+            };
             let repo = RepoInfo {
                 owner: LOCAL_OWNER.to_owned(),
                 name: folder,
@@ -154,5 +173,52 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    fn not_regular(observed: Result<Observed, Failure>) -> (String, String) {
+        match observed {
+            Ok(Observed::Present {
+                repo,
+                file: FileState::Unreadable { sha: None, message },
+            }) => (repo.full_name(), message),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn get_should_refuse_a_link_leaving_the_folder_without_reading_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let org = dir.path().join("org");
+        std::fs::create_dir_all(org.join("svc")).expect("mkdir");
+        std::fs::write(dir.path().join("secret.yaml"), "name: s3cr3t\nowner: x\n").expect("write");
+        std::os::unix::fs::symlink(dir.path().join("secret.yaml"), org.join("svc/project.yaml"))
+            .expect("symlink");
+        let (repo, message) = not_regular(storage(&org).get(&repo_id("svc"), None).await);
+        assert_eq!(repo, "local/svc");
+        assert_eq!(
+            message,
+            "project.yaml: file: not a regular file inside the source folder"
+        );
+    }
+
+    #[tokio::test]
+    async fn get_should_keep_a_folder_replaced_by_a_link_as_a_repository_it_cannot_read() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (org, outside) = (dir.path().join("org"), dir.path().join("outside"));
+        std::fs::create_dir_all(&org).expect("mkdir");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::fs::write(outside.join("project.yaml"), "name: s3cr3t\nowner: x\n").expect("write");
+        std::os::unix::fs::symlink(&outside, org.join("svc")).expect("symlink");
+        let (repo, message) = not_regular(storage(&org).get(&repo_id("svc"), None).await);
+        assert_eq!(repo, "local/svc");
+        assert_eq!(message, format!("project.yaml: file: {NOT_REGULAR}"));
+    }
+
+    #[tokio::test]
+    async fn get_should_refuse_a_folder_named_like_the_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("svc/project.yaml")).expect("mkdir");
+        let (_, message) = not_regular(storage(dir.path()).get(&repo_id("svc"), None).await);
+        assert_eq!(message, format!("project.yaml: file: {NOT_REGULAR}"));
     }
 }

@@ -28,17 +28,21 @@ where
     Q: WorkQueue<Key = RepoId>,
 {
     let (tx, mut rx) = mpsc::unbounded_channel::<notify::Event>();
+    let handler = move |event: notify::Result<notify::Event>| match event {
+        // Reading a file is an event too (access); only changes matter, or
+        // every reconcile would trigger the next one.
+        Ok(event) if !matches!(event.kind, notify::EventKind::Access(_)) => {
+            let _ = tx.send(event);
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "folder watch error"),
+    };
+    // Never follow a link: a link to `/` would otherwise make the watch walk
+    // and hold the whole file system (SPEC §8). Changing the link itself is
+    // still an event of the folder holding it.
+    let config = notify::Config::default().with_follow_symlinks(false);
     let mut watcher =
-        notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-            // Reading a file is an event too (access); only changes matter, or
-            // every reconcile would trigger the next one.
-            Ok(event) if !matches!(event.kind, notify::EventKind::Access(_)) => {
-                let _ = tx.send(event);
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "folder watch error"),
-        })
-        .map_err(|source_err| WatchError {
+        notify::RecommendedWatcher::new(handler, config).map_err(|source_err| WatchError {
             path: source.root.display().to_string(),
             source: source_err,
         })?;
@@ -69,4 +73,38 @@ where
         }
     });
     Ok(watcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::memory_queue::MemoryQueue;
+    use std::time::{Duration, Instant};
+
+    /// Waits until the queue holds `key`, waking on the queue's hint.
+    async fn wait_enqueued(queue: &MemoryQueue<RepoId>, key: RepoId) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while queue.status(&key).await.ok().flatten().is_none() {
+            assert!(Instant::now() < deadline, "{key} was never enqueued");
+            let _ = tokio::time::timeout(Duration::from_millis(50), queue.changed()).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn watch_should_not_follow_a_link_out_of_the_folder() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (org, outside) = (dir.path().join("org"), dir.path().join("outside"));
+        std::fs::create_dir_all(org.join("inside")).expect("mkdir");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, org.join("link")).expect("symlink");
+        let queue = Arc::new(MemoryQueue::new(Duration::from_secs(60)));
+        let _watcher = watch(DirSource::new(&org, "project.yaml"), queue.clone()).expect("watch");
+
+        // A change behind the link first, then one inside: events arrive in
+        // order, so once the second is enqueued the first would be too.
+        std::fs::write(outside.join("project.yaml"), "name: x\n").expect("write");
+        std::fs::write(org.join("inside/project.yaml"), "name: y\n").expect("write");
+        wait_enqueued(&queue, repo_id("inside")).await;
+        assert_eq!(queue.status(&repo_id("link")).await.expect("status"), None);
+    }
 }

@@ -13,7 +13,8 @@ use super::PageError;
 use crate::web::api_write;
 use crate::web::error::ApiError;
 use crate::web::extract::ApiPath;
-use crate::web::session::{same_origin, Viewer};
+use crate::web::origin::same_origin;
+use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::repo_href;
 
@@ -25,10 +26,16 @@ pub struct ActionForm {
 }
 
 /// Lets a form through only when it comes from a page of this server
-/// (`Origin`/`Referer`), the browser is signed in, and the form carries the
-/// session's CSRF token. The session cookie is also `SameSite=Strict`.
-pub fn check_action(headers: &HeaderMap, viewer: &Viewer, csrf: &str) -> Result<(), PageError> {
-    if !same_origin(headers) {
+/// (`Origin`/`Referer`; see [`same_origin`] for `trust_proxy`), the browser
+/// is signed in, and the form carries the session's CSRF token. The session
+/// cookie is also `SameSite=Strict`.
+pub fn check_action(
+    headers: &HeaderMap,
+    trust_proxy: bool,
+    viewer: &Viewer,
+    csrf: &str,
+) -> Result<(), PageError> {
+    if !same_origin(headers, trust_proxy) {
         return Err(PageError::forbidden(
             "cross-site request refused: send the form from this dashboard",
         ));
@@ -53,7 +60,7 @@ pub async fn resync_all(
     form: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Redirect, PageError> {
     let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
-    check_action(&headers, &viewer, &csrf)?;
+    check_action(&headers, state.trust_proxy, &viewer, &csrf)?;
     api_write::schedule_listing(&state, "from the dashboard").await?;
     Ok(Redirect::to("/?done=resync-all"))
 }
@@ -67,7 +74,7 @@ pub async fn resync_repo(
     form: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Redirect, PageError> {
     let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
-    check_action(&headers, &viewer, &csrf)?;
+    check_action(&headers, state.trust_proxy, &viewer, &csrf)?;
     let ApiPath((owner, name)) = path?;
     api_write::enqueue_repo(&state, &owner, &name, "from the dashboard").await?;
     Ok(Redirect::to(&format!(

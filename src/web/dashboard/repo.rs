@@ -123,6 +123,8 @@ struct EventView {
     at: TimeView,
     kind: String,
     message: String,
+    /// Reconciles in a row that said the same; shown as `×N` past one.
+    count: i64,
 }
 
 impl EventView {
@@ -131,6 +133,7 @@ impl EventView {
             at: TimeView::new(event.at, now),
             kind: event.kind,
             message: event.message,
+            count: event.count,
         }
     }
 }

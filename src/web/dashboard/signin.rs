@@ -7,18 +7,21 @@ use axum::extract::{Query, State};
 use axum::http::header::{RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Extension, Form};
+use axum::Form;
 use chrono::Utc;
 use serde::Deserialize;
 use std::time::Instant;
 
 use super::forms::{check_action, ActionForm};
 use super::{Chrome, PageError};
-use crate::web::serve::ClientAddr;
-use crate::web::session::{
-    clear_cookie, over_https, same_origin, session_cookie, token_matches, SessionKey, Viewer,
-};
+use crate::web::auth::tokens_match;
+use crate::web::client::Client;
+use crate::web::error::{retry_after, ApiError};
+use crate::web::origin::{over_https, same_origin};
+use crate::web::revocation;
+use crate::web::session::{clear_cookie, session_cookie, SessionKey, Viewer};
 use crate::web::state::AppState;
+use crate::web::throttle::Attempt;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "signin.html")]
@@ -70,17 +73,18 @@ pub async fn form(
 }
 
 /// `POST /signin`: with the right token, a session cookie and a redirect
-/// to `next`; otherwise the form again with a 401, or a 429 once the
-/// client has used up its tries (see [`crate::web::throttle`]).
+/// to `next`; otherwise the form again with a 401, or a 429 while the
+/// client is locked out (see [`crate::web::throttle`], shared with the
+/// write API).
 pub async fn sign_in(
     State(state): State<AppState>,
-    client: Option<Extension<ClientAddr>>,
+    Client(client): Client,
     headers: HeaderMap,
     form: Result<Form<SignInForm>, FormRejection>,
 ) -> Result<Response, PageError> {
     // A login form posted from another site could sign a browser in
     // without its owner knowing.
-    if !same_origin(&headers) {
+    if !same_origin(&headers, state.trust_proxy) {
         return Err(PageError::forbidden(
             "cross-site request refused: send the form from this dashboard",
         ));
@@ -95,7 +99,6 @@ pub async fn sign_in(
         next: String::new(),
     }));
     let next = local_path(Some(&form.next)).to_owned();
-    let client = client.map(|Extension(ClientAddr(address))| address);
     let refused = |problem| SignInTemplate {
         chrome: Chrome::for_viewer(Viewer {
             session: None,
@@ -105,46 +108,68 @@ pub async fn sign_in(
         problem: Some(problem),
         enabled: true,
     };
-    let now = Instant::now();
-    if let Err(wait) = state.sign_in_throttle.begin(client, now) {
-        tracing::warn!(
-            client = ?client,
-            "dashboard sign-in refused: too many wrong tokens from this address"
-        );
-        let seconds = wait.as_secs().max(1).to_string();
-        let page = refused("Too many wrong tokens from this address: wait a few minutes.");
-        return Ok((
-            StatusCode::TOO_MANY_REQUESTS,
-            [(RETRY_AFTER, seconds)],
-            page,
-        )
-            .into_response());
+    let attempt = state.auth_throttle.attempt(client, Instant::now(), || {
+        tokens_match(form.token.trim(), expected)
+    });
+    match attempt {
+        Attempt::Right => {}
+        Attempt::Wrong { locked } => {
+            if locked {
+                tracing::warn!(
+                    %client,
+                    "dashboard sign-in: too many wrong tokens from this client, locked out of the API and sign-in"
+                );
+            } else {
+                tracing::warn!(%client, "dashboard sign-in refused: wrong token");
+            }
+            let page = refused("That is not the API token.");
+            return Ok((StatusCode::UNAUTHORIZED, page).into_response());
+        }
+        Attempt::Locked { wait } => {
+            tracing::debug!(%client, "dashboard sign-in refused: the client is locked out");
+            let page = refused("Too many wrong tokens from this address: wait a few minutes.");
+            return Ok((
+                StatusCode::TOO_MANY_REQUESTS,
+                [(RETRY_AFTER, retry_after(wait).to_string())],
+                page,
+            )
+                .into_response());
+        }
     }
-    if !token_matches(form.token.trim(), expected) {
-        tracing::warn!(client = ?client, "dashboard sign-in refused: wrong token");
-        let page = refused("That is not the API token.");
-        return Ok((StatusCode::UNAUTHORIZED, page).into_response());
-    }
-    state.sign_in_throttle.succeeded(client);
     let cookie = SessionKey::from_token(expected).issue(Utc::now());
     tracing::info!("dashboard sign-in");
     let target = with_done(&next, "signed-in");
+    let secure = over_https(&headers, state.trust_proxy);
     Ok((
-        [(SET_COOKIE, session_cookie(&cookie, over_https(&headers)))],
+        [(SET_COOKIE, session_cookie(&cookie, secure))],
         Redirect::to(&target),
     )
         .into_response())
 }
 
-/// `POST /signout`: clears the cookie. Guarded like the other forms so a
-/// foreign page cannot sign an operator out.
+/// `POST /signout`: ends the session on the server, so the cookie stops
+/// working even where a copy of it survives, and clears it in the browser.
+/// Guarded like the other forms so a foreign page cannot sign an operator
+/// out.
 pub async fn sign_out(
+    State(state): State<AppState>,
     viewer: Viewer,
     headers: HeaderMap,
     form: Result<Form<ActionForm>, FormRejection>,
 ) -> Result<Response, PageError> {
     let csrf = form.map(|Form(f)| f.csrf).unwrap_or_default();
-    check_action(&headers, &viewer, &csrf)?;
+    check_action(&headers, state.trust_proxy, &viewer, &csrf)?;
+    let Some(session) = viewer.session else {
+        return Err(PageError::sign_in_first());
+    };
+    // Saying "signed out" while the cookie still worked would be a lie:
+    // without the record, the operator is told to try again.
+    revocation::revoke(&state.pool, &session.id, session.expires_at)
+        .await
+        .map_err(|error| {
+            ApiError::unavailable("sign-out: cannot record the session's end", &error)
+        })?;
+    tracing::info!("dashboard sign-out");
     Ok((
         [(SET_COOKIE, clear_cookie())],
         Redirect::to("/?done=signed-out"),

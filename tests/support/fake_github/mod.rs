@@ -20,7 +20,7 @@ pub mod rest;
 pub mod world;
 
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -33,6 +33,7 @@ use url::Url;
 
 pub use fault::{Fault, FaultKind};
 use rest::Answer;
+pub use world::Logged;
 use world::{epoch_secs, World};
 
 /// The fake App's id (the `iss` its JWTs must carry).
@@ -315,7 +316,14 @@ impl FakeGithub {
     pub fn reset_counts(&self) {
         let mut world = self.shared.world();
         world.counts.clear();
+        world.log.clear();
         world.not_modified = 0;
+    }
+
+    /// Every authenticated request so far, with its arrival time, route,
+    /// installation and answer, in the order they were answered.
+    pub fn log(&self) -> Vec<Logged> {
+        self.shared.world().log.clone()
     }
 }
 
@@ -353,6 +361,7 @@ fn percent_decode(segment: &str) -> String {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let arrived = Instant::now();
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 32 * 1024 * 1024)
         .await
@@ -414,7 +423,18 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Some(kind) => Some(fault_answer(&kind, caller)),
         None => None,
     };
+    let installation = match caller {
+        Caller::Installation(id) => Some(id),
+        Caller::App => None,
+    };
+    let logged = |status| Logged {
+        at: arrived,
+        route,
+        installation,
+        status,
+    };
     if matches!(answer.as_ref(), Some(a) if a.status == 0) {
+        shared.world().log.push(logged(0));
         return broken_connection();
     }
 
@@ -496,6 +516,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             ("x-ratelimit-resource".to_owned(), "core".to_owned()),
         ],
     };
+    world.log.push(logged(answer.status));
     respond(answer, &rate_headers)
 }
 
@@ -619,9 +640,13 @@ fn fault_answer(kind: &FaultKind, caller: Caller) -> Answer {
         FaultKind::ServerError => Answer::message(500, "Internal Server Error"),
         FaultKind::BadGateway => Answer::message(502, "Server Error"),
         FaultKind::SecondaryRateLimit { retry_after } => {
-            let mut answer = Answer::message(
+            // GitHub's body, its request id aside.
+            let mut answer = Answer::json(
                 403,
-                "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                serde_json::json!({
+                    "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                    "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
+                }),
             );
             answer
                 .headers

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::fault::Fault;
 use super::hook_deliveries::HookLog;
@@ -66,6 +66,18 @@ pub struct Budget {
     pub reset: u64,
 }
 
+/// One authenticated request as it reached the fake.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// When it arrived (before any latency or fault delayed it).
+    pub at: Instant,
+    pub route: &'static str,
+    /// Whose token it carried; `None` for the App's JWT.
+    pub installation: Option<i64>,
+    /// The answer's status; 0 for a dropped connection.
+    pub status: u16,
+}
+
 #[derive(Debug)]
 pub struct World {
     pub app_id: u64,
@@ -78,6 +90,8 @@ pub struct World {
     pub latency: Duration,
     /// Route name → requests received.
     pub counts: BTreeMap<String, u64>,
+    /// Every authenticated request, in the order they were answered.
+    pub log: Vec<Logged>,
     pub not_modified: u64,
     pub token_lifetime: Duration,
     /// The App's webhook delivery log (its own lock: redeliveries in
@@ -98,6 +112,7 @@ impl World {
             faults: Vec::new(),
             latency: Duration::ZERO,
             counts: BTreeMap::new(),
+            log: Vec::new(),
             not_modified: 0,
             token_lifetime: Duration::from_secs(3600),
             hook_log: Arc::default(),

@@ -1,0 +1,166 @@
+//! A [`MemoryQueue`] whose renewals can be made to fail, hang or report the
+//! claim lost, as a queue behind an unreachable database would.
+
+use std::fmt::{Debug, Display};
+use std::future::Future;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::memory_queue::MemoryQueue;
+use super::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
+
+/// What the next renewals do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewals {
+    /// Renew for real.
+    Work,
+    /// Answer an error this many more times (`u32::MAX`: always), then work.
+    Fail(u32),
+    /// Never answer.
+    Hang,
+    /// Say the claim was lost, without touching it.
+    Lost,
+}
+
+/// Handles on one in-memory queue, sharing one renewal script.
+#[derive(Clone)]
+pub struct FlakyQueue<K> {
+    pub inner: MemoryQueue<K>,
+    renewals: Arc<Mutex<Renewals>>,
+    /// Renewals asked for, whatever they did.
+    asked: Arc<Mutex<u32>>,
+}
+
+impl<K: Clone + Eq + Hash + Ord> FlakyQueue<K> {
+    pub fn new(lease: Duration) -> Self {
+        Self {
+            inner: MemoryQueue::new(lease),
+            renewals: Arc::new(Mutex::new(Renewals::Work)),
+            asked: Arc::default(),
+        }
+    }
+
+    pub fn set(&self, renewals: Renewals) {
+        *self.renewals.lock().expect("renewals lock") = renewals;
+    }
+
+    pub fn renewals_asked(&self) -> u32 {
+        *self.asked.lock().expect("asked lock")
+    }
+
+    /// The scripted answer of one renewal, `None` to renew for real.
+    fn next(&self) -> Option<Renewals> {
+        *self.asked.lock().expect("asked lock") += 1;
+        let mut renewals = self.renewals.lock().expect("renewals lock");
+        match *renewals {
+            Renewals::Work => None,
+            Renewals::Fail(n) => {
+                if n == 1 {
+                    *renewals = Renewals::Work;
+                } else if n != u32::MAX {
+                    *renewals = Renewals::Fail(n - 1);
+                }
+                Some(Renewals::Fail(n))
+            }
+            other => Some(other),
+        }
+    }
+}
+
+impl<K> WorkQueue for FlakyQueue<K>
+where
+    K: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static,
+{
+    type Key = K;
+
+    fn enqueue(
+        &self,
+        items: Vec<Enqueue<K>>,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.enqueue(items)
+    }
+
+    fn claim(
+        &self,
+        worker: &str,
+    ) -> impl Future<Output = Result<Option<Claim<K>>, QueueError>> + Send {
+        self.inner.claim(worker)
+    }
+
+    async fn renew(&self, claim: &Claim<K>) -> Result<bool, QueueError> {
+        match self.next() {
+            None => self.inner.renew(claim).await,
+            Some(Renewals::Hang) => std::future::pending().await,
+            Some(Renewals::Lost) => Ok(false),
+            Some(_) => Err(QueueError("connection refused".into())),
+        }
+    }
+
+    /// One scripted answer for the whole batch: one round trip, as a
+    /// database renews them.
+    async fn renew_many(&self, claims: &[Claim<K>]) -> Result<Vec<bool>, QueueError> {
+        match self.next() {
+            None => self.inner.renew_many(claims).await,
+            Some(Renewals::Hang) => std::future::pending().await,
+            Some(Renewals::Lost) => Ok(vec![false; claims.len()]),
+            Some(_) => Err(QueueError("connection refused".into())),
+        }
+    }
+
+    fn done(&self, claim: &Claim<K>) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.done(claim)
+    }
+
+    fn fail(
+        &self,
+        claim: &Claim<K>,
+        error: &str,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.fail(claim, error, delay)
+    }
+
+    fn release(&self, claim: &Claim<K>) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.release(claim)
+    }
+
+    fn defer(
+        &self,
+        claim: &Claim<K>,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.defer(claim, delay)
+    }
+
+    fn changed(&self) -> impl Future<Output = ()> + Send {
+        self.inner.changed()
+    }
+
+    fn depth(&self) -> impl Future<Output = Result<u64, QueueError>> + Send {
+        self.inner.depth()
+    }
+
+    fn status(
+        &self,
+        key: &K,
+    ) -> impl Future<Output = Result<Option<ItemStatus>, QueueError>> + Send {
+        self.inner.status(key)
+    }
+}
+
+impl<K> ListingSchedule for FlakyQueue<K>
+where
+    K: Clone + Eq + Hash + Ord + Send + Sync + 'static,
+{
+    fn take_listing(
+        &self,
+        interval: Duration,
+    ) -> impl Future<Output = Result<bool, QueueError>> + Send {
+        self.inner.take_listing(interval)
+    }
+
+    fn request_listing(&self) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.request_listing()
+    }
+}

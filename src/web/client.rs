@@ -1,0 +1,111 @@
+//! Who a request comes from, as the failure throttle counts clients
+//! (SPEC §8): one IPv4 address, or one IPv6 /64. A single IPv6 host is
+//! usually given a whole /64, so counting its addresses one by one would
+//! give it more tries than there are atoms; an IPv4-mapped IPv6 address
+//! (a dual-stack listener's view of an IPv4 client) is that IPv4 address.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
+use super::forwarded::client_address;
+use super::serve::ClientAddr;
+use super::state::AppState;
+
+/// A client as the throttle counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientKey {
+    /// An IPv4 address.
+    V4(Ipv4Addr),
+    /// The first 64 bits of an IPv6 address, the rest set to zero.
+    V6Net(Ipv6Addr),
+    /// A request whose address is not known (served without
+    /// [`crate::web::serve::serve`], as in tests): all such share one key.
+    Unknown,
+}
+
+impl ClientKey {
+    /// The key of a client with address `address`.
+    pub fn of(address: Option<IpAddr>) -> Self {
+        match address {
+            None => Self::Unknown,
+            Some(IpAddr::V4(v4)) => Self::V4(v4),
+            Some(IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+                Some(v4) => Self::V4(v4),
+                None => Self::V6Net(Ipv6Addr::from(v6.to_bits() & !u128::from(u64::MAX))),
+            },
+        }
+    }
+}
+
+impl fmt::Display for ClientKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::V4(v4) => write!(f, "{v4}"),
+            Self::V6Net(net) => write!(f, "{net}/64"),
+            Self::Unknown => f.write_str("unknown"),
+        }
+    }
+}
+
+/// The client of a request: its TCP peer, or the address a trusted proxy
+/// names (see [`crate::web::forwarded`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Client(pub ClientKey);
+
+impl FromRequestParts<AppState> for Client {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
+        Ok(Self(client_of(parts, state.trust_proxy)))
+    }
+}
+
+/// The client of a request with these parts.
+pub fn client_of(parts: &Parts, trust_proxy: bool) -> ClientKey {
+    let peer = parts
+        .extensions
+        .get::<ClientAddr>()
+        .map(|ClientAddr(ip)| *ip);
+    ClientKey::of(client_address(&parts.headers, peer, trust_proxy))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str) -> ClientKey {
+        ClientKey::of(text.parse().ok())
+    }
+
+    #[test]
+    fn ipv6_addresses_should_count_by_their_64() {
+        assert_eq!(
+            key("2001:db8:1:2::1"),
+            key("2001:db8:1:2:ffff:eeee:dddd:cccc")
+        );
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("2001:db8:1:2:abcd::1").to_string(), "2001:db8:1:2::/64");
+    }
+
+    #[test]
+    fn ipv4_addresses_should_count_one_by_one() {
+        assert_ne!(key("192.0.2.1"), key("192.0.2.2"));
+        assert_eq!(key("192.0.2.1").to_string(), "192.0.2.1");
+    }
+
+    #[test]
+    fn an_ipv4_mapped_address_should_be_the_ipv4_address() {
+        assert_eq!(key("::ffff:192.0.2.1"), key("192.0.2.1"));
+        assert_ne!(key("::ffff:192.0.2.1"), key("::ffff:192.0.2.2"));
+    }
+
+    #[test]
+    fn an_unknown_address_should_have_its_own_key() {
+        assert_eq!(ClientKey::of(None), ClientKey::Unknown);
+        assert_eq!(ClientKey::Unknown.to_string(), "unknown");
+    }
+}
