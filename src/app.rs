@@ -54,6 +54,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let queue = Arc::new(PgQueue::new(pool.clone(), settings.lease).with_adds_counter(adds));
     let config = ControllerConfig {
         workers: settings.workers,
+        batch_size: settings.batch_size,
         resync_interval: settings.resync_interval,
         lease: settings.lease,
         ..ControllerConfig::default()

@@ -74,6 +74,8 @@ pub struct Metrics {
     /// The same values as `rate_limit_remaining`, readable by the dashboard
     /// (a metric family cannot be listed).
     rate_limits: Arc<Mutex<BTreeMap<i64, i64>>>,
+    /// Each installation's hourly budget as GitHub reported it.
+    rate_limit_sizes: Arc<Mutex<BTreeMap<i64, i64>>>,
     repos: Family<RepoStatusLabels, Gauge>,
     holds: Gauge,
 }
@@ -86,6 +88,7 @@ impl Metrics {
             github_requests: Family::default(),
             rate_limit_remaining: Family::default(),
             rate_limits: Arc::default(),
+            rate_limit_sizes: Arc::default(),
             repos: Family::default(),
             holds: Gauge::default(),
         };
@@ -151,6 +154,24 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .insert(installation, remaining);
+    }
+
+    /// Records the `x-ratelimit-limit` GitHub last sent for an installation
+    /// (5,000 an hour at least; more for large organisations).
+    pub fn rate_limit_size(&self, installation: i64, limit: i64) {
+        self.rate_limit_sizes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(installation, limit);
+    }
+
+    /// The hourly budget last reported for `installation`, if any.
+    pub fn rate_limit_size_of(&self, installation: i64) -> Option<i64> {
+        self.rate_limit_sizes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(&installation)
+            .copied()
     }
 
     /// `(installation, requests left)` as last recorded, by installation id;

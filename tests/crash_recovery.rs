@@ -83,7 +83,7 @@ async fn queue_row(pool: &PgPool, id: i64) -> Option<QueueRow> {
 
 /// Reads of the repository hang far longer than the test runs.
 fn stall_repository_reads(fake: &FakeGithub) {
-    fake.inject(Fault::always(FaultKind::Slow(Duration::from_secs(600))).on(routes::REPO_BY_ID));
+    fake.inject(Fault::always(FaultKind::Slow(Duration::from_secs(600))).on(routes::GRAPHQL_READ));
 }
 
 #[tokio::test]

@@ -152,6 +152,12 @@ impl Env {
         .sum()
     }
 
+    /// Every request that reads repositories outside the listing: the
+    /// batch reads (GraphQL) and the REST reads by id.
+    fn reads(&self) -> u64 {
+        self.per_repo_reads() + self.fake.count(routes::GRAPHQL_READ)
+    }
+
     async fn push_webhook(&self, repo: &Repo, before: &str, after: &str) {
         let answer = deliver(&self.roster.base, "push", push(repo, before, after)).await;
         assert_eq!(answer.status, 202, "{}", answer.body);
@@ -337,6 +343,7 @@ async fn a_full_sync_should_cost_about_one_request_per_hundred_repositories() {
 async fn a_push_should_sync_the_new_commit() {
     let (env, id, before) = synced_checkout().await;
     let old = text(&before, "synced_sha").to_owned();
+    env.fake.reset_counts();
 
     let sha = env
         .fake
@@ -353,6 +360,9 @@ async fn a_push_should_sync_the_new_commit() {
     let entry = env.project("checkout-api").await.expect("entry");
     assert_eq!(entry["description"], "after");
     assert_eq!(entry["source_sha"], sha.as_str());
+    // The push's node id came with the webhook: one query read it all.
+    assert_eq!(env.fake.count(routes::GRAPHQL_READ), 1);
+    assert_eq!(env.per_repo_reads(), 0);
 }
 
 #[tokio::test]
@@ -459,7 +469,7 @@ async fn github_failing_for_a_while_should_show_an_error_keep_entries_then_sync(
     let (env, id, before) = synced_checkout().await;
 
     env.fake
-        .inject(Fault::always(FaultKind::ServerError).on(routes::REPO_BY_ID));
+        .inject(Fault::always(FaultKind::ServerError).on(routes::GRAPHQL_READ));
     let sha = env
         .fake
         .push_file(id, FILE, yaml("checkout-api", "after").as_bytes());
@@ -496,7 +506,7 @@ async fn github_failing_for_a_while_should_show_an_error_keep_entries_then_sync(
 async fn a_secondary_rate_limit_should_be_waited_out_with_entries_kept() {
     const RETRY_AFTER: u64 = 3;
     let (env, id, before) = synced_checkout().await;
-    assert_eq!(env.per_repo_reads(), 0);
+    assert_eq!(env.reads(), 0);
 
     env.fake.inject(
         Fault::next(
@@ -505,7 +515,7 @@ async fn a_secondary_rate_limit_should_be_waited_out_with_entries_kept() {
             },
             1,
         )
-        .on(routes::REPO_BY_ID),
+        .on(routes::GRAPHQL_READ),
     );
     let sha = env
         .fake
@@ -520,14 +530,14 @@ async fn a_secondary_rate_limit_should_be_waited_out_with_entries_kept() {
     // When the refused attempt reached GitHub, and when the next request
     // about the repository did.
     let refused_at = eventually("the refused read", LIMIT, || async {
-        (env.per_repo_reads() >= 1).then(Instant::now)
+        (env.reads() >= 1).then(Instant::now)
     })
     .await;
     let failed = env
         .repo_until("acme/checkout", "error", |r| r["status"] == "error")
         .await;
     // Every request of the failed attempt has arrived by now.
-    let attempt = env.per_repo_reads();
+    let attempt = env.reads();
     assert!(
         text(&failed, "error").contains("secondary rate limit"),
         "{failed}"
@@ -537,7 +547,7 @@ async fn a_secondary_rate_limit_should_be_waited_out_with_entries_kept() {
     assert_eq!(entry["description"], "before");
 
     let retried_at = eventually("the retry", LIMIT, || async {
-        (env.per_repo_reads() > attempt).then(Instant::now)
+        (env.reads() > attempt).then(Instant::now)
     })
     .await;
     let waited = retried_at - refused_at;
@@ -594,7 +604,7 @@ async fn a_listing_failing_on_page_two_should_sweep_nothing_until_a_complete_one
     assert_eq!(kept["status"], "synced", "{kept}");
     assert!(env.project("svc-010").await.is_some(), "entries kept");
     assert_eq!(
-        env.fake.count(routes::REPO_BY_ID),
+        env.reads(),
         0,
         "nothing was swept, so nothing was asked about"
     );

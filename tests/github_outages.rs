@@ -84,7 +84,7 @@ async fn repeated_fault_should_be_retried_with_backoff(kind: FaultKind, needle: 
     let s = setup(2).await;
     let old_head = s.fake.head(s.svc).expect("a head");
     s.fake
-        .inject(Fault::always(kind.clone()).on(routes::REPO_BY_ID));
+        .inject(Fault::always(kind.clone()).on(routes::GRAPHQL_READ));
     let head = s
         .fake
         .push_file(s.svc, FILE, project_yaml("svc", "after").as_bytes());
@@ -152,7 +152,7 @@ async fn github_slower_than_the_timeout_should_free_the_worker_and_show_error() 
     // One worker: if the stalled call held it, nothing else would move.
     let s = setup(1).await;
     s.fake
-        .inject(Fault::next(FaultKind::Slow(Duration::from_secs(120)), 1).on(routes::REPO_BY_ID));
+        .inject(Fault::next(FaultKind::Slow(Duration::from_secs(120)), 1).on(routes::GRAPHQL_READ));
     let head = s
         .fake
         .push_file(s.svc, FILE, project_yaml("svc", "after").as_bytes());

@@ -48,3 +48,19 @@ fn the_schema_check_should_reject_a_field_github_does_not_have() {
     let broken = roster::github::LIST_REPOSITORIES.replace("isArchived", "isArchivedd");
     assert!(ExecutableDocument::parse_and_validate(&schema, broken, "broken.graphql").is_err());
 }
+
+#[test]
+fn the_batch_read_with_repositories_asked_by_name_should_be_valid() {
+    let schema = github_schema();
+    for by_name in [1, 3, 100] {
+        let query = roster::github::read_query::read_query(by_name);
+        if let Err(invalid) =
+            ExecutableDocument::parse_and_validate(&schema, query, "read_query.graphql")
+        {
+            panic!(
+                "the batch read with {by_name} names is not valid:\n{}",
+                invalid.errors
+            );
+        }
+    }
+}

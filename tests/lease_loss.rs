@@ -379,6 +379,11 @@ async fn a_claim_whose_lease_ran_out_should_not_commit() {
     let failed = handler
         .apply_claimed(&claim, Err(Failure::new("GitHub answered 502")))
         .await;
+    let waiting = Failure::deferred(
+        "waiting for GitHub's rate limit, resets at 14:05:00 UTC",
+        Duration::from_secs(600),
+    );
+    let deferred = handler.apply_claimed(&claim, Err(waiting.clone())).await;
 
     let message = refused.expect_err("refused").message;
     assert!(message.contains("lease"), "{message}");
@@ -386,8 +391,15 @@ async fn a_claim_whose_lease_ran_out_should_not_commit() {
         failed.expect_err("a failure").message,
         "GitHub answered 502"
     );
-    // Neither the reconcile nor the failure was written.
+    assert_eq!(deferred, Err(waiting));
+    // Neither the reconcile, nor the failure, nor the wait was written.
     assert_eq!(registry(&pool).await, ("pending".to_owned(), 0, 0));
+    let error: Option<String> = sqlx::query_scalar("select error from repositories where id = $1")
+        .bind(ID)
+        .fetch_one(&pool)
+        .await
+        .expect("the repository row");
+    assert_eq!(error, None, "the wait's message was not recorded");
 
     // A live claim commits.
     queue.release(&claim).await.expect("release");

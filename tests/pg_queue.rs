@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use roster::controller::conformance::{self, QueueHarness};
+use roster::controller::conformance_batch;
 use roster::controller::{Enqueue, WorkQueue};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
@@ -114,6 +115,36 @@ async fn changed_should_wake_on_a_notification_from_another_replica() {
 }
 
 #[tokio::test]
+async fn claim_many_should_take_each_ready_id_once() {
+    conformance_batch::claim_many_dedup(&harness().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn batches_on_two_replicas_should_never_hold_an_id_twice() {
+    conformance_batch::claim_many_exclusive(&harness().await).await;
+}
+
+#[tokio::test]
+async fn done_many_should_run_ids_enqueued_while_claimed_again() {
+    conformance_batch::done_many_no_lost_wakeup(&harness().await).await;
+}
+
+#[tokio::test]
+async fn a_stale_batch_should_not_end_another_replicas_claims() {
+    conformance_batch::lost_leases_in_a_batch(&harness().await).await;
+}
+
+#[tokio::test]
+async fn renew_many_should_keep_claims_past_their_lease() {
+    conformance_batch::renew_many_keeps_claims(&harness().await).await;
+}
+
+#[tokio::test]
+async fn defer_should_wait_without_counting_an_attempt() {
+    conformance_batch::defer_waits_without_counting(&harness().await).await;
+}
+
+#[tokio::test]
 async fn changed_should_fall_back_to_polling_when_it_cannot_listen() {
     // A pool that can never hand out a connection: the listener cannot
     // subscribe, so `changed` must still return after its poll interval.
@@ -170,4 +201,28 @@ async fn claims_and_done_should_not_leave_enqueues_on_the_connection_unsafe() {
     queue.done(&claim).await.expect("done");
     assert_eq!(synchronous_commit(&pool).await, "on", "after done");
     assert_eq!(queue.depth().await.expect("depth"), 0, "done took effect");
+}
+
+#[tokio::test]
+async fn batched_claims_and_done_should_not_leave_enqueues_on_the_connection_unsafe() {
+    let h = harness().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&h.url)
+        .await
+        .expect("a connection");
+    let queue = PgQueue::new(pool.clone(), LEASE);
+    let ids = (1..=3).map(|n| Enqueue::fresh(RepoId(n))).collect();
+    queue.enqueue(ids).await.expect("enqueue");
+
+    let claims = queue.claim_many("w", 10).await.expect("claim_many");
+    assert_eq!(claims.len(), 3);
+    assert_eq!(synchronous_commit(&pool).await, "on", "after claim_many");
+    queue.done_many(&claims).await.expect("done_many");
+    assert_eq!(synchronous_commit(&pool).await, "on", "after done_many");
+    assert_eq!(
+        queue.depth().await.expect("depth"),
+        0,
+        "done_many took effect"
+    );
 }

@@ -125,7 +125,7 @@ async fn secrets_should_never_reach_logs_or_answers() {
     }
 
     // GitHub fails: on reading the repository, then on minting tokens.
-    fake.inject(Fault::always(FaultKind::ServerError).on(routes::REPO_BY_ID));
+    fake.inject(Fault::always(FaultKind::ServerError).on(routes::GRAPHQL_READ));
     fake.push_file(id, FILE, project_yaml("svc", "broken").as_bytes());
     let answer = send_webhook(&base, &webhook_secret, "push", "d-fail", body.clone())
         .await

@@ -147,10 +147,11 @@ const FIXTURES: &[(&str, &[i64], bool, &str)] = &[
         false,
         "ignored",
     ),
-    ("installation.created.json", &[186853002], true, "queued"),
+    // The listing reads the new installation's repositories, 100 a request.
+    ("installation.created.json", &[], true, "queued"),
     (
         "installation.created.with-requester.json",
-        &[186853002],
+        &[],
         true,
         "queued",
     ),
@@ -164,12 +165,7 @@ const FIXTURES: &[(&str, &[i64], bool, &str)] = &[
     // Nothing tracked for the installation yet: nothing to reconcile.
     ("installation.suspend.json", &[], false, "ignored"),
     ("installation.unsuspend.json", &[], true, "queued"),
-    (
-        "installation_repositories.added.json",
-        &[186853007],
-        false,
-        "queued",
-    ),
+    ("installation_repositories.added.json", &[], true, "queued"),
     (
         "installation_repositories.removed.json",
         &[1296269],
@@ -291,6 +287,12 @@ async fn default_branch_push_should_show_the_repository_as_pending_at_once() {
     );
     let logged = deliveries(&h.pool).await;
     assert_eq!(logged[0].3.as_deref(), Some("Codertocat/Hello-World"));
+    let node_id: Option<String> =
+        sqlx::query_scalar("select node_id from repositories where id = 186853002")
+            .fetch_one(&h.pool)
+            .await
+            .expect("the repository");
+    assert_eq!(node_id.as_deref(), Some("MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI="));
 }
 
 #[tokio::test]
@@ -317,7 +319,46 @@ async fn installation_repositories_added_should_not_overwrite_what_a_listing_sto
             .await
             .expect("the repository");
     assert_eq!(branch.as_deref(), Some("trunk"));
-    assert_eq!(queued(&h.pool).await, vec![186853007]);
+    let node_id: Option<String> =
+        sqlx::query_scalar("select node_id from repositories where id = 186853007")
+            .fetch_one(&h.pool)
+            .await
+            .expect("the repository");
+    assert_eq!(
+        node_id.as_deref(),
+        Some("MDEwOlJlcG9zaXRvcnkxODY4NTMwMDc="),
+        "its node id is learnt"
+    );
+    assert!(queued(&h.pool).await.is_empty(), "the listing reads it");
+    assert!(listing_requested(&h.pool).await);
+}
+
+#[tokio::test]
+async fn installation_created_should_show_its_repositories_as_pending_and_enqueue_none() {
+    let h = harness().await;
+    let body = fixture("installation.created.json");
+    let (status, _) = send(&h.app, signed("installation", "d-installed", body)).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+
+    let row: (String, String, Option<i64>, String, Option<String>) = sqlx::query_as(
+        "select owner, name, installation_id, status, node_id from repositories where id = $1",
+    )
+    .bind(186853002_i64)
+    .fetch_one(&h.pool)
+    .await
+    .expect("the repository is known");
+    assert_eq!(
+        row,
+        (
+            "Codertocat".to_owned(),
+            "Hello-World".to_owned(),
+            Some(957387),
+            "pending".to_owned(),
+            Some("MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI=".to_owned())
+        )
+    );
+    assert!(queued(&h.pool).await.is_empty());
+    assert!(listing_requested(&h.pool).await);
 }
 
 fn push_with(change: impl FnOnce(&mut Value)) -> Vec<u8> {

@@ -24,9 +24,9 @@ mod tests;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
 pub use max_removals::MaxRemovals;
 use parse::{
-    parse_delivery_retention, parse_lease, parse_listen, parse_log_format, parse_project_file,
-    parse_resync_interval, parse_source, parse_trust_proxy, parse_webhook_concurrency,
-    parse_workers,
+    parse_batch_size, parse_delivery_retention, parse_lease, parse_listen, parse_log_format,
+    parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
+    parse_webhook_concurrency, parse_workers,
 };
 
 /// Raw database settings, shared by `serve` and `migrate`.
@@ -133,6 +133,10 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_WORKERS", default_value = "8")]
     pub workers: String,
 
+    /// Most repositories a worker claims and reads from GitHub at once.
+    #[arg(long, env = "ROSTER_BATCH_SIZE", default_value = "100")]
+    pub batch_size: String,
+
     /// Bearer token for the write API; unset: the write API answers 403.
     #[arg(long, env = "ROSTER_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
@@ -197,6 +201,8 @@ pub struct Settings {
     pub project_file: String,
     pub resync_interval: Duration,
     pub workers: usize,
+    /// Most repositories one worker claims and reads at once.
+    pub batch_size: usize,
     pub api_token: Option<SecretString>,
     pub log_format: LogFormat,
     pub max_removals: MaxRemovals,
@@ -248,6 +254,7 @@ impl ServeArgs {
         let project_file = parse_project_file(&self.project_file)?;
         let resync_interval = parse_resync_interval(&self.resync_interval)?;
         let workers = parse_workers(&self.workers)?;
+        let batch_size = parse_batch_size(&self.batch_size)?;
         let log_format = parse_log_format(&self.log_format)?;
         let max_removals = match non_empty(self.max_removals) {
             None => MaxRemovals::Default,
@@ -274,6 +281,7 @@ impl ServeArgs {
             project_file,
             resync_interval,
             workers,
+            batch_size,
             api_token: non_empty(self.api_token).map(SecretString::from),
             log_format,
             max_removals,

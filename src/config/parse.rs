@@ -120,6 +120,20 @@ pub(super) fn parse_workers(raw: &str) -> Result<usize, ConfigError> {
         })
 }
 
+/// At most 100: one GraphQL query reads up to 100 repositories.
+pub(super) fn parse_batch_size(raw: &str) -> Result<usize, ConfigError> {
+    raw.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=100).contains(n))
+        .ok_or_else(|| {
+            ConfigError::new(
+                "ROSTER_BATCH_SIZE",
+                format!("{raw:?} must be a number from 1 to 100"),
+            )
+        })
+}
+
 pub(super) fn parse_webhook_concurrency(raw: &str) -> Result<usize, ConfigError> {
     raw.trim()
         .parse::<usize>()

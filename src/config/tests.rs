@@ -60,6 +60,7 @@ fn defaults_should_apply_with_only_a_dir_source() {
     assert_eq!(s.project_file, "project.yaml");
     assert_eq!(s.resync_interval, Duration::from_secs(3600));
     assert_eq!(s.workers, 8);
+    assert_eq!(s.batch_size, 100);
     assert!(s.api_token.is_none());
     assert_eq!(s.log_format, LogFormat::Text);
     assert_eq!(s.max_removals, MaxRemovals::Default);
@@ -325,6 +326,20 @@ fn workers_should_be_between_1_and_256() {
     }
     let s = parse(&["--source", &here, "--workers", "256"]).unwrap();
     assert_eq!(s.workers, 256);
+}
+
+#[test]
+fn batch_size_should_be_between_1_and_100() {
+    let here = here();
+    for bad in ["0", "101", "-1", "all"] {
+        let e = err(&["--source", &here, &format!("--batch-size={bad}")]);
+        assert_eq!(e.setting, "ROSTER_BATCH_SIZE", "{bad:?}");
+        assert!(e.message.contains("from 1 to 100"), "{e}");
+    }
+    let s = parse(&["--source", &here, "--batch-size", "1"]).unwrap();
+    assert_eq!(s.batch_size, 1);
+    let s = parse(&["--source", &here, "--batch-size", " 100 "]).unwrap();
+    assert_eq!(s.batch_size, 100);
 }
 
 #[test]

@@ -17,6 +17,12 @@ pub struct ControllerConfig {
     /// An attempt that could not renew for two thirds of it is dropped, so
     /// it never outlives its lease (see [`super::lease`]).
     pub lease: Duration,
+    /// Most keys a worker claims and reads at once (one batch).
+    pub batch_size: usize,
+    /// Most workers reading their batch from the storage at the same time.
+    /// The others wait before claiming, so what arrives meanwhile joins
+    /// their batch instead of costing a read of its own.
+    pub concurrent_reads: usize,
     /// Idle workers look for work this often even without a wake-up.
     pub poll_interval: Duration,
     /// How long in-flight work may run on after shutdown was asked.
@@ -33,6 +39,8 @@ impl Default for ControllerConfig {
             resync_interval: Duration::from_secs(3600),
             listing_check: Duration::from_secs(1),
             lease: Duration::from_secs(60),
+            batch_size: 100,
+            concurrent_reads: 2,
             poll_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(20),
             backoff: Backoff::default(),

@@ -97,6 +97,17 @@ where
         }
     }
 
+    /// One scripted answer for the whole batch: one round trip, as a
+    /// database renews them.
+    async fn renew_many(&self, claims: &[Claim<K>]) -> Result<Vec<bool>, QueueError> {
+        match self.next() {
+            None => self.inner.renew_many(claims).await,
+            Some(Renewals::Hang) => std::future::pending().await,
+            Some(Renewals::Lost) => Ok(vec![false; claims.len()]),
+            Some(_) => Err(QueueError("connection refused".into())),
+        }
+    }
+
     fn done(&self, claim: &Claim<K>) -> impl Future<Output = Result<(), QueueError>> + Send {
         self.inner.done(claim)
     }
@@ -112,6 +123,14 @@ where
 
     fn release(&self, claim: &Claim<K>) -> impl Future<Output = Result<(), QueueError>> + Send {
         self.inner.release(claim)
+    }
+
+    fn defer(
+        &self,
+        claim: &Claim<K>,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        self.inner.defer(claim, delay)
     }
 
     fn changed(&self) -> impl Future<Output = ()> + Send {

@@ -1,4 +1,5 @@
-//! Keeping a claim alive while its attempt runs, and knowing when to stop.
+//! Keeping the claims of a batch alive while it runs, and knowing when to
+//! stop.
 //!
 //! A claim is only exclusive while its lease lasts. A worker that cannot
 //! renew (the queue's store is unreachable, or answers errors) cannot know
@@ -18,10 +19,10 @@ use super::queue::{Claim, WorkQueue};
 /// this (a year is already "never runs out" for an attempt).
 const MAX_LEASE: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Why an attempt has to be dropped before it finished.
+/// Why an attempt (a batch) has to be dropped before it finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Abandon {
-    /// The queue says another claim holds the key now.
+    /// The queue says another claim holds one of the keys now.
     Lost,
     /// No renewal succeeded for two thirds of the lease: the worker cannot
     /// tell whether it still holds the key, and soon nobody would stop
@@ -62,8 +63,10 @@ impl LeaseTimes {
     }
 }
 
-/// Renews `claim` while its attempt runs and returns only when the attempt
-/// must be dropped. `claimed_at` is when the claim was asked for: the lease
+/// Renews every lease of `claims` (one batch, renewed together) while its
+/// attempt runs and returns only when the attempt must be dropped: one of
+/// the claims was lost, or no renewal of the batch succeeded for two thirds
+/// of the lease. `claimed_at` is when the claims were asked for: the leases
 /// the queue granted started no earlier, so counting from there errs on the
 /// safe side (the same holds for each renewal).
 ///
@@ -71,7 +74,7 @@ impl LeaseTimes {
 /// (a silent network) cannot keep the attempt alive either.
 pub async fn keep<Q: WorkQueue>(
     queue: &Q,
-    claim: &Claim<Q::Key>,
+    claims: &[Claim<Q::Key>],
     claimed_at: Instant,
     times: LeaseTimes,
 ) -> Abandon {
@@ -86,16 +89,26 @@ pub async fn keep<Q: WorkQueue>(
                 since: asked - renewed_at,
             };
         }
-        match tokio::time::timeout_at(give_up, queue.renew(claim)).await {
-            Ok(Ok(true)) => {
+        match tokio::time::timeout_at(give_up, queue.renew_many(claims)).await {
+            Ok(Ok(kept)) => {
+                // A missing answer counts as lost: nothing says it is held.
+                let lost: Vec<String> = claims
+                    .iter()
+                    .zip(kept.iter().chain(std::iter::repeat(&false)))
+                    .filter(|(_, kept)| !**kept)
+                    .map(|(c, _)| c.key.to_string())
+                    .collect();
+                if !lost.is_empty() {
+                    tracing::warn!(keys = %lost.join(","), "lease lost");
+                    return Abandon::Lost;
+                }
                 renewed_at = asked;
                 next = asked + times.renew_every();
             }
-            Ok(Ok(false)) => return Abandon::Lost,
             Ok(Err(e)) => {
                 let left = give_up.saturating_duration_since(Instant::now());
                 tracing::warn!(
-                    key = %claim.key,
+                    keys = claims.len(),
                     error = %e,
                     gives_up_in_ms = left.as_millis() as u64,
                     "lease renewal failed; retrying",

@@ -311,6 +311,22 @@ where
         Ok(())
     }
 
+    async fn defer(&self, claim: &Claim<K>, delay: Duration) -> Result<(), QueueError> {
+        let not_before = Instant::now() + delay.min(MAX_DELAY);
+        let mut state = self.state();
+        if !state.holds(&claim.key, &claim.token) {
+            return Ok(());
+        }
+        // Like `fail`, without counting: a trigger during the claim does not
+        // shorten the wait either.
+        state.update(&claim.key, |item| {
+            item.claim = None;
+            item.rerun = false;
+            item.not_before = not_before;
+        });
+        Ok(())
+    }
+
     fn changed(&self) -> impl Future<Output = ()> + Send {
         // Registered now, not at the first poll, so a change made between
         // this call and the first poll still wakes the caller.
@@ -363,6 +379,7 @@ where
 mod tests {
     use super::*;
     use crate::controller::conformance::{self, QueueHarness};
+    use crate::controller::conformance_batch;
 
     /// Handles on one in-memory queue; a new harness is a new queue.
     struct Harness(MemoryQueue<u32>);
@@ -458,6 +475,41 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn the_whole_suite_should_pass() {
         conformance::run_all(|| async { harness() }).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn claim_many_should_take_each_ready_key_once() {
+        conformance_batch::claim_many_dedup(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn batches_on_two_handles_should_never_hold_a_key_twice() {
+        conformance_batch::claim_many_exclusive(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn done_many_should_run_keys_enqueued_while_claimed_again() {
+        conformance_batch::done_many_no_lost_wakeup(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stale_batch_should_not_end_newer_claims() {
+        conformance_batch::lost_leases_in_a_batch(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn renew_many_should_keep_claims_past_their_lease() {
+        conformance_batch::renew_many_keeps_claims(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn defer_should_wait_without_counting_an_attempt() {
+        conformance_batch::defer_waits_without_counting(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_whole_batch_suite_should_pass() {
+        conformance_batch::run_all(|| async { harness() }).await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -3,8 +3,10 @@
 //! or SQL.
 
 pub mod backoff;
+mod batch;
 pub mod config;
 pub mod conformance;
+pub mod conformance_batch;
 pub mod lease;
 pub mod memory_queue;
 pub mod metrics;

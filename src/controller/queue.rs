@@ -11,6 +11,9 @@
 //!   keeps the attempt count, so the next failure backs off further;
 //! - **lease**: a claim not renewed within the lease is given up, so a key
 //!   claimed by a crashed process is claimed again.
+//!
+//! The `_many` methods claim, renew and end several keys in one call; each
+//! key keeps every guarantee above, as if handled alone.
 
 use std::fmt::{Debug, Display};
 use std::future::Future;
@@ -106,6 +109,73 @@ pub trait WorkQueue: Send + Sync + 'static {
         &self,
         claim: &Claim<Self::Key>,
     ) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Ends a claim without counting an attempt: the work could not start
+    /// yet (a rate limit's window), so attempts and error stay as they were
+    /// and the key is hidden for `delay`. A later `enqueue` makes it ready
+    /// at once, as after `fail`.
+    fn defer(
+        &self,
+        claim: &Claim<Self::Key>,
+        delay: Duration,
+    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+
+    /// Claims up to `max` ready keys for `worker` at once: fewer, or none,
+    /// when fewer are ready. Each claim is an ordinary claim, renewed and
+    /// ended alone or with the other `_many` methods. By default one
+    /// [`WorkQueue::claim`] after another; a store that can should take
+    /// them in one round trip.
+    fn claim_many(
+        &self,
+        worker: &str,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<Claim<Self::Key>>, QueueError>> + Send {
+        async move {
+            let mut claims = Vec::new();
+            while claims.len() < max {
+                match self.claim(worker).await {
+                    Ok(Some(claim)) => claims.push(claim),
+                    Ok(None) => break,
+                    // What is claimed already is the caller's to end.
+                    Err(_) if !claims.is_empty() => break,
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(claims)
+        }
+    }
+
+    /// Extends the leases of `claims`; for each, in order, whether it is
+    /// still held (`false`: lost, as [`WorkQueue::renew`] says).
+    fn renew_many(
+        &self,
+        claims: &[Claim<Self::Key>],
+    ) -> impl Future<Output = Result<Vec<bool>, QueueError>> + Send {
+        async move {
+            let mut kept = Vec::with_capacity(claims.len());
+            for claim in claims {
+                kept.push(self.renew(claim).await?);
+            }
+            Ok(kept)
+        }
+    }
+
+    /// Ends `claims` after success, each as [`WorkQueue::done`] would; a
+    /// failure to end one does not keep the others from ending.
+    fn done_many(
+        &self,
+        claims: &[Claim<Self::Key>],
+    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+        async move {
+            let mut first_error = None;
+            for claim in claims {
+                if let Err(e) = self.done(claim).await {
+                    first_error.get_or_insert(e);
+                }
+            }
+            first_error.map_or(Ok(()), Err)
+        }
+    }
 
     /// Resolves when a key may have become ready (a wake-up hint, may be
     /// spurious); workers also poll, so a missed wake-up only costs latency.

@@ -6,16 +6,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
-use tracing::Instrument;
 
 use super::config::ControllerConfig;
-use super::lease::{self, Abandon, LeaseTimes};
 use super::metrics::ControllerMetrics;
-use super::queue::{Claim, Enqueue, ListingSchedule, WorkQueue};
-use super::traits::{Failure, Handler, Lister, Storage, Tracker};
+use super::queue::{Enqueue, ListingSchedule, WorkQueue};
+use super::traits::{Handler, Lister, Storage, Tracker};
 
 /// A level-driven controller over one queue and its three roles.
 ///
@@ -25,13 +23,13 @@ use super::traits::{Failure, Handler, Lister, Storage, Tracker};
 /// and, when a partition listed completely, the keys it tracks but did not
 /// list are enqueued too so their disappearance is noticed (the sweep).
 pub struct Controller<Q, L, T, S, H> {
-    queue: Arc<Q>,
+    pub(super) queue: Arc<Q>,
     lister: Arc<L>,
     tracker: Arc<T>,
-    storage: Arc<S>,
-    handler: Arc<H>,
-    config: ControllerConfig,
-    metrics: ControllerMetrics,
+    pub(super) storage: Arc<S>,
+    pub(super) handler: Arc<H>,
+    pub(super) config: ControllerConfig,
+    pub(super) metrics: ControllerMetrics,
 }
 
 impl<Q, L, T, S, H> Controller<Q, L, T, S, H>
@@ -79,9 +77,10 @@ where
             tracing::warn!(error = %e, "could not request the start-up listing");
         }
         let mut tasks = JoinSet::new();
+        let reads = Arc::new(Semaphore::new(this.config.concurrent_reads.max(1)));
         for n in 0..this.config.workers.max(1) {
-            let (this, stop) = (this.clone(), stop_rx.clone());
-            tasks.spawn(async move { this.worker(n, stop).await });
+            let (this, stop, reads) = (this.clone(), stop_rx.clone(), reads.clone());
+            tasks.spawn(async move { this.worker(n, reads, stop).await });
         }
         {
             let (this, stop) = (this.clone(), stop_rx.clone());
@@ -97,15 +96,32 @@ where
         while tasks.join_next().await.is_some() {}
     }
 
-    /// One worker: claim, handle, repeat; idle until woken or polled.
-    async fn worker(&self, n: usize, mut stop: watch::Receiver<bool>) {
+    /// One worker: claim a batch, handle it, repeat; idle until woken or
+    /// polled. A worker claims only once it may read (`reads`), so keys that
+    /// arrive while the reads are busy wait in the queue and form the next
+    /// batch; a key that arrives to an idle controller starts at once.
+    async fn worker(&self, n: usize, reads: Arc<Semaphore>, mut stop: watch::Receiver<bool>) {
         let name = format!("{}/{}", self.config.worker_name, n);
         while !*stop.borrow() {
-            // The lease starts no earlier than the claim is asked for.
+            let slot = tokio::select! {
+                slot = reads.clone().acquire_owned() => match slot {
+                    Ok(slot) => slot,
+                    Err(_) => return,
+                },
+                _ = stop.changed() => continue,
+            };
+            // The leases start no earlier than the claims are asked for.
             let asked = Instant::now();
-            match self.queue.claim(&name).await {
-                Ok(Some(claim)) => self.handle(claim, asked, &mut stop).await,
-                Ok(None) => {
+            match self
+                .queue
+                .claim_many(&name, self.config.batch_size.max(1))
+                .await
+            {
+                Ok(claims) if !claims.is_empty() => {
+                    self.handle_batch(claims, asked, slot, &mut stop).await
+                }
+                Ok(_) => {
+                    drop(slot);
                     tokio::select! {
                         _ = self.queue.changed() => {}
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
@@ -113,6 +129,7 @@ where
                     }
                 }
                 Err(e) => {
+                    drop(slot);
                     tracing::warn!(error = %e, "claiming work failed; retrying");
                     tokio::select! {
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
@@ -121,119 +138,6 @@ where
                 }
             }
         }
-    }
-
-    /// Handles one claim while renewing its lease; gives it back untouched
-    /// when the shutdown grace runs out, and drops the work when the lease
-    /// was lost or could not be renewed in time (another worker may hold the
-    /// key, or soon could): dropping the handler's future rolls back what it
-    /// had not committed.
-    async fn handle(
-        &self,
-        claim: Claim<Q::Key>,
-        claimed_at: Instant,
-        stop: &mut watch::Receiver<bool>,
-    ) {
-        let started = Instant::now();
-        // The handler may fill in `full_name`, what people call the key, so
-        // the lines below say which repository they are about.
-        let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);
-        let times = LeaseTimes {
-            lease: self.config.lease,
-        };
-        let ended = {
-            let work = self.reconcile(&claim).instrument(span.clone());
-            let stopped = async {
-                while !*stop.borrow() {
-                    if stop.changed().await.is_err() {
-                        break;
-                    }
-                }
-                tokio::time::sleep(self.config.shutdown_grace).await;
-            };
-            tokio::select! {
-                r = work => Ok(Some(r)),
-                abandon = lease::keep(&*self.queue, &claim, claimed_at, times) => Err(abandon),
-                _ = stopped => Ok(None),
-            }
-            // An unfinished attempt is dropped here, before the claim is
-            // ended or given up: what it had not committed is rolled back.
-        };
-        let elapsed = started.elapsed().as_secs_f64();
-        match ended {
-            Ok(result) => self.finish(&claim, result, elapsed).instrument(span).await,
-            Err(abandon) => {
-                self.abandoned(&claim, abandon, elapsed)
-                    .instrument(span)
-                    .await
-            }
-        }
-    }
-
-    /// Ends the claim as the attempt's result says: released (`None`, the
-    /// shutdown grace ran out), done, or failed with the next retry's delay.
-    async fn finish(
-        &self,
-        claim: &Claim<Q::Key>,
-        result: Option<Result<&'static str, Failure>>,
-        elapsed: f64,
-    ) {
-        let duration_ms = (elapsed * 1000.0) as u64;
-        let ended = match result {
-            None => {
-                tracing::warn!(key = %claim.key, "shutdown grace ran out; giving the key back");
-                self.queue.release(claim).await
-            }
-            Some(Ok(outcome)) => {
-                self.metrics.observe(outcome, elapsed);
-                tracing::info!(key = %claim.key, outcome, duration_ms, "reconciled");
-                self.queue.done(claim).await
-            }
-            Some(Err(failure)) => {
-                let delay = failure
-                    .retry_after
-                    .unwrap_or_else(|| self.config.backoff.delay(claim.attempts.saturating_add(1)));
-                self.metrics.observe("error", elapsed);
-                self.metrics.queue_retries.inc();
-                tracing::warn!(
-                    key = %claim.key,
-                    outcome = "error",
-                    duration_ms,
-                    attempts = claim.attempts + 1,
-                    retry_in_ms = delay.as_millis() as u64,
-                    error = %failure,
-                    "reconcile failed",
-                );
-                self.queue.fail(claim, &failure.message, delay).await
-            }
-        };
-        if let Err(e) = ended {
-            // The lease runs out by itself, so the key is not lost.
-            tracing::warn!(key = %claim.key, error = %e, "could not end the claim");
-        }
-    }
-
-    /// Says why an attempt was dropped. The claim is left alone: either it
-    /// is another worker's now, or the queue cannot be reached and the lease
-    /// runs out by itself.
-    async fn abandoned(&self, claim: &Claim<Q::Key>, why: Abandon, elapsed: f64) {
-        self.metrics.observe("abandoned", elapsed);
-        match why {
-            Abandon::Lost => {
-                tracing::warn!(key = %claim.key, "lease lost; dropping this attempt");
-            }
-            Abandon::Unconfirmed { since } => tracing::warn!(
-                key = %claim.key,
-                unrenewed_ms = since.as_millis() as u64,
-                lease_ms = self.config.lease.as_millis() as u64,
-                "lease could not be renewed; dropping this attempt before it runs out",
-            ),
-        }
-    }
-
-    async fn reconcile(&self, claim: &Claim<Q::Key>) -> Result<&'static str, Failure> {
-        let state = self.storage.get(&claim.key, claim.hint.as_deref()).await;
-        self.handler.apply_claimed(claim, state).await
     }
 
     /// Asks every `listing_check` whether this replica should list now.

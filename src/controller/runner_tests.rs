@@ -35,6 +35,12 @@ struct World {
     attempts: Vec<Attempt>,
     hints: Vec<(Key, Option<Vec<u8>>)>,
     work_time: Duration,
+    /// Keys of each `get_many` call, in order.
+    batches: Vec<Vec<Key>>,
+    /// How long each `get_many` call takes.
+    read_time: Duration,
+    /// A deferral to give once per key (a spent budget), with its wait.
+    deferrals: HashMap<Key, Duration>,
 }
 
 /// One attempt seen by the handler: when it began, and when it finished or
@@ -152,6 +158,9 @@ impl Storage for Fake {
     async fn get(&self, key: &Key, hint: Option<&[u8]>) -> Result<Option<String>, Failure> {
         self.with(|w| {
             w.hints.push((*key, hint.map(<[u8]>::to_vec)));
+            if let Some(wait) = w.deferrals.remove(key) {
+                return Err(Failure::deferred(format!("{key} waits"), wait));
+            }
             if let Some(list) = w.failures.get_mut(key) {
                 if !list.is_empty() {
                     let after = list.remove(0);
@@ -164,6 +173,22 @@ impl Storage for Fake {
             }
             Ok(w.items.get(key).cloned())
         })
+    }
+
+    async fn get_many(
+        &self,
+        items: &[(Key, Option<&[u8]>)],
+    ) -> Vec<Result<Option<String>, Failure>> {
+        let read_time = self.with(|w| {
+            w.batches.push(items.iter().map(|(k, _)| *k).collect());
+            w.read_time
+        });
+        tokio::time::sleep(read_time).await;
+        let mut states = Vec::new();
+        for (key, hint) in items {
+            states.push(self.get(key, *hint).await);
+        }
+        states
     }
 }
 
@@ -215,13 +240,13 @@ impl Handler for Fake {
     }
 }
 
-struct Running {
+struct Running<Q = MemoryQueue<Key>> {
     stop: oneshot::Sender<()>,
     done: tokio::task::JoinHandle<()>,
-    queue: Arc<MemoryQueue<Key>>,
+    queue: Arc<Q>,
 }
 
-impl Running {
+impl<Q> Running<Q> {
     async fn stop(self) {
         let _ = self.stop.send(());
         self.done.await.expect("controller task");
@@ -230,6 +255,13 @@ impl Running {
 
 fn start(fake: &Fake, config: ControllerConfig) -> Running {
     let queue = Arc::new(MemoryQueue::new(config.lease));
+    start_on(fake, config, queue)
+}
+
+fn start_on<Q>(fake: &Fake, config: ControllerConfig, queue: Arc<Q>) -> Running<Q>
+where
+    Q: WorkQueue<Key = Key> + ListingSchedule,
+{
     let f = Arc::new(fake.clone());
     let controller =
         Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
@@ -510,46 +542,141 @@ async fn keys_found_early_should_be_handled_before_the_listing_ends() {
     running.stop().await;
 }
 
+fn keys_of(batches: &[Vec<Key>]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = batches.iter().map(Vec::len).collect();
+    sizes.sort_unstable();
+    sizes
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_ready_together_should_be_read_in_batches_of_at_most_the_batch_size() {
+    let fake = Fake::default();
+    let running = start(&fake, config());
+    running
+        .queue
+        .enqueue((1..=250).map(Enqueue::fresh).collect())
+        .await
+        .expect("enqueue");
+    fake.until("250 keys", |w| w.calls.len() >= 250).await;
+    running.stop().await;
+    fake.with(|w| {
+        for k in 1..=250 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+        assert_eq!(keys_of(&w.batches), vec![50, 100, 100], "{:?}", w.batches);
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_single_key_should_start_at_once_in_a_batch_of_its_own() {
+    let fake = Fake::default();
+    let running = start(&fake, config());
+    // Past the start-up listing, which lists nothing.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let enqueued = Instant::now();
+    running
+        .queue
+        .enqueue(vec![Enqueue::fresh(9)])
+        .await
+        .expect("enqueue");
+    fake.until("key handled", |w| calls_for(w, 9) == 1).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(w.batches, vec![vec![9]]);
+        let started = w.calls[0].2;
+        assert_eq!(
+            started - enqueued,
+            Duration::ZERO,
+            "no wait before the read"
+        );
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_arriving_while_the_reads_are_busy_should_form_the_next_batch() {
+    let fake = Fake::default();
+    fake.with(|w| w.read_time = Duration::from_millis(50));
+    let mut cfg = config();
+    cfg.concurrent_reads = 1;
+    let running = start(&fake, cfg);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    running
+        .queue
+        .enqueue(vec![Enqueue::fresh(1)])
+        .await
+        .expect("enqueue");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    for k in 2..=21 {
+        running
+            .queue
+            .enqueue(vec![Enqueue::fresh(k)])
+            .await
+            .expect("enqueue");
+    }
+    fake.until("21 keys", |w| w.calls.len() >= 21).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert_eq!(w.batches.len(), 2, "{:?}", w.batches);
+        assert_eq!(w.batches[0], vec![1]);
+        let mut second = w.batches[1].clone();
+        second.sort_unstable();
+        assert_eq!(second, (2..=21).collect::<Vec<_>>());
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failure_in_a_batch_should_stay_with_its_key() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=5).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.failures.insert(3, vec![None]);
+    });
+    let running = start(&fake, config());
+    fake.until("5 keys tried", |w| w.calls.len() >= 5).await;
+    let mut statuses = Vec::new();
+    for k in 1..=5 {
+        statuses.push(running.queue.status(&k).await.expect("status"));
+    }
+    fake.until("3 retried", |w| calls_for(w, 3) == 2).await;
+    running.stop().await;
+    fake.with(|w| assert_eq!(w.batches[0].len(), 5, "{:?}", w.batches));
+    for (k, status) in (1..=5).zip(&statuses) {
+        if k == 3 {
+            let status = status.as_ref().expect("the failed key waits");
+            assert_eq!(status.attempts, 1);
+            assert_eq!(status.last_error.as_deref(), Some("3 unavailable"));
+        } else {
+            assert_eq!(status, &None, "key {k} is done");
+        }
+    }
+}
+
 // ---- leases that cannot be renewed (SPEC §8) ----
 
 const LEASE: Duration = Duration::from_secs(30);
 
-struct Flaky {
-    stop: oneshot::Sender<()>,
-    done: tokio::task::JoinHandle<()>,
-    queue: Arc<FlakyQueue<Key>>,
-}
-
 /// The controller on a queue whose renewals follow `renewals`; the lease
 /// is [`LEASE`], the work of one attempt takes `work`.
-fn start_flaky(fake: &Fake, renewals: Renewals, work: Duration) -> Flaky {
+fn start_flaky(fake: &Fake, renewals: Renewals, work: Duration) -> Running<FlakyQueue<Key>> {
     fake.with(|w| {
         w.items.insert(1, "a".into());
         w.work_time = work;
     });
+    start_flaky_on(fake, renewals)
+}
+
+/// The controller, on a [`FlakyQueue`] with the lease [`LEASE`], over
+/// whatever `fake` holds.
+fn start_flaky_on(fake: &Fake, renewals: Renewals) -> Running<FlakyQueue<Key>> {
     let queue = Arc::new(FlakyQueue::new(LEASE));
     queue.set(renewals);
-    let f = Arc::new(fake.clone());
     let config = ControllerConfig {
         lease: LEASE,
         // One listing, at start: no attempt in flight when the test stops.
         resync_interval: Duration::from_secs(24 * 3600),
         ..config()
     };
-    let controller =
-        Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
-    let (stop, rx) = oneshot::channel();
-    let done = tokio::spawn(controller.run(async move {
-        let _ = rx.await;
-    }));
-    Flaky { stop, done, queue }
-}
-
-impl Flaky {
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        self.done.await.expect("controller task");
-    }
+    start_on(fake, config, queue)
 }
 
 fn attempts(fake: &Fake) -> Vec<Attempt> {
@@ -566,6 +693,153 @@ fn assert_never_overlapping(attempts: &[Attempt], key: Key) {
     spans.sort();
     for pair in spans.windows(2) {
         assert!(pair[1].0 >= pair[0].1, "overlapping attempts: {pair:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deferred_key_should_wait_without_counting_an_attempt() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.items.insert(7, "x".into());
+        w.deferrals.insert(7, Duration::from_secs(90));
+    });
+    let running = start(&fake, config());
+    fake.until("deferred", |w| calls_for(w, 7) == 1).await;
+    let status = running
+        .queue
+        .status(&7)
+        .await
+        .expect("status")
+        .expect("queued");
+    assert_eq!((status.attempts, status.last_error), (0, None));
+    assert!(
+        status.ready_in > Duration::from_secs(80),
+        "{:?}",
+        status.ready_in
+    );
+    fake.until("retry", |w| calls_for(w, 7) == 2).await;
+    running.stop().await;
+    fake.with(|w| {
+        assert!(w.calls[0].1.is_err() && w.calls[1].1.is_ok());
+        assert!(w.calls[1].2 - w.calls[0].2 >= Duration::from_secs(90));
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_should_give_back_the_part_of_a_batch_that_did_not_finish() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=5).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.work_time = Duration::from_secs(8);
+    });
+    let mut cfg = config();
+    cfg.lease = Duration::from_secs(1200);
+    let running = start(&fake, cfg);
+    fake.until("batch read", |w| w.hints.len() == 5).await;
+    let queue = running.queue.clone();
+    let before = Instant::now();
+    running.stop().await;
+    assert!(
+        before.elapsed() <= Duration::from_secs(21),
+        "within the grace"
+    );
+    let handled: Vec<Key> = fake.with(|w| w.calls.iter().map(|c| c.0).collect());
+    assert_eq!(handled.len(), 2, "two keys fit in the grace: {handled:?}");
+    for k in 1..=5 {
+        let status = queue.status(&k).await.expect("status");
+        if handled.contains(&k) {
+            assert_eq!(status, None, "key {k} is done");
+        } else {
+            let status = status.expect("given back");
+            assert!(
+                !status.claimed && status.ready_in == Duration::ZERO && status.attempts == 0,
+                "key {k}: {status:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_longer_than_its_lease_should_keep_every_key() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=3).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.work_time = Duration::from_secs(50);
+    });
+    let running = start(&fake, config());
+    fake.until("batch read", |w| w.hints.len() == 3).await;
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    let intruder = running
+        .queue
+        .claim_many("intruder", 10)
+        .await
+        .expect("claim");
+    assert!(
+        intruder.is_empty(),
+        "a key of the batch was taken: {intruder:?}"
+    );
+    let last = running
+        .queue
+        .status(&3)
+        .await
+        .expect("status")
+        .expect("queued");
+    assert!(last.claimed, "the last key's lease ran out");
+    fake.until("all applied", |w| w.calls.len() == 3).await;
+    running.stop().await;
+    fake.with(|w| {
+        for k in 1..=3 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_whose_leases_cannot_be_renewed_should_be_dropped_before_they_run_out() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        (1..=3).for_each(|k| drop(w.items.insert(k, format!("v{k}"))));
+        w.work_time = Duration::from_secs(50);
+    });
+    let running = start_flaky_on(&fake, Renewals::Fail(u32::MAX));
+    fake.until("the batch dropped", |w| {
+        w.attempts.iter().any(|a| a.dropped)
+    })
+    .await;
+    // The database is back: the next batch renews and finishes.
+    running.queue.set(Renewals::Work);
+    fake.until("all applied", |w| w.calls.len() == 3).await;
+    running.stop().await;
+
+    let seen = attempts(&fake);
+    let key_1: Vec<&Attempt> = seen.iter().filter(|a| a.key == 1).collect();
+    assert_eq!(key_1.len(), 2, "key 1 was tried twice: {seen:?}");
+    let (first, second) = (key_1[0], key_1[1]);
+    assert!(first.dropped && !second.dropped, "{seen:?}");
+    // The first attempt was dropped unfinished, with a third of the lease
+    // still left; the key was claimed again only once that lease ran out.
+    let ran = first.end.expect("ended") - first.start;
+    assert!(ran <= LEASE * 2 / 3, "dropped after {ran:?}");
+    let gap = second.start - first.end.expect("ended");
+    assert!(gap >= LEASE / 3, "claimed again {gap:?} after the drop");
+    fake.with(|w| {
+        assert_eq!(calls_for(w, 1), 1, "only the second attempt finished");
+        for k in 1..=3 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+    });
+    // The rest of the batch went with it: keys 2 and 3 were never begun
+    // in the dropped batch, and no key ran twice at once.
+    for k in 1..=3 {
+        assert_never_overlapping(&seen, k);
+    }
+    for k in 2..=3 {
+        let begun: Vec<&Attempt> = seen.iter().filter(|a| a.key == k).collect();
+        assert_eq!(begun.len(), 1, "key {k}: {begun:?}");
+        assert!(
+            begun[0].start >= second.start,
+            "key {k} began in the dropped batch"
+        );
     }
 }
 

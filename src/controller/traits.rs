@@ -15,6 +15,10 @@ use super::queue::{Claim, Enqueue};
 pub struct Failure {
     pub message: String,
     pub retry_after: Option<Duration>,
+    /// The work never started: a budget it needs is spent until a known
+    /// time (a rate limit's window). Not a failure of the key: its attempts
+    /// are not counted, and it is simply deferred for `retry_after`.
+    pub deferred: bool,
 }
 
 impl Failure {
@@ -22,6 +26,16 @@ impl Failure {
         Self {
             message: message.into(),
             retry_after: None,
+            deferred: false,
+        }
+    }
+
+    /// The work cannot start before `wait` has passed (see [`Self::deferred`]).
+    pub fn deferred(message: impl Into<String>, wait: Duration) -> Self {
+        Self {
+            message: message.into(),
+            retry_after: Some(wait),
+            deferred: true,
         }
     }
 
@@ -114,6 +128,23 @@ pub trait Storage: Send + Sync + 'static {
         key: &Self::Key,
         hint: Option<&[u8]>,
     ) -> impl Future<Output = Result<Self::State, Failure>> + Send;
+
+    /// The states of many keys at once, in the order of `items` (each key
+    /// with its hint), so a source can answer a worker's whole batch with
+    /// one request. Each key succeeds or fails on its own. By default one
+    /// [`Storage::get`] after another.
+    fn get_many(
+        &self,
+        items: &[(Self::Key, Option<&[u8]>)],
+    ) -> impl Future<Output = Vec<Result<Self::State, Failure>>> + Send {
+        async move {
+            let mut states = Vec::with_capacity(items.len());
+            for (key, hint) in items {
+                states.push(self.get(key, *hint).await);
+            }
+            states
+        }
+    }
 }
 
 /// Makes the managed world match the observed state. Must be idempotent.

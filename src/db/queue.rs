@@ -307,6 +307,10 @@ macro_rules! no_wait {
     };
 }
 
+// After `no_wait!`, so the statements there can use it.
+mod batch;
+use batch::{ids_and_tokens, CLAIM_MANY, DONE_MANY_AGAIN, DONE_MANY_DELETE, RENEW_MANY};
+
 /// Ready rows: due, and unclaimed or with a lease that ran out.
 const CLAIM: &str = concat!(
     "
@@ -331,6 +335,15 @@ RETURNING repo_id, attempts, hint, claim_token"
 /// The assignments that end a claim.
 const UNCLAIM: &str = "claimed_by = NULL, claim_token = NULL, claimed_until = NULL, rerun = false";
 
+fn claim_of((id, attempts, hint, token): (i64, i32, Option<Vec<u8>>, String)) -> Claim<RepoId> {
+    Claim {
+        key: RepoId(id),
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        hint,
+        token,
+    }
+}
+
 impl WorkQueue for PgQueue {
     type Key = RepoId;
 
@@ -352,12 +365,67 @@ impl WorkQueue for PgQueue {
             .fetch_optional(&self.pool)
             .await
             .map_err(db)?;
-        Ok(row.map(|(id, attempts, hint, token)| Claim {
-            key: RepoId(id),
-            attempts: u32::try_from(attempts).unwrap_or(0),
-            hint,
-            token,
-        }))
+        Ok(row.map(claim_of))
+    }
+
+    async fn claim_many(&self, worker: &str, max: usize) -> Result<Vec<Claim<RepoId>>, QueueError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(i64, i32, Option<Vec<u8>>, String)> = sqlx::query_as(CLAIM_MANY)
+            .bind(worker)
+            .bind(seconds(self.lease))
+            .bind(i64::try_from(max).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        Ok(rows.into_iter().map(claim_of).collect())
+    }
+
+    async fn renew_many(&self, claims: &[Claim<RepoId>]) -> Result<Vec<bool>, QueueError> {
+        if claims.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (ids, tokens) = ids_and_tokens(claims);
+        let held: std::collections::HashSet<i64> = sqlx::query_scalar(RENEW_MANY)
+            .bind(ids)
+            .bind(tokens)
+            .bind(seconds(self.lease))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?
+            .into_iter()
+            .collect();
+        Ok(claims.iter().map(|c| held.contains(&c.key.0)).collect())
+    }
+
+    async fn done_many(&self, claims: &[Claim<RepoId>]) -> Result<(), QueueError> {
+        if claims.is_empty() {
+            return Ok(());
+        }
+        let (ids, tokens) = ids_and_tokens(claims);
+        // As in `done`: `rerun` only goes from false to true while a token
+        // is unchanged, so a row the delete left for that reason is found
+        // by the update, which reads the table afresh.
+        let deleted = sqlx::query(DONE_MANY_DELETE)
+            .bind(&ids)
+            .bind(&tokens)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        if deleted.rows_affected() == claims.len() as u64 {
+            return Ok(());
+        }
+        let again = sqlx::query(DONE_MANY_AGAIN)
+            .bind(&ids)
+            .bind(&tokens)
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
+        if again.rows_affected() > 0 {
+            self.wake();
+        }
+        Ok(())
     }
 
     async fn renew(&self, claim: &Claim<RepoId>) -> Result<bool, QueueError> {
@@ -444,6 +512,21 @@ impl WorkQueue for PgQueue {
         if released.rows_affected() == 1 {
             self.wake();
         }
+        Ok(())
+    }
+
+    async fn defer(&self, claim: &Claim<RepoId>, delay: Duration) -> Result<(), QueueError> {
+        let query = format!(
+            "UPDATE queue SET {UNCLAIM}, not_before = now() + make_interval(secs => $3)
+             WHERE repo_id = $1 AND claim_token = $2"
+        );
+        sqlx::query(&query)
+            .bind(claim.key.0)
+            .bind(&claim.token)
+            .bind(seconds(delay))
+            .execute(&self.pool)
+            .await
+            .map_err(db)?;
         Ok(())
     }
 

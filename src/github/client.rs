@@ -9,7 +9,7 @@ use url::Url;
 
 use super::auth::{Auth, Installation};
 use super::etag::EtagCache;
-use super::graphql::Answer;
+use super::graphql::{Answer, GraphqlError};
 use super::http::{CallError, Http, Reply, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
 
@@ -168,6 +168,25 @@ impl Client {
         query: &str,
         variables: serde_json::Value,
     ) -> Result<T, CallError> {
+        let (data, errors) = self.graphql_partial(installation, query, variables).await?;
+        if !errors.is_empty() {
+            let what = format!("POST {} (GraphQL)", self.graphql_url.path());
+            let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+            return Err(CallError::unexpected(what, messages.join("; ")));
+        }
+        Ok(data)
+    }
+
+    /// Like [`Client::graphql`], but an answer with data and errors is
+    /// returned whole, for a query whose parts stand alone (the batch read:
+    /// one repository GitHub cannot resolve spoils only itself). A rate
+    /// limit, or errors without data, still fail the call.
+    pub async fn graphql_partial<T: DeserializeOwned>(
+        &self,
+        installation: i64,
+        query: &str,
+        variables: serde_json::Value,
+    ) -> Result<(T, Vec<GraphqlError>), CallError> {
         let bucket = Bucket {
             who: Who::Installation(installation),
             resource: Resource::Graphql,
@@ -207,18 +226,24 @@ impl Client {
             let wait = self
                 .http
                 .rate_limited(bucket, &RateHeaders::from_headers(&reply.headers));
-            return Err(CallError::RateLimited {
+            return Err(CallError::rate_limited(
+                self.http.limits(),
+                bucket,
                 wait,
-                message: limited.message.clone(),
-            });
+                limited.message.clone(),
+            ));
         }
-        if !answer.errors.is_empty() {
-            let messages: Vec<&str> = answer.errors.iter().map(|e| e.message.as_str()).collect();
-            return Err(CallError::unexpected(what, messages.join("; ")));
+        match answer.data {
+            Some(data) => Ok((data, answer.errors)),
+            None if answer.errors.is_empty() => {
+                Err(CallError::unexpected(what, "no data in the answer"))
+            }
+            None => {
+                let messages: Vec<&str> =
+                    answer.errors.iter().map(|e| e.message.as_str()).collect();
+                Err(CallError::unexpected(what, messages.join("; ")))
+            }
         }
-        answer
-            .data
-            .ok_or_else(|| CallError::unexpected(what, "no data in the answer"))
     }
 }
 

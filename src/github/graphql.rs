@@ -65,7 +65,12 @@ pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $
 }"#;
 
 /// Every GraphQL query Roster sends, by name (checked against the schema).
-pub const QUERIES: &[(&str, &str)] = &[("LIST_REPOSITORIES", LIST_REPOSITORIES)];
+/// The batch read's query with aliases is built per batch
+/// ([`super::read_query::read_query`]); its test checks a built one too.
+pub const QUERIES: &[(&str, &str)] = &[
+    ("LIST_REPOSITORIES", LIST_REPOSITORIES),
+    ("READ_REPOSITORIES", super::read_query::READ_REPOSITORIES),
+];
 
 /// A GraphQL answer: data, errors, or both.
 #[derive(Debug, Deserialize)]
@@ -81,6 +86,9 @@ pub struct GraphqlError {
     pub kind: Option<String>,
     #[serde(default)]
     pub message: String,
+    /// Where in the answer it happened (`["nodes", 3]`), when it says.
+    #[serde(default)]
+    pub path: Vec<serde_json::Value>,
 }
 
 impl GraphqlError {
@@ -118,6 +126,9 @@ pub struct PageInfo {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RepoNode {
+    /// The GraphQL node id (asked for by the batch read only).
+    #[serde(default)]
+    pub id: Option<String>,
     pub database_id: Option<i64>,
     pub name: String,
     pub owner: Login,

@@ -81,6 +81,13 @@ pub enum CallError {
     Transport { what: String, message: String },
     #[error("GitHub rate limit: {message}")]
     RateLimited { wait: Duration, message: String },
+    /// The installation's hourly budget is spent: nothing is wrong with the
+    /// request, it waits for the window to reset.
+    #[error("waiting for GitHub's rate limit, resets at {}", clock(*.resets_at))]
+    BudgetSpent {
+        wait: Duration,
+        resets_at: SystemTime,
+    },
     /// The installation is gone (the App was uninstalled): a definite answer.
     #[error("installation {0} no longer exists")]
     InstallationGone(i64),
@@ -112,13 +119,29 @@ impl CallError {
         }
     }
 
-    /// The controller's view: a rate limit carries its wait.
+    /// The controller's view: a rate limit carries its wait; a spent
+    /// budget defers the work without counting it as a failure.
     pub fn into_failure(self) -> Failure {
         match &self {
             CallError::RateLimited { wait, .. } => {
                 Failure::new(self.to_string()).retry_after(*wait)
             }
+            CallError::BudgetSpent { wait, .. } => Failure::deferred(self.to_string(), *wait),
             _ => Failure::new(self.to_string()),
+        }
+    }
+
+    /// A rate limit in `bucket` with `wait`: [`CallError::BudgetSpent`]
+    /// when the bucket's budget is spent, else [`CallError::RateLimited`].
+    pub fn rate_limited(
+        limits: &RateLimits,
+        bucket: Bucket,
+        wait: Duration,
+        message: String,
+    ) -> Self {
+        match limits.spent_until(bucket, SystemTime::now()) {
+            Some(resets_at) => CallError::BudgetSpent { wait, resets_at },
+            None => CallError::RateLimited { wait, message },
         }
     }
 }
@@ -176,10 +199,12 @@ impl Http {
             Admission::Go => {}
             Admission::Pause(wait) => tokio::time::sleep(wait).await,
             Admission::Refuse(wait) => {
-                return Err(CallError::RateLimited {
+                return Err(CallError::rate_limited(
+                    &self.limits,
+                    request.bucket,
                     wait,
-                    message: "budget spent; waiting for the rate-limit window to reset".into(),
-                })
+                    "budget spent; waiting for the rate-limit window to reset".into(),
+                ))
             }
         }
         let what = request.describe();
@@ -227,10 +252,12 @@ impl Http {
         );
         self.report_remaining(request.bucket);
         if let Some(wait) = limited {
-            return Err(CallError::RateLimited {
+            return Err(CallError::rate_limited(
+                &self.limits,
+                request.bucket,
                 wait,
-                message: reply.message(),
-            });
+                reply.message(),
+            ));
         }
         Ok(reply)
     }
@@ -243,9 +270,10 @@ impl Http {
 
     fn report_remaining(&self, bucket: Bucket) {
         if let Who::Installation(id) = bucket.who {
-            if let Some(remaining) = self.limits.remaining(id) {
-                self.metrics
-                    .rate_limit_remaining(id, i64::try_from(remaining).unwrap_or(i64::MAX));
+            if let Some((remaining, limit)) = self.limits.lowest_budget(id) {
+                let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+                self.metrics.rate_limit_remaining(id, count(remaining));
+                self.metrics.rate_limit_size(id, count(limit));
             }
         }
     }
@@ -279,6 +307,13 @@ impl Http {
         };
         builder.body(body).map_err(|e| bad(e.to_string()))
     }
+}
+
+/// `14:05:00 UTC`: when a rate-limit window resets, as people read it.
+fn clock(at: SystemTime) -> String {
+    chrono::DateTime::<chrono::Utc>::from(at)
+        .format("%H:%M:%S UTC")
+        .to_string()
 }
 
 /// GitHub's `message` field of an error body, or the start of the body.

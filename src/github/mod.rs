@@ -1,10 +1,12 @@
 //! The GitHub App: authentication, the org-wide listing (GraphQL), reading
-//! one repository by id (REST), rate limits, and the webhook route.
+//! repositories by id (a batch in one GraphQL query, or one over REST),
+//! rate limits, and the webhook route.
 //!
 //! Start from [`GithubSource`]: it hands out the [`GithubLister`] and the
 //! [`GithubStorage`] the controller runs.
 
 pub mod auth;
+mod batch_read;
 mod client;
 pub mod error;
 pub mod etag;
@@ -12,6 +14,7 @@ pub mod graphql;
 pub mod http;
 pub mod lister;
 pub mod rate_limit;
+pub mod read_query;
 pub mod redelivery;
 pub mod source;
 pub mod storage;

@@ -266,6 +266,33 @@ impl RateLimits {
         }
     }
 
+    /// When the window of `bucket` resets, if its budget is spent or so
+    /// low that requests are spread until then: a rate limit is then a
+    /// wait for the budget, not a refusal of the request itself.
+    pub fn spent_until(&self, bucket: Bucket, now: SystemTime) -> Option<SystemTime> {
+        let state = self.state.lock().ok()?;
+        let window = state.windows.get(&bucket)?;
+        let (remaining, reset) = (window.remaining?, window.reset?);
+        let limit = window.limit.unwrap_or(remaining);
+        let low = remaining == 0
+            || remaining.saturating_mul(100) < limit.saturating_mul(LOW_WATER_PERCENT);
+        let at = UNIX_EPOCH + Duration::from_secs(reset);
+        (low && at > now).then_some(at)
+    }
+
+    /// `(remaining, limit)` of the installation's bucket with the fewest
+    /// requests left, the limit as GitHub reported it: 5,000 an hour is
+    /// only the smallest budget; large organisations get more.
+    pub fn lowest_budget(&self, installation: i64) -> Option<(u64, u64)> {
+        let state = self.state.lock().ok()?;
+        state
+            .windows
+            .iter()
+            .filter(|(bucket, _)| bucket.who == Who::Installation(installation))
+            .filter_map(|(_, w)| Some((w.remaining?, w.limit.or(w.remaining)?)))
+            .min()
+    }
+
     /// The lowest remaining budget known for an installation (for the gauge).
     pub fn remaining(&self, installation: i64) -> Option<u64> {
         let state = self.state.lock().ok()?;
@@ -489,6 +516,30 @@ mod tests {
         let wait = limits.observe(CORE, 429, &secondary(u64::MAX), false, at(1000));
         assert_eq!(wait, Some(MAX_WAIT));
         assert_eq!(limits.admit(GRAPHQL, at(1000)), Admission::Refuse(MAX_WAIT));
+    }
+
+    #[test]
+    fn a_spent_budget_should_say_when_it_resets_and_a_secondary_limit_should_not() {
+        let limits = RateLimits::default();
+        limits.observe(CORE, 200, &headers(15000, 0, 1300), false, at(1000));
+        assert_eq!(limits.spent_until(CORE, at(1000)), Some(at(1300)));
+        assert_eq!(
+            limits.spent_until(CORE, at(1300)),
+            None,
+            "the window is over"
+        );
+        assert_eq!(limits.lowest_budget(1), Some((0, 15000)));
+
+        let other = RateLimits::default();
+        let secondary = RateHeaders {
+            retry_after: Some(30),
+            ..headers(15000, 14000, 1300)
+        };
+        assert!(other
+            .observe(CORE, 403, &secondary, false, at(1000))
+            .is_some());
+        assert_eq!(other.spent_until(CORE, at(1000)), None);
+        assert_eq!(other.lowest_budget(1), Some((14000, 15000)));
     }
 
     #[test]

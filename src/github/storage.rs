@@ -1,6 +1,9 @@
 //! Turns a repository id into what GitHub shows now.
 //!
-//! With the listing's hint, the hint is the answer (no request). Without it:
+//! With the listing's hint, the hint is the answer (no request). A worker's
+//! batch is read together, one GraphQL query per 100 repositories
+//! ([`super::batch_read`]); what that query cannot decide, and a single
+//! [`Storage::get`], is read over REST by id. The REST read:
 //! the repository by id (`GET /repositories/{id}`, which survives renames and
 //! transfers), the head of its default branch, and the project file at that
 //! commit. The head is asked for under the name and branch the registry
@@ -13,6 +16,7 @@
 //! (5xx, timeouts, rate limits, answers that do not parse, a suspended
 //! installation) is a [`Failure`] that the controller retries.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +29,7 @@ use super::graphql::too_large;
 use super::http::{join, CallError, Reply};
 use super::MAX_FILE_BYTES;
 use crate::controller::{Failure, Storage};
+use crate::registry::record_node_ids;
 use crate::source::{FileState, Observed, RepoId, RepoInfo};
 
 /// Why a repository is removed when no installation sees it any more.
@@ -32,7 +37,7 @@ pub const NOT_VISIBLE: &str = "no longer visible to the App";
 
 /// A suspended installation is not retried sooner than this: unsuspending
 /// it triggers a listing, which enqueues its repositories at once.
-const SUSPENDED_RETRY: Duration = Duration::from_secs(600);
+pub(super) const SUSPENDED_RETRY: Duration = Duration::from_secs(600);
 
 const JSON: &str = "application/vnd.github+json";
 const SHA: &str = "application/vnd.github.sha";
@@ -40,11 +45,13 @@ const SHA: &str = "application/vnd.github.sha";
 /// Reads repositories from GitHub (or from the listing's hint).
 #[derive(Debug, Clone)]
 pub struct GithubStorage {
-    client: Arc<Client>,
+    pub(super) client: Arc<Client>,
 }
 
 #[derive(Debug, Deserialize)]
 struct RestRepo {
+    #[serde(default)]
+    node_id: Option<String>,
     name: String,
     owner: RestOwner,
     #[serde(default)]
@@ -58,14 +65,16 @@ struct RestOwner {
     login: String,
 }
 
-/// Where the registry last saw a repository: the installation, and the
-/// name and default branch its head is most likely found under.
+/// Where the registry last saw a repository: the installation, the name
+/// and default branch its head is most likely found under, and the node id
+/// GitHub's GraphQL API knows it by.
 #[derive(Debug, Clone, Default)]
-struct Recorded {
-    installation: Option<i64>,
-    owner: String,
-    name: String,
-    default_branch: String,
+pub(super) struct Recorded {
+    pub installation: Option<i64>,
+    pub owner: String,
+    pub name: String,
+    pub default_branch: String,
+    pub node_id: Option<String>,
 }
 
 impl Recorded {
@@ -191,6 +200,11 @@ impl GithubStorage {
             }
         }
         let rest: RestRepo = parse(&what, &reply)?;
+        if let Some(node_id) = rest.node_id.clone() {
+            if let Err(error) = record_node_ids(&self.client.pool, &[(id, node_id)]).await {
+                tracing::warn!(repo = %id, %error, "could not store the repository's node id");
+            }
+        }
         let repo = RepoInfo {
             owner: rest.owner.login,
             name: rest.name,
@@ -292,33 +306,41 @@ impl GithubStorage {
     }
 }
 
-impl Storage for GithubStorage {
-    type Key = RepoId;
-    type State = Observed;
+impl GithubStorage {
+    /// What the registry recorded for each of `ids` (unknown ids are absent).
+    pub(super) async fn records(
+        &self,
+        ids: &[RepoId],
+    ) -> Result<HashMap<RepoId, Recorded>, Failure> {
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+        let rows: Vec<(i64, Recorded)> =
+            sqlx::query_as::<_, (i64, Option<i64>, String, String, String, Option<String>)>(
+                "select id, installation_id, owner, name, coalesce(default_branch, ''), node_id
+             from repositories where id = any($1)",
+            )
+            .bind(&ids)
+            .fetch_all(&self.client.pool)
+            .await
+            .map_err(|e| Failure::new(format!("registry database: {e}")))?
+            .into_iter()
+            .map(|(id, installation, owner, name, default_branch, node_id)| {
+                let record = Recorded {
+                    installation,
+                    owner,
+                    name,
+                    default_branch,
+                    node_id,
+                };
+                (id, record)
+            })
+            .collect();
+        Ok(rows.into_iter().map(|(id, r)| (RepoId(id), r)).collect())
+    }
 
-    async fn get(&self, key: &RepoId, hint: Option<&[u8]>) -> Result<Observed, Failure> {
-        if let Some(hint) = hint {
-            match serde_json::from_slice::<Observed>(hint) {
-                Ok(observed) => return Ok(observed),
-                Err(error) => {
-                    tracing::warn!(repo = %key, %error, "unusable listing hint; reading GitHub")
-                }
-            }
-        }
-        let record: Recorded = sqlx::query_as::<_, (Option<i64>, String, String, Option<String>)>(
-            "select installation_id, owner, name, default_branch from repositories where id = $1",
-        )
-        .bind(key.0)
-        .fetch_optional(&self.client.pool)
-        .await
-        .map_err(|e| Failure::new(format!("registry database: {e}")))?
-        .map(|(installation, owner, name, branch)| Recorded {
-            installation,
-            owner,
-            name,
-            default_branch: branch.unwrap_or_default(),
-        })
-        .unwrap_or_default();
+    /// One repository over REST by id: the recorded installation first,
+    /// then every other one, before calling it gone.
+    pub(super) async fn read_one(&self, key: RepoId) -> Result<Observed, Failure> {
+        let record = self.records(&[key]).await?.remove(&key).unwrap_or_default();
         let recorded = record.installation;
         let mut tried = Vec::new();
         let known = self
@@ -327,7 +349,7 @@ impl Storage for GithubStorage {
             .await
             .map_err(CallError::into_failure)?;
         let candidates = Self::candidates(recorded, &known, &tried);
-        if let Some(observed) = self.ask(*key, &record, candidates, &mut tried).await? {
+        if let Some(observed) = self.ask(key, &record, candidates, &mut tried).await? {
             return Ok(observed);
         }
         // Before calling it gone: the repository may have moved to an
@@ -338,13 +360,41 @@ impl Storage for GithubStorage {
             .await
             .map_err(CallError::into_failure)?;
         let candidates = Self::candidates(recorded, &fresh, &tried);
-        if let Some(observed) = self.ask(*key, &record, candidates, &mut tried).await? {
+        if let Some(observed) = self.ask(key, &record, candidates, &mut tried).await? {
             return Ok(observed);
         }
         Ok(Observed::Removed {
             repo: None,
             reason: NOT_VISIBLE.into(),
         })
+    }
+}
+
+/// The listing's observation in `hint`; `None` (read GitHub) when it does
+/// not decode.
+pub(super) fn decode_hint(key: RepoId, hint: &[u8]) -> Option<Observed> {
+    match serde_json::from_slice::<Observed>(hint) {
+        Ok(observed) => Some(observed),
+        Err(error) => {
+            tracing::warn!(repo = %key, %error, "unusable listing hint; reading GitHub");
+            None
+        }
+    }
+}
+
+impl Storage for GithubStorage {
+    type Key = RepoId;
+    type State = Observed;
+
+    async fn get(&self, key: &RepoId, hint: Option<&[u8]>) -> Result<Observed, Failure> {
+        match hint.and_then(|h| decode_hint(*key, h)) {
+            Some(observed) => Ok(observed),
+            None => self.read_one(*key).await,
+        }
+    }
+
+    async fn get_many(&self, items: &[(RepoId, Option<&[u8]>)]) -> Vec<Result<Observed, Failure>> {
+        self.read_many(items).await
     }
 }
 

@@ -16,7 +16,7 @@ use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::source::{FileState, Observed, RepoId};
 
-pub use super::repos::{ensure_known, mark_error};
+pub use super::repos::{ensure_known, ensure_known_with_node_ids, mark_error};
 
 /// Applies observations to the registry; see SPEC §3 for what each
 /// observation does to a repository's status and entries.
@@ -265,6 +265,11 @@ where
     ) -> Result<&'static str, Failure> {
         let observed = match state {
             Ok(observed) => observed,
+            Err(failure) if failure.deferred => {
+                // Nothing failed: the read waits for GitHub's budget.
+                self.record_wait(key, &failure.message, claim).await;
+                return Err(failure);
+            }
             Err(failure) => {
                 self.record_failure(key, &failure.message, claim).await;
                 return Err(failure);
@@ -303,6 +308,28 @@ where
         match recorded.await {
             Ok(name) => record_name(name),
             Err(error) => tracing::warn!(repo = %key, %error, "could not record a failure"),
+        }
+    }
+
+    /// Shows that the repository waits for GitHub's budget (status
+    /// `pending` with the reset time), best effort, and like a failure only
+    /// while the claim is live.
+    async fn record_wait(&self, key: RepoId, message: &str, claim: Option<&Claim<RepoId>>) {
+        let recorded = async {
+            let mut tx = self.pool.begin().await?;
+            let name = repos::record_waiting(&mut tx, key, message).await?;
+            if name.is_none() {
+                return Ok(None);
+            }
+            if !commit_if_held(&*self.queue, tx, claim).await? {
+                tracing::warn!(repo = %key, "{}; the wait is not recorded", lease_lost(key));
+                return Ok(None);
+            }
+            Ok::<_, RegistryError>(name)
+        };
+        match recorded.await {
+            Ok(name) => record_name(name),
+            Err(error) => tracing::warn!(repo = %key, %error, "could not record a wait"),
         }
     }
 }

@@ -15,6 +15,7 @@ mod guard;
 pub mod handler;
 mod holds;
 pub mod json;
+mod node_ids;
 pub mod query;
 mod repos;
 mod status;
@@ -23,11 +24,12 @@ pub mod tracker;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
-pub use handler::{ensure_known, mark_error, RegistryHandler};
+pub use handler::{ensure_known, ensure_known_with_node_ids, mark_error, RegistryHandler};
 pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
 };
+pub use node_ids::record_node_ids;
 pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,

@@ -32,32 +32,73 @@ pub async fn ensure_known<'e, E>(
 where
     E: PgExecutor<'e>,
 {
+    let repos: Vec<(RepoId, &RepoInfo, Option<&str>)> =
+        repos.iter().map(|(id, info)| (*id, info, None)).collect();
+    upsert_known(executor, &repos).await
+}
+
+/// [`ensure_known`] that also stores each repository's GraphQL node id
+/// when it is given (a webhook's payload carries it), in the same
+/// statement: the webhook's transaction stays as short as it was.
+pub async fn ensure_known_with_node_ids<'e, E>(
+    executor: E,
+    repos: &[(RepoId, RepoInfo, Option<String>)],
+) -> Result<(), RegistryError>
+where
+    E: PgExecutor<'e>,
+{
+    let repos: Vec<(RepoId, &RepoInfo, Option<&str>)> = repos
+        .iter()
+        .map(|(id, info, node)| (*id, info, node.as_deref()))
+        .collect();
+    upsert_known(executor, &repos).await
+}
+
+async fn upsert_known<'e, E>(
+    executor: E,
+    repos: &[(RepoId, &RepoInfo, Option<&str>)],
+) -> Result<(), RegistryError>
+where
+    E: PgExecutor<'e>,
+{
     // One row per id (the last one wins), in id order so that concurrent
     // callers lock rows in the same order.
-    let unique: BTreeMap<RepoId, &RepoInfo> = repos.iter().map(|(id, info)| (*id, info)).collect();
+    let unique: BTreeMap<RepoId, (&RepoInfo, Option<&str>)> = repos
+        .iter()
+        .map(|(id, info, node)| (*id, (*info, node.filter(|n| !n.is_empty()))))
+        .collect();
     if unique.is_empty() {
         return Ok(());
     }
     let ids: Vec<i64> = unique.keys().map(|id| id.0).collect();
-    let owners: Vec<&str> = unique.values().map(|i| i.owner.as_str()).collect();
-    let names: Vec<&str> = unique.values().map(|i| i.name.as_str()).collect();
-    let installations: Vec<Option<i64>> = unique.values().map(|i| i.installation_id).collect();
-    let branches: Vec<&str> = unique.values().map(|i| i.default_branch.as_str()).collect();
-    let urls: Vec<Option<&str>> = unique.values().map(|i| i.html_url.as_deref()).collect();
+    let owners: Vec<&str> = unique.values().map(|(i, _)| i.owner.as_str()).collect();
+    let names: Vec<&str> = unique.values().map(|(i, _)| i.name.as_str()).collect();
+    let installations: Vec<Option<i64>> = unique.values().map(|(i, _)| i.installation_id).collect();
+    let branches: Vec<&str> = unique
+        .values()
+        .map(|(i, _)| i.default_branch.as_str())
+        .collect();
+    let urls: Vec<Option<&str>> = unique
+        .values()
+        .map(|(i, _)| i.html_url.as_deref())
+        .collect();
+    let nodes: Vec<Option<&str>> = unique.values().map(|(_, n)| *n).collect();
     sqlx::query(
-        "insert into repositories (id, owner, name, installation_id, default_branch, html_url)
-         select * from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+        "insert into repositories (id, owner, name, installation_id, default_branch, html_url, node_id)
+         select * from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
          order by 1
          on conflict (id) do update set
              owner = excluded.owner, name = excluded.name,
              installation_id = excluded.installation_id,
              default_branch = excluded.default_branch, html_url = excluded.html_url,
+             node_id = coalesce(excluded.node_id, repositories.node_id),
              updated_at = now()
          where (repositories.owner, repositories.name, repositories.installation_id,
-                repositories.default_branch, repositories.html_url)
+                repositories.default_branch, repositories.html_url, repositories.node_id)
                is distinct from
                (excluded.owner, excluded.name, excluded.installation_id,
-                excluded.default_branch, excluded.html_url)",
+                excluded.default_branch, excluded.html_url,
+                coalesce(excluded.node_id, repositories.node_id))",
     )
     .bind(ids)
     .bind(owners)
@@ -65,6 +106,7 @@ where
     .bind(installations)
     .bind(branches)
     .bind(urls)
+    .bind(nodes)
     .execute(executor)
     .await?;
     Ok(())
@@ -203,5 +245,36 @@ pub(crate) async fn record_error(
         &format!("error: {message}"),
     )
     .await?;
+    Ok(Some(format!("{owner}/{name}")))
+}
+
+/// Records that a repository waits for a budget (GitHub's rate limit) to
+/// reset: status `pending` with `message` saying until when, attempts,
+/// entries and everything else as they were — nothing failed. Runs on the
+/// caller's transaction, which commits it (or not). Returns the
+/// repository's full name for the logs, or `None` when it is unknown.
+pub(crate) async fn record_waiting(
+    conn: &mut PgConnection,
+    id: RepoId,
+    message: &str,
+) -> Result<Option<String>, RegistryError> {
+    let Some(Locked {
+        state: old,
+        owner,
+        name,
+        ..
+    }) = lock(conn, id).await?
+    else {
+        return Ok(None);
+    };
+    let new = RepoState {
+        status: Status::Pending.as_str().to_string(),
+        error: Some(message.to_string()),
+        ..old.clone()
+    };
+    if new != old {
+        write_state(conn, id, &old, &new, false).await?;
+        events::record(conn, id, Status::Pending.as_str(), message).await?;
+    }
     Ok(Some(format!("{owner}/{name}")))
 }

@@ -21,6 +21,7 @@ pub const API_TOKEN: &str = "e2e-api-token";
 /// What GitHub's push example looks like (`tests/fixtures/github/webhooks`).
 const PUSH: &str = include_str!("../fixtures/github/webhooks/push.default-branch-created.json");
 const RENAMED: &str = include_str!("../fixtures/github/webhooks/repository.renamed.json");
+const INSTALLED: &str = include_str!("../fixtures/github/webhooks/installation.created.json");
 
 /// A repository as the fake GitHub holds it, as webhooks name it.
 #[derive(Debug, Clone)]
@@ -116,6 +117,29 @@ pub fn renamed(repo: &Repo, from: &str) -> Vec<u8> {
     retarget(&mut payload, repo);
     payload["action"] = json!("renamed");
     payload["changes"] = json!({ "repository": { "name": { "from": from } } });
+    payload.to_string().into_bytes()
+}
+
+/// `installation` `created`: the App was installed on `account` as
+/// `installation`, with access to `repos` (listed as GitHub lists them:
+/// id, node id, name and full name only).
+pub fn installation_created(installation: i64, account: &str, repos: &[Repo]) -> Vec<u8> {
+    let mut payload: Value = serde_json::from_str(INSTALLED).unwrap_or(Value::Null);
+    payload["action"] = json!("created");
+    payload["installation"]["id"] = json!(installation);
+    payload["installation"]["account"]["login"] = json!(account);
+    payload["repositories"] = repos
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "node_id": format!("R_{}", r.id),
+                "name": r.name,
+                "full_name": r.full_name(),
+                "private": true,
+            })
+        })
+        .collect();
     payload.to_string().into_bytes()
 }
 

@@ -53,6 +53,7 @@ pub fn push_payload(id: i64, owner: &str, name: &str) -> Vec<u8> {
         "deleted": false,
         "repository": {
             "id": id,
+            "node_id": format!("R_{id}"),
             "name": name,
             "full_name": format!("{owner}/{name}"),
             "owner": {"login": owner},

@@ -21,6 +21,8 @@ use crate::source::{RepoId, RepoInfo};
 pub struct PayloadRepo {
     pub id: RepoId,
     pub info: RepoInfo,
+    /// GitHub's GraphQL node id, by which a batch reads the repository.
+    pub node_id: Option<String>,
 }
 
 /// What happened to a repository, among the `repository` actions that can
@@ -276,6 +278,7 @@ fn ignored(reason: impl Into<String>) -> WebhookEvent {
 struct Repository {
     #[serde(deserialize_with = "repository_id")]
     id: i64,
+    node_id: Option<String>,
     name: String,
     owner: Account,
     default_branch: String,
@@ -293,6 +296,7 @@ impl Repository {
                 default_branch: self.default_branch,
                 html_url: self.html_url,
             },
+            node_id: self.node_id,
         }
     }
 }
@@ -320,6 +324,7 @@ struct InstallationWithAccount {
 struct ListedRepository {
     #[serde(deserialize_with = "repository_id")]
     id: i64,
+    node_id: Option<String>,
     name: String,
     full_name: Option<String>,
 }
@@ -347,6 +352,7 @@ fn listed(
                     default_branch: String::new(),
                     html_url: None,
                 },
+                node_id: repo.node_id,
             }
         })
         .collect()
@@ -382,10 +388,28 @@ mod tests {
                 default_branch: "master".to_owned(),
                 html_url: Some(format!("https://github.com/{owner}/Hello-World")),
             },
+            node_id: Some(legacy_node_id(id)),
         }
     }
 
+    /// GitHub's older node ids: base64 of `010:Repository<id>`, as the
+    /// fixtures carry them.
+    fn legacy_node_id(id: i64) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(format!("010:Repository{id}"))
+    }
+
     fn listed_repo(id: i64, owner: &str, name: &str, installation_id: i64) -> PayloadRepo {
+        listed_with_node(id, owner, name, installation_id, &legacy_node_id(id))
+    }
+
+    fn listed_with_node(
+        id: i64,
+        owner: &str,
+        name: &str,
+        installation_id: i64,
+        node_id: &str,
+    ) -> PayloadRepo {
         PayloadRepo {
             id: RepoId(id),
             info: RepoInfo {
@@ -395,6 +419,7 @@ mod tests {
                 default_branch: String::new(),
                 html_url: None,
             },
+            node_id: Some(node_id.to_owned()),
         }
     }
 
@@ -531,7 +556,13 @@ mod tests {
                 "installation.deleted.json",
                 InstallationAction::Deleted,
                 2,
-                vec![listed_repo(1296269, "octocat", "Hello-World", 2)],
+                vec![listed_with_node(
+                    1296269,
+                    "octocat",
+                    "Hello-World",
+                    2,
+                    "MDEwOlJlcG9zaXRvcnkxODY4NTMwMDc=",
+                )],
             ),
             (
                 "installation.new_permissions_accepted.json",
@@ -580,7 +611,13 @@ mod tests {
             WebhookEvent::InstallationRepositories {
                 installation_id: 2,
                 added: vec![],
-                removed: vec![listed_repo(1296269, "octocat", "Hello-World", 2)],
+                removed: vec![listed_with_node(
+                    1296269,
+                    "octocat",
+                    "Hello-World",
+                    2,
+                    "MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI=",
+                )],
             }
         );
     }

@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
-use crate::registry::{ensure_known, RegistryError};
+use crate::registry::{ensure_known_with_node_ids, record_node_ids, RegistryError};
 use crate::source::{RepoId, RepoInfo};
 
 /// What an event asks for, before anything is written.
@@ -74,7 +74,15 @@ pub const MAX_NAMED_REPOS: usize = 1_000;
 /// Decides what `event` asks for (pure: no I/O).
 pub fn plan(event: &WebhookEvent) -> Plan {
     let plan = plan_each(event);
-    if plan.known.len().max(plan.enqueue.len()) <= MAX_NAMED_REPOS {
+    // Added repositories are only made known, removed ones only enqueued:
+    // the bound is on the repositories named, whichever way.
+    let named: BTreeSet<RepoId> = plan
+        .known
+        .iter()
+        .map(|r| r.id)
+        .chain(plan.enqueue.iter().copied())
+        .collect();
+    if named.len() <= MAX_NAMED_REPOS {
         return plan;
     }
     match plan.tracked_of_installation {
@@ -110,11 +118,15 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             installation_id,
             repos,
         } => match action {
-            // The listing covers every installation; the listed repositories
-            // show up as pending at once.
+            // The listing reads every repository of every installation with
+            // its file, 100 per request; the repositories the payload names
+            // show up as pending at once. Enqueueing each would cost a read
+            // per repository, however they are batched, and could leave a
+            // large organisation waiting for the budget (issue 13).
             InstallationAction::Created | InstallationAction::Unsuspend => Plan {
+                known: repos.clone(),
                 listing: true,
-                ..make_known_and_enqueue(repos.clone())
+                ..Plan::default()
             },
             // Their reconcile finds the App lost access (deleted, removed
             // subject to the deletion guard) or cannot read them (suspended,
@@ -129,11 +141,14 @@ fn plan_each(event: &WebhookEvent) -> Plan {
                 ..Plan::default()
             },
         },
-        WebhookEvent::InstallationRepositories { added, removed, .. } => {
-            let mut plan = make_known_and_enqueue(added.clone());
-            plan.enqueue.extend(removed.iter().map(|r| r.id));
-            plan
-        }
+        // Added ones as for a new installation; a removed one is enqueued,
+        // so that its reconcile reads that the App lost it.
+        WebhookEvent::InstallationRepositories { added, removed, .. } => Plan {
+            known: added.clone(),
+            enqueue: removed.iter().map(|r| r.id).collect(),
+            listing: !added.is_empty(),
+            ..Plan::default()
+        },
         WebhookEvent::Ignored { reason } => ignore(reason),
     }
 }
@@ -242,8 +257,11 @@ async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<()
     let repos: Vec<&PayloadRepo> = repos.iter().filter(|r| !r.info.owner.is_empty()).collect();
     let (complete, partial): (Vec<&PayloadRepo>, Vec<&PayloadRepo>) =
         repos.into_iter().partition(|r| is_complete(&r.info));
-    let mut known: Vec<(RepoId, RepoInfo)> =
-        complete.iter().map(|r| (r.id, r.info.clone())).collect();
+    let mut known: Vec<(RepoId, RepoInfo, Option<String>)> = complete
+        .iter()
+        .map(|r| (r.id, r.info.clone(), r.node_id.clone()))
+        .collect();
+    let mut seen_node_ids = Vec::new();
     if !partial.is_empty() {
         let ids: Vec<i64> = partial.iter().map(|r| r.id.0).collect();
         let seen: BTreeSet<i64> =
@@ -253,14 +271,18 @@ async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<()
                 .await?
                 .into_iter()
                 .collect();
-        known.extend(
-            partial
-                .iter()
-                .filter(|r| !seen.contains(&r.id.0))
-                .map(|r| (r.id, r.info.clone())),
-        );
+        for r in partial {
+            match (seen.contains(&r.id.0), &r.node_id) {
+                (false, node_id) => known.push((r.id, r.info.clone(), node_id.clone())),
+                // Its names stay as a listing stored them; its node id is
+                // news only when the registry lacks it.
+                (true, Some(node_id)) => seen_node_ids.push((r.id, node_id.clone())),
+                (true, None) => {}
+            }
+        }
     }
-    ensure_known(conn, &known).await?;
+    ensure_known_with_node_ids(&mut *conn, &known).await?;
+    record_node_ids(&mut *conn, &seen_node_ids).await?;
     Ok(())
 }
 
@@ -282,6 +304,7 @@ mod tests {
                 default_branch: "main".to_owned(),
                 html_url: None,
             },
+            node_id: Some(format!("R_{id}")),
         }
     }
 
@@ -304,15 +327,17 @@ mod tests {
     }
 
     #[test]
-    fn installation_created_should_request_a_listing_and_enqueue_its_repositories() {
-        let plan = plan(&WebhookEvent::Installation {
-            action: InstallationAction::Created,
-            installation_id: 7,
-            repos: vec![repo(3), repo(4)],
-        });
-        assert!(plan.listing);
-        assert_eq!(plan.enqueue, vec![RepoId(3), RepoId(4)]);
-        assert_eq!(plan.known.len(), 2);
+    fn installation_created_should_request_a_listing_and_enqueue_nothing() {
+        for action in [InstallationAction::Created, InstallationAction::Unsuspend] {
+            let plan = plan(&WebhookEvent::Installation {
+                action,
+                installation_id: 7,
+                repos: vec![repo(3), repo(4)],
+            });
+            assert!(plan.listing);
+            assert!(plan.enqueue.is_empty(), "{:?}", plan.enqueue);
+            assert_eq!(plan.known, vec![repo(3), repo(4)]);
+        }
     }
 
     #[test]
@@ -346,14 +371,23 @@ mod tests {
     }
 
     #[test]
-    fn installation_repositories_should_make_added_known_and_enqueue_both() {
+    fn installation_repositories_should_list_for_added_and_enqueue_removed() {
         let plan = plan(&WebhookEvent::InstallationRepositories {
             installation_id: 7,
             added: vec![repo(6)],
             removed: vec![repo(8)],
         });
         assert_eq!(plan.known, vec![repo(6)]);
-        assert_eq!(plan.enqueue, vec![RepoId(6), RepoId(8)]);
+        assert_eq!(plan.enqueue, vec![RepoId(8)]);
+        assert!(plan.listing);
+
+        let only_removed = super::plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: vec![],
+            removed: vec![repo(8)],
+        });
+        assert_eq!(only_removed.enqueue, vec![RepoId(8)]);
+        assert!(!only_removed.listing, "nothing new to list");
     }
 
     #[test]
@@ -362,11 +396,34 @@ mod tests {
         let bound = MAX_NAMED_REPOS as i64;
         let at_the_bound = plan(&WebhookEvent::InstallationRepositories {
             installation_id: 7,
-            added: many(bound / 2),
-            removed: many(bound / 2),
+            added: vec![],
+            removed: many(bound),
         });
         assert_eq!(at_the_bound.enqueue.len(), MAX_NAMED_REPOS);
         assert!(!at_the_bound.listing);
+        // Added ones are made known (and listed), removed ones enqueued:
+        // both count towards the bound.
+        let split = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: many(bound / 2),
+            removed: ((bound / 2 + 1)..=bound).map(repo).collect(),
+        });
+        assert_eq!(split.known.len() + split.enqueue.len(), MAX_NAMED_REPOS);
+        assert_eq!(split.enqueue.len(), MAX_NAMED_REPOS / 2);
+        let one_more = plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: many(bound / 2 + 1),
+            removed: ((bound / 2 + 2)..=bound + 1).map(repo).collect(),
+        });
+        assert_eq!(
+            one_more,
+            Plan {
+                listing: true,
+                ..Plan::default()
+            },
+            "{} named",
+            bound + 1
+        );
         for event in [
             WebhookEvent::InstallationRepositories {
                 installation_id: 7,

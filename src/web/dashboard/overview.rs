@@ -89,9 +89,12 @@ struct InstallationBudget {
     installation: i64,
     remaining: i64,
     remaining_text: String,
-    /// For the `<meter>`: GitHub's hourly budget of an installation (at
-    /// least 5,000; more for large organisations).
+    /// For the `<meter>`: GitHub's hourly budget of an installation, as it
+    /// reported it (5,000 at least; more for large organisations).
     max: i64,
+    /// The meter turns red below a tenth of the budget, amber below 30 %.
+    low: i64,
+    high: i64,
 }
 
 struct QueueView {
@@ -209,7 +212,9 @@ pub async fn overview(
         .unwrap_or_default();
     let budget = match state.github_web_url {
         None => Budget::NotApplicable,
-        Some(_) => budget(state.metrics.rate_limits()),
+        Some(_) => budget(state.metrics.rate_limits(), |id| {
+            state.metrics.rate_limit_size_of(id)
+        }),
     };
     let summary = Summary {
         total: thousands(counts.values().sum()),
@@ -261,18 +266,27 @@ pub async fn overview(
     })
 }
 
-fn budget(limits: Vec<(i64, i64)>) -> Budget {
+/// `size` gives each installation's hourly budget as GitHub reported it.
+fn budget(limits: Vec<(i64, i64)>, size: impl Fn(i64) -> Option<i64>) -> Budget {
     if limits.is_empty() {
         return Budget::NoAnswerYet;
     }
     Budget::Installations(
         limits
             .into_iter()
-            .map(|(installation, remaining)| InstallationBudget {
-                installation,
-                remaining,
-                remaining_text: thousands(remaining),
-                max: remaining.max(5000),
+            .map(|(installation, remaining)| {
+                let max = size(installation)
+                    .unwrap_or(remaining)
+                    .max(remaining)
+                    .max(1);
+                InstallationBudget {
+                    installation,
+                    remaining,
+                    remaining_text: thousands(remaining),
+                    max,
+                    low: max / 10,
+                    high: max * 3 / 10,
+                }
             })
             .collect(),
     )
@@ -317,6 +331,21 @@ fn segments(counts: &BTreeMap<String, i64>, q: &str) -> Vec<Segment> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_budget_meter_should_use_the_limit_github_reported() {
+        let Budget::Installations(shown) =
+            budget(vec![(7, 9000), (8, 300)], |id| (id == 7).then_some(15_000))
+        else {
+            panic!("no installations shown")
+        };
+        assert_eq!(
+            (shown[0].max, shown[0].low, shown[0].high),
+            (15_000, 1_500, 4_500)
+        );
+        // Nothing reported: the meter is as full as what is left.
+        assert_eq!(shown[1].max, 300);
+    }
 
     #[test]
     fn segments_should_fill_the_bar_and_skip_empty_statuses() {

@@ -192,6 +192,9 @@ fn error_title(status: Status) -> &'static str {
         Status::Invalid => "Problems in the project file",
         Status::Conflict => "Conflict",
         Status::Removed => "Why it was removed",
+        // A pending repository's text says what it waits for (GitHub's
+        // rate limit to reset): nothing failed.
+        Status::Pending => "Waiting",
         _ => "Error",
     }
 }
@@ -259,7 +262,13 @@ pub async fn repo_detail(
         chrome: Chrome::new(viewer, &done.map(|Query(d)| d).unwrap_or_default()),
         href: repo_href(&repo.full_name),
         status: repo.status.into(),
-        explanation: explanation(repo.status),
+        explanation: match (repo.status, &repo.error) {
+            (Status::Pending, Some(_)) => {
+                "Known, waiting to be read: GitHub's rate limit is spent until the time below. \
+                 The entries are kept as they were."
+            }
+            (status, _) => explanation(status),
+        },
         external_href: web_link(web, &repo.full_name, &[]),
         project_file_href: project_file_link(
             web,

@@ -1,5 +1,9 @@
-//! `POST /graphql`: answers the listing query from the world's state. The
-//! query text itself is checked against GitHub's schema elsewhere
+//! `POST /graphql`: answers the listing query and the batch read
+//! (`nodes(ids:)` and `rN: repository(owner:, name:)` aliases) from the
+//! world's state, the way GitHub does: an id or a name the installation
+//! cannot see is `null` with an error of type `NOT_FOUND` at its path, and
+//! every answer reports the rate limit and the query's cost. The query text
+//! itself is checked against GitHub's schema elsewhere
 //! (`tests/graphql_schema.rs`); here only its variables matter.
 
 use serde_json::{json, Value};
@@ -37,10 +41,13 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
             json!({"errors": [{"message": "A query attribute must be specified and must be a string."}]}),
         );
     };
+    if is_read(query) {
+        return read(world, installation, query, request, budget);
+    }
     if !query.contains("repositoryOwner") {
         return Answer::json(
             200,
-            json!({"errors": [{"type": "UNKNOWN", "message": "the fake only answers the listing query"}]}),
+            json!({"errors": [{"type": "UNKNOWN", "message": "the fake only answers the listing query and the batch read"}]}),
         );
     }
     let owner = request
@@ -52,14 +59,7 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
         .and_then(Value::as_str)
         .unwrap_or("project.yaml");
     let offset = offset_of(request.pointer("/variables/after"));
-    let reset_at: chrono::DateTime<chrono::Utc> =
-        chrono::DateTime::from_timestamp(i64::try_from(budget.reset).unwrap_or(0), 0)
-            .unwrap_or_default();
-    let rate_limit = json!({
-        "limit": budget.limit,
-        "remaining": budget.remaining,
-        "resetAt": reset_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
-    });
+    let rate_limit = rate_limit(budget);
     let owns = world
         .installations
         .get(&installation)
@@ -133,6 +133,116 @@ fn node(repo: &Repo, path: &str) -> Value {
         "url": format!("https://github.com/{}/{}", repo.owner, repo.name),
         "defaultBranchRef": branch,
     })
+}
+
+/// GitHub's `rateLimit` object, as the budget stands before this query.
+fn rate_limit(budget: Budget) -> Value {
+    let reset_at: chrono::DateTime<chrono::Utc> =
+        chrono::DateTime::from_timestamp(i64::try_from(budget.reset).unwrap_or(0), 0)
+            .unwrap_or_default();
+    json!({
+        "limit": budget.limit,
+        "remaining": budget.remaining,
+        "resetAt": reset_at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        "cost": 1,
+    })
+}
+
+/// Whether `query` is the batch read (by node id and by name).
+pub fn is_read(query: &str) -> bool {
+    query.contains("nodes(ids:")
+}
+
+/// The node id of a repository, as the fake's REST answers and webhooks
+/// give it.
+pub fn node_id(repo: &Repo) -> String {
+    format!("R_{}", repo.id)
+}
+
+/// The batch read: `nodes` in the order of `$ids`, then each alias `r{k}`
+/// asked with `$o{k}`/`$n{k}`.
+fn read(world: &World, installation: i64, query: &str, request: &Value, budget: Budget) -> Answer {
+    let variables = request.get("variables").cloned().unwrap_or(Value::Null);
+    let path = variables
+        .get("path")
+        .and_then(Value::as_str)
+        .unwrap_or("project.yaml");
+    let visible = |repo: &&Repo| repo.installation == installation;
+    let mut errors = Vec::new();
+    let ids: Vec<&str> = variables
+        .get("ids")
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if ids.len() > 100 {
+        return Answer::json(
+            200,
+            json!({"errors": [{"type": "EXCESSIVE_PAGINATION", "message": "You may not ask for more than 100 nodes at once."}]}),
+        );
+    }
+    let nodes: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(k, id)| {
+            let found = id
+                .strip_prefix("R_")
+                .and_then(|n| n.parse::<i64>().ok())
+                .and_then(|n| world.repos.get(&n))
+                .filter(visible);
+            match found {
+                Some(repo) => with_id(repo, path),
+                None => {
+                    errors.push(json!({
+                        "type": "NOT_FOUND",
+                        "path": ["nodes", k],
+                        "locations": [{"line": 8, "column": 3}],
+                        "message": format!("Could not resolve to a node with the global id of '{id}'"),
+                    }));
+                    Value::Null
+                }
+            }
+        })
+        .collect();
+    let mut data = json!({"rateLimit": rate_limit(budget), "nodes": nodes});
+    for k in 0.. {
+        let (Some(owner), Some(name)) = (
+            variables.get(format!("o{k}")).and_then(Value::as_str),
+            variables.get(format!("n{k}")).and_then(Value::as_str),
+        ) else {
+            break;
+        };
+        let alias = format!("r{k}");
+        if !query.contains(&format!("{alias}: repository(owner: $o{k}, name: $n{k})")) {
+            return Answer::json(
+                200,
+                json!({"errors": [{"message": format!("variable $o{k} is not used by an alias {alias}")}]}),
+            );
+        }
+        data[alias.as_str()] = match super::rest::visible_by_name(world, installation, owner, name)
+        {
+            Some(repo) => with_id(repo, path),
+            None => {
+                errors.push(json!({
+                    "type": "NOT_FOUND",
+                    "path": [alias],
+                    "locations": [{"line": 20, "column": 3}],
+                    "message": format!("Could not resolve to a Repository with the name '{owner}/{name}'."),
+                }));
+                Value::Null
+            }
+        };
+    }
+    let mut body = json!({ "data": data });
+    if !errors.is_empty() {
+        body["errors"] = Value::Array(errors);
+    }
+    Answer::json(200, body)
+}
+
+fn with_id(repo: &Repo, path: &str) -> Value {
+    let mut value = node(repo, path);
+    value["id"] = json!(node_id(repo));
+    value
 }
 
 fn truncate(text: &str, max: usize) -> &str {

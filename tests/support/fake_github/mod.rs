@@ -51,7 +51,10 @@ pub mod routes {
     pub const REPO: &str = "GET /repos/{owner}/{repo}";
     pub const COMMIT: &str = "GET /repos/{owner}/{repo}/commits/{ref}";
     pub const CONTENTS: &str = "GET /repos/{owner}/{repo}/contents/{path}";
+    /// The GraphQL listing (`repositoryOwner` pages).
     pub const GRAPHQL: &str = "POST /graphql";
+    /// The GraphQL batch read (`nodes(ids:)` and aliases by name).
+    pub const GRAPHQL_READ: &str = "POST /graphql (batch read)";
     pub const HOOK_DELIVERIES: &str = "GET /app/hook/deliveries";
     pub const HOOK_ATTEMPTS: &str = "POST /app/hook/deliveries/{id}/attempts";
 }
@@ -284,6 +287,11 @@ impl FakeGithub {
         self.shared.world().counts.get(route).copied().unwrap_or(0)
     }
 
+    /// GraphQL requests of both kinds: listing pages and batch reads.
+    pub fn graphql_requests(&self) -> u64 {
+        self.count(routes::GRAPHQL) + self.count(routes::GRAPHQL_READ)
+    }
+
     /// Requests received, all routes together.
     pub fn total(&self) -> u64 {
         self.shared.world().counts.values().sum()
@@ -367,6 +375,15 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         None
     };
     let page = graphql_request.as_ref().and_then(graphql::page_of);
+    let is_read = graphql_request
+        .as_ref()
+        .and_then(|r| r.get("query")?.as_str())
+        .is_some_and(graphql::is_read);
+    let route = if route == routes::GRAPHQL && is_read {
+        routes::GRAPHQL_READ
+    } else {
+        route
+    };
 
     let (latency, fault) = {
         let mut world = shared.world();
@@ -392,7 +409,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Ok(caller) => caller,
         Err(answer) => return respond(answer, &[]),
     };
-    let resource = if route == routes::GRAPHQL {
+    let resource = if route == routes::GRAPHQL || route == routes::GRAPHQL_READ {
         "graphql"
     } else {
         "core"
@@ -576,7 +593,7 @@ fn dispatch(
             _ => return Answer::message(401, "A JSON web token cannot be used for this route"),
         },
     };
-    if route == routes::GRAPHQL {
+    if route == routes::GRAPHQL || route == routes::GRAPHQL_READ {
         return match (graphql_request, budget) {
             (Some(request), Some(budget)) => graphql::answer(world, installation, request, budget),
             _ => Answer::message(400, "Problems parsing JSON"),

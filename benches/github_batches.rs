@@ -1,0 +1,287 @@
+//! Triggers that name many repositories at once, against the real
+//! `roster serve` (release build under `cargo bench`) and the fake GitHub
+//! with 50 ms added to every request and GitHub's smallest budget (5,000
+//! requests an hour per installation), on a fresh PostgreSQL database.
+//!
+//! (c) The App installed on an organisation of 10,000 repositories (3,000
+//!     with a project file) through the `installation` `created` webhook
+//!     naming all of them: time from the delivery until every repository
+//!     has a final status, and the GitHub requests used. Targets: <= 15 s,
+//!     <= 1.1 x ceil(N/100) + 10 requests.
+//! (d) 2,000 pushes to different repositories, sent as fast as 16 senders
+//!     can (a campaign pushing to every repository): every push applied,
+//!     and the GitHub requests used. Target: <= 100 requests.
+//!
+//! `cargo bench --bench github_batches` runs the full size; without
+//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! the suite fast.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+#[path = "../tests/support/fake_github/mod.rs"]
+mod fake_github;
+#[path = "../tests/support/github_app.rs"]
+mod github_app;
+
+use std::time::{Duration, Instant};
+
+use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
+use github_app::{deliver, installation_created, push, server_env, Repo};
+use sqlx::PgPool;
+use support::server::Roster;
+
+const LATENCY: Duration = Duration::from_millis(50);
+const FILE: &str = "project.yaml";
+const ORG: &str = "acme";
+const INSTALLATION: i64 = 1;
+/// Concurrent senders of the push burst.
+const SENDERS: usize = 16;
+
+struct Size {
+    repos: usize,
+    with_file: usize,
+    pushes: usize,
+}
+
+const FULL: Size = Size {
+    repos: 10_000,
+    with_file: 3_000,
+    pushes: 2_000,
+};
+
+const SMOKE: Size = Size {
+    repos: 300,
+    with_file: 90,
+    pushes: 60,
+};
+
+type Failed = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failed> {
+    let full = std::env::args().any(|a| a == "--bench");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(if full { &FULL } else { &SMOKE }, full))
+}
+
+fn yaml(name: &str, description: &str) -> String {
+    format!("name: {name}\nowner: team-{name}\ndescription: {description}\n")
+}
+
+async fn run(size: &Size, full: bool) -> Result<(), Failed> {
+    let fake = FakeGithub::start().await;
+    let (pool, url) = roster::db::testing::fresh_database().await?;
+    let dir = tempfile::tempdir()?;
+    let api = fake.api_url().to_string();
+    let graphql = fake.graphql_url().to_string();
+    let mut env = server_env(APP_ID, PRIVATE_KEY, &api, &graphql, &url);
+    if let Ok(workers) = std::env::var("ROSTER_WORKERS") {
+        env.push(("ROSTER_WORKERS", workers));
+    }
+    println!(
+        "github_batches{}: {} repositories ({} with a project file), {} ms added to every GitHub request",
+        if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },
+        size.repos,
+        size.with_file,
+        LATENCY.as_millis()
+    );
+
+    // The App is not installed yet: the start-up listing finds nothing.
+    let roster = Roster::start(&env, dir.path()).await;
+    wait_for_log(&roster, "listing done", Duration::from_secs(30)).await?;
+
+    fake.add_installation(INSTALLATION, ORG);
+    let step = size.repos / size.with_file;
+    let mut repos = Vec::with_capacity(size.repos);
+    let mut with_file = Vec::with_capacity(size.with_file);
+    for n in 0..size.repos {
+        let name = format!("service-{n:05}");
+        let id = if n % step == 0 && with_file.len() < size.with_file {
+            let id = fake.add_repo_with_file(INSTALLATION, &name, FILE, &yaml(&name, "v0"));
+            with_file.push(Repo::new(id, INSTALLATION, ORG, &name));
+            id
+        } else {
+            fake.add_repo(INSTALLATION, &name)
+        };
+        repos.push(Repo::new(id, INSTALLATION, ORG, &name));
+    }
+    fake.set_latency(LATENCY);
+    fake.reset_counts();
+
+    // (c) The installation webhook.
+    let body = installation_created(INSTALLATION, ORG, &repos);
+    let started = Instant::now();
+    let answer = deliver(&roster.base, "installation", body).await;
+    if answer.status != 202 {
+        return Err(format!("the installation webhook was answered {}", answer.status).into());
+    }
+    let answered = started.elapsed();
+    settle(&pool, size.repos, Duration::from_secs(180)).await?;
+    let install = started.elapsed();
+    let used = github_requests(&fake);
+    let limit = (size.repos.div_ceil(100) as f64 * 1.1).floor() as u64 + 10;
+    let statuses: Vec<(String, i64)> =
+        sqlx::query_as("select status, count(*) from repositories group by status order by status")
+            .fetch_all(&pool)
+            .await?;
+    println!("(c) installed through the `installation` `created` webhook");
+    println!(
+        "  delivery to every repository final: {:.2} s (target <= 15 s) {}; the 202 came after {} ms",
+        install.as_secs_f64(),
+        verdict(install <= Duration::from_secs(15)),
+        answered.as_millis()
+    );
+    println!(
+        "  GitHub requests: {used} (target <= {limit}) {}",
+        verdict(used <= limit)
+    );
+    println!(
+        "    listing pages {}, batch reads {}, REST reads {}, installation lists {}, tokens {}",
+        fake.count(routes::GRAPHQL),
+        fake.count(routes::GRAPHQL_READ),
+        rest_reads(&fake),
+        fake.count(routes::INSTALLATIONS),
+        fake.token_creations()
+    );
+    let shown: Vec<String> = statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    println!("  statuses: {}", shown.join(", "));
+
+    // (d) A burst of pushes, each to a different repository.
+    fake.reset_counts();
+    let targets = &with_file[..size.pushes.min(with_file.len())];
+    let mut heads = Vec::with_capacity(targets.len());
+    let mut bodies = Vec::with_capacity(targets.len());
+    for repo in targets {
+        let before = fake.head(repo.id).unwrap_or_default();
+        let after = fake.push_file(repo.id, FILE, yaml(&repo.name, "v1").as_bytes());
+        bodies.push(push(repo, &before, &after));
+        heads.push(after);
+    }
+    let started = Instant::now();
+    let mut senders = tokio::task::JoinSet::new();
+    for body in bodies {
+        if senders.len() >= SENDERS {
+            check_sent(senders.join_next().await)?;
+        }
+        let base = roster.base.clone();
+        senders.spawn(async move { deliver(&base, "push", body).await.status.as_u16() });
+    }
+    while let Some(sent) = senders.join_next().await {
+        check_sent(Some(sent))?;
+    }
+    let sent = started.elapsed();
+    applied(&pool, &heads, Duration::from_secs(120)).await?;
+    let all_applied = started.elapsed();
+    let used = github_requests(&fake);
+    println!(
+        "(d) {} pushes to different repositories, sent by {SENDERS} senders",
+        heads.len()
+    );
+    println!(
+        "  all sent after {:.2} s; all applied after {:.2} s",
+        sent.as_secs_f64(),
+        all_applied.as_secs_f64()
+    );
+    println!(
+        "  GitHub requests: {used} (target <= 100) {}: batch reads {}, REST reads {}, {:.1} pushes per read",
+        verdict(used <= 100),
+        fake.count(routes::GRAPHQL_READ),
+        rest_reads(&fake),
+        heads.len() as f64 / fake.count(routes::GRAPHQL_READ).max(1) as f64
+    );
+    drop(roster);
+    Ok(())
+}
+
+fn check_sent(joined: Option<Result<u16, tokio::task::JoinError>>) -> Result<(), Failed> {
+    match joined {
+        Some(Ok(202)) | None => Ok(()),
+        Some(Ok(status)) => Err(format!("a push was answered {status}").into()),
+        Some(Err(e)) => Err(e.into()),
+    }
+}
+
+/// Requests to GitHub for the installation's sake: everything but the
+/// App's delivery log, which the redelivery loop reads on its own schedule.
+fn github_requests(fake: &FakeGithub) -> u64 {
+    fake.total() - fake.count(routes::HOOK_DELIVERIES) - fake.count(routes::HOOK_ATTEMPTS)
+}
+
+fn rest_reads(fake: &FakeGithub) -> u64 {
+    [
+        routes::REPO_BY_ID,
+        routes::REPO,
+        routes::COMMIT,
+        routes::CONTENTS,
+    ]
+    .iter()
+    .map(|r| fake.count(r))
+    .sum()
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met {
+        "[met]"
+    } else {
+        "[MISSED]"
+    }
+}
+
+async fn wait_for_log(roster: &Roster, marker: &str, limit: Duration) -> Result<(), Failed> {
+    let deadline = Instant::now() + limit;
+    while !roster.logs().contains(marker) {
+        if Instant::now() > deadline {
+            return Err(format!("no {marker:?} in the log after {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+/// Waits until `total` repositories are known, none pending and the queue
+/// empty; polls every 50 ms, counting only once the queue is empty.
+async fn settle(pool: &PgPool, total: usize, limit: Duration) -> Result<(), Failed> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let queued: bool = sqlx::query_scalar("select exists (select 1 from queue)")
+            .fetch_one(pool)
+            .await?;
+        if !queued {
+            let (pending, known): (i64, i64) = sqlx::query_as(
+                "select count(*) filter (where status = 'pending'), count(*) from repositories",
+            )
+            .fetch_one(pool)
+            .await?;
+            if pending == 0 && usize::try_from(known).unwrap_or(0) == total {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!("not settled after {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until every commit of `heads` is some repository's synced commit.
+async fn applied(pool: &PgPool, heads: &[String], limit: Duration) -> Result<(), Failed> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let done: i64 =
+            sqlx::query_scalar("select count(*) from repositories where synced_sha = any($1)")
+                .bind(heads)
+                .fetch_one(pool)
+                .await?;
+        if usize::try_from(done).unwrap_or(0) == heads.len() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(
+                format!("{} of {} pushes applied after {limit:?}", done, heads.len()).into(),
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

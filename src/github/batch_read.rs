@@ -1,0 +1,242 @@
+//! [`GithubStorage`]'s batch: the states of many repositories for the cost
+//! of one GraphQL query per installation and 100 repositories.
+//!
+//! A key with a valid listing hint costs nothing. The others are grouped by
+//! the installation the registry recorded for them and read with
+//! [`super::read_query`]. What the query cannot decide — a repository it
+//! cannot see, an answer about another repository, an error naming it, a
+//! repository the registry knows nothing about — is read over REST by id,
+//! as a single key always was: only its 404 makes a removal definite.
+
+use std::collections::{BTreeMap, HashMap};
+
+use futures_util::future::join_all;
+use futures_util::stream::{self, StreamExt};
+use serde_json::json;
+
+use super::http::CallError;
+use super::read_query::{read_query, slot_of, ReadData, Slot, MAX_PER_QUERY};
+use super::storage::{decode_hint, GithubStorage, Recorded, SUSPENDED_RETRY};
+use crate::controller::Failure;
+use crate::registry::record_node_ids;
+use crate::source::{Observed, RepoId};
+
+/// At most this many REST reads at once for the keys a batch left open.
+const REST_CONCURRENCY: usize = 4;
+
+/// What the batch query said about one key.
+enum Verdict {
+    /// A definite state, or a failure that a retry will fix.
+    Decided(Result<Observed, Failure>),
+    /// Read it over REST instead.
+    Open,
+}
+
+/// One key of a query: where it sits in `items`, and what is asked.
+struct Asked {
+    index: usize,
+    id: RepoId,
+    slot: Slot,
+}
+
+impl GithubStorage {
+    /// See the module documentation; the states come in the order of `items`.
+    pub(super) async fn read_many(
+        &self,
+        items: &[(RepoId, Option<&[u8]>)],
+    ) -> Vec<Result<Observed, Failure>> {
+        let mut states: Vec<Option<Result<Observed, Failure>>> = vec![None; items.len()];
+        let mut unhinted = Vec::new();
+        for (index, (id, hint)) in items.iter().enumerate() {
+            match hint.and_then(|h| decode_hint(*id, h)) {
+                Some(observed) => states[index] = Some(Ok(observed)),
+                None => unhinted.push(index),
+            }
+        }
+        if !unhinted.is_empty() {
+            let ids: Vec<RepoId> = unhinted.iter().map(|&i| items[i].0).collect();
+            match self.records(&ids).await {
+                Ok(records) => {
+                    let open = self
+                        .read_recorded(items, &unhinted, &records, &mut states)
+                        .await;
+                    self.read_each(items, open, &mut states).await;
+                }
+                Err(failure) => {
+                    for index in unhinted {
+                        states[index] = Some(Err(failure.clone()));
+                    }
+                }
+            }
+        }
+        states
+            .into_iter()
+            .map(|s| s.unwrap_or_else(|| Err(Failure::new("the repository was not read"))))
+            .collect()
+    }
+
+    /// Reads every key whose installation the registry knows with one query
+    /// per installation and 100 keys (the queries run side by side); puts
+    /// what they decide in `states` and returns the indexes left open.
+    async fn read_recorded(
+        &self,
+        items: &[(RepoId, Option<&[u8]>)],
+        unhinted: &[usize],
+        records: &HashMap<RepoId, Recorded>,
+        states: &mut [Option<Result<Observed, Failure>>],
+    ) -> Vec<usize> {
+        let mut open = Vec::new();
+        let mut groups: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for &index in unhinted {
+            match records.get(&items[index].0).and_then(|r| r.installation) {
+                Some(installation) => groups.entry(installation).or_default().push(index),
+                None => open.push(index),
+            }
+        }
+        let queries = groups.iter().flat_map(|(&installation, indexes)| {
+            indexes
+                .chunks(MAX_PER_QUERY)
+                .map(move |chunk| self.query(installation, items, chunk, records))
+        });
+        let mut learnt = Vec::new();
+        for answers in join_all(queries).await {
+            for (index, verdict, node_id) in answers {
+                match verdict {
+                    Verdict::Decided(state) => states[index] = Some(state),
+                    Verdict::Open => open.push(index),
+                }
+                learnt.extend(node_id.map(|n| (items[index].0, n)));
+            }
+        }
+        if let Err(error) = record_node_ids(&self.client.pool, &learnt).await {
+            // Only the next read's way of asking depends on it.
+            tracing::warn!(%error, "could not store the repositories' node ids");
+        }
+        open
+    }
+
+    /// One query for `chunk` (keys of `installation`): each key's verdict,
+    /// and its node id when the registry did not have that one yet.
+    async fn query(
+        &self,
+        installation: i64,
+        items: &[(RepoId, Option<&[u8]>)],
+        chunk: &[usize],
+        records: &HashMap<RepoId, Recorded>,
+    ) -> Vec<(usize, Verdict, Option<String>)> {
+        let mut node_ids = Vec::new();
+        let mut names = Vec::new();
+        let mut asked = Vec::new();
+        for &index in chunk {
+            let id = items[index].0;
+            let Some(record) = records.get(&id) else {
+                continue;
+            };
+            let slot = match &record.node_id {
+                Some(node_id) => {
+                    node_ids.push(node_id.clone());
+                    Slot::Node(node_ids.len() - 1)
+                }
+                None => {
+                    names.push((record.owner.clone(), record.name.clone()));
+                    Slot::Alias(names.len() - 1)
+                }
+            };
+            asked.push(Asked { index, id, slot });
+        }
+        let every = |verdict: &dyn Fn() -> Verdict| {
+            asked
+                .iter()
+                .map(|a| (a.index, verdict(), None))
+                .collect::<Vec<_>>()
+        };
+        if self.client.is_suspended(installation) {
+            return every(&suspended);
+        }
+        let mut variables = json!({ "ids": node_ids, "path": self.client.project_file });
+        for (k, (owner, name)) in names.iter().enumerate() {
+            variables[format!("o{k}")] = json!(owner);
+            variables[format!("n{k}")] = json!(name);
+        }
+        let query = read_query(names.len());
+        let answer = self
+            .client
+            .graphql_partial::<ReadData>(installation, &query, variables)
+            .await;
+        let (data, errors) = match answer {
+            Ok(answer) => answer,
+            Err(CallError::Suspended(id)) => {
+                self.client.mark_suspended(id);
+                return every(&suspended);
+            }
+            // The REST path tries the other installations, then decides.
+            Err(CallError::InstallationGone(_)) => return every(&|| Verdict::Open),
+            Err(error) => {
+                let failure = error.into_failure();
+                return every(&|| Verdict::Decided(Err(failure.clone())));
+            }
+        };
+        let mut spoiled = Vec::new();
+        for error in &errors {
+            match slot_of(error) {
+                Some(slot) => spoiled.push(slot),
+                None => {
+                    // An error about the query as a whole: no answer in it
+                    // can be trusted, and a retry may do better.
+                    let failure = Failure::new(format!(
+                        "unexpected answer from GitHub to the batch read: {}",
+                        error.message
+                    ));
+                    return every(&|| Verdict::Decided(Err(failure.clone())));
+                }
+            }
+        }
+        asked
+            .iter()
+            .map(|a| {
+                if spoiled.contains(&a.slot) {
+                    return (a.index, Verdict::Open, None);
+                }
+                let Some(node) = data.repository(a.slot) else {
+                    return (a.index, Verdict::Open, None);
+                };
+                // A name can point at another repository since (a rename,
+                // then a new repository under the old name).
+                if node.database_id != Some(a.id.0) {
+                    return (a.index, Verdict::Open, None);
+                }
+                let learnt = node
+                    .id
+                    .clone()
+                    .filter(|n| records.get(&a.id).and_then(|r| r.node_id.as_ref()) != Some(n));
+                match node.observe(installation) {
+                    Some((_, observed)) => (a.index, Verdict::Decided(Ok(observed)), learnt),
+                    None => (a.index, Verdict::Open, None),
+                }
+            })
+            .collect()
+    }
+
+    /// Reads the `open` keys one by one over REST, a few at a time.
+    async fn read_each(
+        &self,
+        items: &[(RepoId, Option<&[u8]>)],
+        open: Vec<usize>,
+        states: &mut [Option<Result<Observed, Failure>>],
+    ) {
+        let reads = stream::iter(open)
+            .map(|index| async move { (index, self.read_one(items[index].0).await) })
+            .buffer_unordered(REST_CONCURRENCY)
+            .collect::<Vec<_>>()
+            .await;
+        for (index, state) in reads {
+            states[index] = Some(state);
+        }
+    }
+}
+
+fn suspended() -> Verdict {
+    Verdict::Decided(Err(
+        Failure::new("installation suspended").retry_after(SUSPENDED_RETRY)
+    ))
+}
