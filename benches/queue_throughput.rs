@@ -5,7 +5,8 @@
 //! and `pgbench` on `PATH` or under `/usr/lib/postgresql/*/bin`.
 //!
 //! `cargo bench --bench queue_throughput -- --claim-done=URL` measures only
-//! claim + done, on the database at URL (migrated, nothing queued), and prints
+//! claim + done as the workers do it (batches of up to [`CLAIM_BATCH`]), on
+//! the database at URL (migrated, nothing queued), and prints
 //! `claim_done_ids_per_second=N`: `scripts/bench-peers` sets it beside
 //! another queue measured in the same run, on its own scratch database.
 
@@ -27,6 +28,8 @@ mod support {
 const IDS: u32 = 10_000;
 const WORKERS: u32 = 8;
 const BATCH: u32 = 500;
+/// How many ids a worker claims at once (`ROSTER_BATCH_SIZE`'s default).
+const CLAIM_BATCH: usize = 100;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -47,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
             bail!("the database of --claim-done already holds queued ids");
         }
         enqueue_in_batches(&queue).await?;
-        let rate = drain(&queue).await?;
+        let rate = drain(&queue, CLAIM_BATCH).await?;
         println!("claim_done_ids_per_second={rate:.0}");
         return Ok(());
     }
@@ -59,12 +62,13 @@ async fn main() -> anyhow::Result<()> {
 
     let enqueue_rate = enqueue_one_by_one(&queue).await?;
     println!("  enqueue, one id per call:        {enqueue_rate:>10.0} ids/s");
-    let drain_rate = drain(&queue).await?;
-    println!("  claim + done:                    {drain_rate:>10.0} ids/s");
+    let drain_rate = drain(&queue, 1).await?;
+    println!("  claim + done, one id at a time:  {drain_rate:>10.0} ids/s");
 
     let batch_rate = enqueue_in_batches(&queue).await?;
     println!("  enqueue, {BATCH} ids per call:      {batch_rate:>10.0} ids/s");
-    drain(&queue).await?;
+    let batched_drain = drain(&queue, CLAIM_BATCH).await?;
+    println!("  claim + done, {CLAIM_BATCH} ids at a time: {batched_drain:>10.0} ids/s");
 
     let tps = support::pgbench::upserts_per_second(&pool, &url, WORKERS).await?;
     println!(
@@ -80,6 +84,10 @@ async fn main() -> anyhow::Result<()> {
     println!(
         "  claim + done (two statements):   {:>10.2}",
         drain_rate / tps
+    );
+    println!(
+        "  claim + done, {CLAIM_BATCH} at a time:    {:>10.2}",
+        batched_drain / tps
     );
     Ok(())
 }
@@ -120,8 +128,9 @@ async fn enqueue_in_batches(queue: &PgQueue) -> anyhow::Result<f64> {
     Ok(f64::from(IDS) / started.elapsed().as_secs_f64())
 }
 
-/// `WORKERS` tasks claim and finish ids until none is left; ids per second.
-async fn drain(queue: &Arc<PgQueue>) -> anyhow::Result<f64> {
+/// `WORKERS` tasks claim and finish ids, up to `batch` per claim, until
+/// none is left; ids per second.
+async fn drain(queue: &Arc<PgQueue>, batch: usize) -> anyhow::Result<f64> {
     let started = Instant::now();
     let mut tasks = JoinSet::new();
     for w in 0..WORKERS {
@@ -129,9 +138,13 @@ async fn drain(queue: &Arc<PgQueue>) -> anyhow::Result<f64> {
         tasks.spawn(async move {
             let name = format!("bench-{w}");
             let mut handled = 0u64;
-            while let Some(claim) = queue.claim(&name).await? {
-                queue.done(&claim).await?;
-                handled += 1;
+            loop {
+                let claims = queue.claim_many(&name, batch).await?;
+                if claims.is_empty() {
+                    break;
+                }
+                queue.done_many(&claims).await?;
+                handled += claims.len() as u64;
             }
             anyhow::Ok(handled)
         });
