@@ -116,14 +116,15 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
 }
 
 /// The line that stands for the problems past [`MAX_PROBLEMS`].
+/// Worded as SPEC §8 gives it, "problems" even for one, so that scripts can
+/// match the line.
 fn more_problems(file: &str, more: usize) -> Problem {
-    let noun = if more == 1 { "problem" } else { "problems" };
     Problem {
         file: file.to_owned(),
         line: None,
         column: None,
         field: "file".into(),
-        message: format!("{MORE_PREFIX}{more} more {noun}"),
+        message: format!("{MORE_PREFIX}{more} more problems"),
     }
 }
 

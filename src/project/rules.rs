@@ -192,8 +192,7 @@ impl<'t> Walk<'t> {
                 match self.value(value) {
                     Value::List(items) if !items.is_empty() => {
                         if items.len() > MAX_PROJECTS {
-                            let message =
-                                format!("at most {MAX_PROJECTS} entries, found {}", items.len());
+                            let message = format!("at most {MAX_PROJECTS} entries");
                             self.issue(value, "projects", message);
                         }
                         // The items past the bound are not read: whatever
