@@ -108,42 +108,26 @@ pub(super) fn parse_lease(raw: &str) -> Result<Duration, ConfigError> {
 }
 
 pub(super) fn parse_workers(raw: &str) -> Result<usize, ConfigError> {
-    raw.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=256).contains(n))
-        .ok_or_else(|| {
-            ConfigError::new(
-                "ROSTER_WORKERS",
-                format!("{raw:?} must be a number from 1 to 256"),
-            )
-        })
+    parse_count("ROSTER_WORKERS", raw, 256)
 }
 
 /// At most 100: one GraphQL query reads up to 100 repositories.
 pub(super) fn parse_batch_size(raw: &str) -> Result<usize, ConfigError> {
-    raw.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (1..=100).contains(n))
-        .ok_or_else(|| {
-            ConfigError::new(
-                "ROSTER_BATCH_SIZE",
-                format!("{raw:?} must be a number from 1 to 100"),
-            )
-        })
+    parse_count("ROSTER_BATCH_SIZE", raw, 100)
 }
 
 pub(super) fn parse_webhook_concurrency(raw: &str) -> Result<usize, ConfigError> {
+    parse_count("ROSTER_WEBHOOK_CONCURRENCY", raw, 256)
+}
+
+/// A whole number from 1 to `max`, named after `setting` when it is not.
+fn parse_count(setting: &'static str, raw: &str, max: usize) -> Result<usize, ConfigError> {
     raw.trim()
         .parse::<usize>()
         .ok()
-        .filter(|n| (1..=256).contains(n))
+        .filter(|n| (1..=max).contains(n))
         .ok_or_else(|| {
-            ConfigError::new(
-                "ROSTER_WEBHOOK_CONCURRENCY",
-                format!("{raw:?} must be a number from 1 to 256"),
-            )
+            ConfigError::new(setting, format!("{raw:?} must be a number from 1 to {max}"))
         })
 }
 
