@@ -309,7 +309,10 @@ macro_rules! no_wait {
 
 // After `no_wait!`, so the statements there can use it.
 mod batch;
+mod summary;
+
 use batch::{ids_and_tokens, CLAIM_MANY, DONE_MANY_AGAIN, DONE_MANY_DELETE, RENEW_MANY};
+pub use summary::{listing_times, summary, ListingTimes, QueueSummary};
 
 /// Ready rows: due, and unclaimed or with a lease that ran out.
 const CLAIM: &str = concat!(

@@ -162,20 +162,16 @@ impl GithubLister {
         name: String,
         found: &Found<RepoId>,
     ) -> Partition<RepoId> {
-        let known = sqlx::query_scalar::<_, i64>(
-            "select id from repositories where installation_id = $1 and status <> 'removed' order by id",
-        )
-        .bind(installation)
-        .fetch_all(&self.client.pool)
-        .await
-        .unwrap_or_else(|error| {
+        let known = self
+            .client
+            .registry
+            .tracked_ids(Some(installation))
+            .await
+            .unwrap_or_else(|error| {
             tracing::warn!(installation, %error, "could not read the suspended installation's repositories");
             Vec::new()
         });
-        let items: Vec<_> = known
-            .into_iter()
-            .map(|id| Enqueue::fresh(RepoId(id)))
-            .collect();
+        let items: Vec<_> = known.into_iter().map(Enqueue::fresh).collect();
         let _ = found.send(items.clone());
         Partition {
             name,
@@ -186,12 +182,7 @@ impl GithubLister {
 
     /// Installations the registry remembers that GitHub no longer lists.
     async fn vanished(&self, listed: &[Installation]) -> Vec<Partition<RepoId>> {
-        let remembered = sqlx::query_scalar::<_, i64>(
-            "select distinct installation_id from repositories
-             where installation_id is not null and status <> 'removed'",
-        )
-        .fetch_all(&self.client.pool)
-        .await;
+        let remembered = self.client.registry.installations().await;
         let remembered = match remembered {
             Ok(ids) => ids,
             Err(error) => {

@@ -29,7 +29,7 @@ use super::graphql::too_large;
 use super::http::{join, CallError, Reply};
 use super::MAX_FILE_BYTES;
 use crate::controller::{Failure, Storage};
-use crate::registry::record_node_ids;
+use crate::registry::RepoRecord;
 use crate::source::{FileState, Observed, RepoId, RepoInfo};
 
 /// Why a repository is removed when no installation sees it any more.
@@ -65,17 +65,8 @@ struct RestOwner {
     login: String,
 }
 
-/// Where the registry last saw a repository: the installation, the name
-/// and default branch its head is most likely found under, and the node id
-/// GitHub's GraphQL API knows it by.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Recorded {
-    pub installation: Option<i64>,
-    pub owner: String,
-    pub name: String,
-    pub default_branch: String,
-    pub node_id: Option<String>,
-}
+/// What the registry recorded about a repository.
+pub(super) type Recorded = RepoRecord;
 
 impl Recorded {
     /// Whether `repo` is where this record says (GitHub's names ignore case).
@@ -201,7 +192,7 @@ impl GithubStorage {
         }
         let rest: RestRepo = parse(&what, &reply)?;
         if let Some(node_id) = rest.node_id.clone() {
-            if let Err(error) = record_node_ids(&self.client.pool, &[(id, node_id)]).await {
+            if let Err(error) = self.client.registry.record_node_ids(&[(id, node_id)]).await {
                 tracing::warn!(repo = %id, %error, "could not store the repository's node id");
             }
         }
@@ -312,29 +303,11 @@ impl GithubStorage {
         &self,
         ids: &[RepoId],
     ) -> Result<HashMap<RepoId, Recorded>, Failure> {
-        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
-        let rows: Vec<(i64, Recorded)> =
-            sqlx::query_as::<_, (i64, Option<i64>, String, String, String, Option<String>)>(
-                "select id, installation_id, owner, name, coalesce(default_branch, ''), node_id
-             from repositories where id = any($1)",
-            )
-            .bind(&ids)
-            .fetch_all(&self.client.pool)
+        self.client
+            .registry
+            .records(ids)
             .await
-            .map_err(|e| Failure::new(format!("registry database: {e}")))?
-            .into_iter()
-            .map(|(id, installation, owner, name, default_branch, node_id)| {
-                let record = Recorded {
-                    installation,
-                    owner,
-                    name,
-                    default_branch,
-                    node_id,
-                };
-                (id, record)
-            })
-            .collect();
-        Ok(rows.into_iter().map(|(id, r)| (RepoId(id), r)).collect())
+            .map_err(|e| Failure::new(e.to_string()))
     }
 
     /// One repository over REST by id: the recorded installation first,

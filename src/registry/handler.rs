@@ -16,8 +16,6 @@ use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::source::{FileState, Observed, RepoId};
 
-pub use super::repos::{ensure_known, ensure_known_with_node_ids, mark_error};
-
 /// Applies observations to the registry; see SPEC §3 for what each
 /// observation does to a repository's status and entries.
 ///
@@ -120,7 +118,7 @@ where
                     tracing::info!(repo = %id, hold, "deletion guard: hold {hold} cleared, its repositories came back");
                 }
             }
-            Observed::Removed { reason, .. } if old.status != Status::Removed.as_str() => {
+            Observed::Removed { reason, .. } if old.status != Status::Removed => {
                 if let Removal::Held {
                     hold,
                     created,
@@ -148,11 +146,7 @@ where
             Observed::Removed { .. } => {}
         }
         let decision = self.decide(&mut tx, id, &old, observed).await?;
-        let status = decision
-            .state
-            .status
-            .parse::<Status>()
-            .map_err(|e| RegistryError::Corrupt(e.to_string()))?;
+        let status = decision.state.status;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
         if !commit_if_held(&*self.queue, tx, claim).await? {
@@ -228,13 +222,7 @@ where
         if released.is_empty() {
             return;
         }
-        let waiting: Result<Vec<RepoId>, sqlx::Error> = sqlx::query_scalar(
-            "select id from repositories where conflicts && $1::text[] and id <> $2 order by id",
-        )
-        .bind(released)
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await;
+        let waiting = repos::waiting_for(&self.pool, released, id).await;
         let result = match waiting {
             Ok(ids) if ids.is_empty() => return,
             Ok(ids) => self
@@ -379,7 +367,7 @@ fn record_name(name: Option<String>) {
 /// The state of a repository whose entries are all gone (`removed`, `no_file`).
 fn cleared(status: Status, error: Option<String>) -> RepoState {
     RepoState {
-        status: status.as_str().to_string(),
+        status,
         error,
         synced_sha: None,
         attempts: 0,
@@ -392,7 +380,7 @@ fn cleared(status: Status, error: Option<String>) -> RepoState {
 fn invalid(old: &RepoState, message: String, error: String) -> Decision {
     Decision {
         state: RepoState {
-            status: Status::Invalid.as_str().to_string(),
+            status: Status::Invalid,
             error: Some(error),
             attempts: 0,
             ..old.clone()
@@ -432,7 +420,7 @@ fn applied(sha: &str, changes: Changes) -> Decision {
     Decision {
         message: format!("{status} {}: {}", short(sha), parts.join("; ")),
         state: RepoState {
-            status: status.as_str().to_string(),
+            status,
             error: (!conflict_lines.is_empty()).then(|| conflict_lines.join("\n")),
             synced_sha: Some(sha.to_string()),
             attempts: 0,

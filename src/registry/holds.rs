@@ -231,7 +231,9 @@ pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHoldJson>, Registry
     rows.into_iter()
         .map(|row| {
             let installation_id = parse_partition(&row.partition).ok_or_else(|| {
-                RegistryError::Corrupt(format!("hold {} has partition {:?}", row.id, row.partition))
+                RegistryError::Database(sqlx::Error::Decode(
+                    format!("hold {} has partition {:?}", row.id, row.partition).into(),
+                ))
             })?;
             Ok(ActiveHoldJson {
                 id: row.id,

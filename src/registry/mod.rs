@@ -8,6 +8,7 @@
 
 mod clip;
 mod cursor;
+mod db;
 mod entries;
 mod error;
 mod events;
@@ -22,9 +23,10 @@ mod status;
 pub mod tracker;
 
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
+pub use db::{RegistryDb, RepoRecord};
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
-pub use handler::{ensure_known, ensure_known_with_node_ids, mark_error, RegistryHandler};
+pub use handler::RegistryHandler;
 pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
@@ -34,5 +36,6 @@ pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
+pub use repos::{ensure_known, ensure_known_with_node_ids, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{parse_partition, partition_name, tracked_ids, RegistryTracker};

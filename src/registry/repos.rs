@@ -1,7 +1,7 @@
 //! Writes to the `repositories` table: what the source says about a
 //! repository, and the status a reconcile leaves it in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
@@ -12,7 +12,7 @@ use crate::source::{RepoId, RepoInfo};
 /// The fields a reconcile decides, as locked at its start.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct RepoState {
-    pub status: String,
+    pub status: Status,
     pub error: Option<String>,
     pub synced_sha: Option<String>,
     pub attempts: i32,
@@ -110,6 +110,48 @@ where
     .execute(executor)
     .await?;
     Ok(())
+}
+
+/// Which of `ids` the registry knows, on the caller's transaction.
+pub async fn known_ids(
+    conn: &mut PgConnection,
+    ids: &[RepoId],
+) -> Result<BTreeSet<RepoId>, RegistryError> {
+    let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    let known: Vec<RepoId> = sqlx::query_scalar("select id from repositories where id = any($1)")
+        .bind(&ids)
+        .fetch_all(conn)
+        .await?;
+    Ok(known.into_iter().collect())
+}
+
+/// `owner/name` of a known repository; `None` when unknown.
+pub async fn full_name<'e, E: PgExecutor<'e>>(
+    executor: E,
+    id: RepoId,
+) -> Result<Option<String>, RegistryError> {
+    Ok(
+        sqlx::query_scalar("select owner || '/' || name from repositories where id = $1")
+            .bind(id)
+            .fetch_optional(executor)
+            .await?,
+    )
+}
+
+/// The repositories other than `except` in conflict over one of `names`:
+/// they wait for a name to be released.
+pub(crate) async fn waiting_for(
+    pool: &PgPool,
+    names: &[String],
+    except: RepoId,
+) -> Result<Vec<RepoId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select id from repositories where conflicts && $1::text[] and id <> $2 order by id",
+    )
+    .bind(names)
+    .bind(except)
+    .fetch_all(pool)
+    .await
 }
 
 /// A locked row with what a reconcile needs besides the state it decides:
@@ -232,7 +274,7 @@ pub(crate) async fn record_error(
         return Ok(None);
     };
     let new = RepoState {
-        status: Status::Error.as_str().to_string(),
+        status: Status::Error,
         error: Some(message.to_string()),
         attempts: old.attempts.saturating_add(1),
         ..old.clone()
@@ -268,7 +310,7 @@ pub(crate) async fn record_waiting(
         return Ok(None);
     };
     let new = RepoState {
-        status: Status::Pending.as_str().to_string(),
+        status: Status::Pending,
         error: Some(message.to_string()),
         ..old.clone()
     };

@@ -2,7 +2,7 @@
 
 use sqlx::PgPool;
 
-use super::guard;
+use super::{guard, RegistryError};
 use crate::config::MaxRemovals;
 use crate::controller::{Failure, Tracker};
 use crate::source::RepoId;
@@ -25,6 +25,19 @@ pub async fn tracked_ids<'e, E: sqlx::PgExecutor<'e>>(
     .bind(installation)
     .fetch_all(executor)
     .await
+}
+
+/// The installations some repository not yet removed belongs to: the
+/// listing compares them with the installations GitHub still lists.
+pub async fn remembered_installations<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+) -> Result<Vec<i64>, RegistryError> {
+    Ok(sqlx::query_scalar(
+        "select distinct installation_id from repositories
+         where installation_id is not null and status <> 'removed'",
+    )
+    .fetch_all(executor)
+    .await?)
 }
 
 /// The partition a repository belongs to: `local` for the local folder

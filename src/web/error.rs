@@ -62,10 +62,6 @@ impl From<RegistryError> for ApiError {
                 Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
             }
             RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
-            RegistryError::Corrupt(detail) => {
-                tracing::error!(error = %detail, "registry holds an unexpected value");
-                Self::Internal
-            }
         }
     }
 }

@@ -9,7 +9,9 @@ use sqlx::PgConnection;
 use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
-use crate::registry::{ensure_known_with_node_ids, record_node_ids, RegistryError};
+use crate::registry::{
+    ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
+};
 use crate::source::{RepoId, RepoInfo};
 
 /// What an event asks for, before anything is written.
@@ -204,7 +206,7 @@ pub async fn apply_batch(
         }
         let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
         if let Some(installation_id) = plan.tracked_of_installation {
-            ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
+            ids.extend(tracked_ids(&mut *conn, Some(installation_id)).await?);
         }
         let ignored = (ids.is_empty() && !plan.listing)
             .then(|| "no repository of this installation is tracked".to_owned());
@@ -263,16 +265,10 @@ async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<()
         .collect();
     let mut seen_node_ids = Vec::new();
     if !partial.is_empty() {
-        let ids: Vec<i64> = partial.iter().map(|r| r.id.0).collect();
-        let seen: BTreeSet<i64> =
-            sqlx::query_scalar("select id from repositories where id = any($1)")
-                .bind(&ids)
-                .fetch_all(&mut *conn)
-                .await?
-                .into_iter()
-                .collect();
+        let ids: Vec<RepoId> = partial.iter().map(|r| r.id).collect();
+        let seen = known_ids(&mut *conn, &ids).await?;
         for r in partial {
-            match (seen.contains(&r.id.0), &r.node_id) {
+            match (seen.contains(&r.id), &r.node_id) {
                 (false, node_id) => known.push((r.id, r.info.clone(), node_id.clone())),
                 // Its names stay as a listing stored them; its node id is
                 // news only when the registry lacks it.
