@@ -15,7 +15,7 @@ use crate::github::webhook::retention::{self, Retention};
 use crate::github::webhook::{self, WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubSource};
 use crate::metrics::Metrics;
-use crate::registry::{RegistryHandler, RegistryTracker};
+use crate::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
 use crate::source::{Observed, RepoId};
 use crate::web::{router_with, AppState};
@@ -169,9 +169,10 @@ where
         registry,
         config,
     } = parts;
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
-        .with_deletion_guard(settings.max_removals, settings.resync_interval);
-    let tracker = RegistryTracker::new(pool.clone()).with_max_removals(settings.max_removals);
+    let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
+    let handler =
+        RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file).with_guard(guard);
+    let tracker = RegistryTracker::new(pool.clone()).with_guard(guard);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(
         queue.clone(),

@@ -25,8 +25,7 @@ use super::client::Client;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
 use crate::controller::{Enqueue, Failure, Found, Lister, Partition};
-use crate::registry::partition_name;
-use crate::source::{Observed, RepoId};
+use crate::source::{self, InstallationId, Observed, RepoId};
 
 /// At most this many pages (100 repositories each) per installation.
 const MAX_PAGES: usize = 10_000;
@@ -52,7 +51,7 @@ impl GithubLister {
         installation: &Installation,
         found: &Found<RepoId>,
     ) -> Partition<RepoId> {
-        let name = partition_name(Some(installation.id));
+        let name = partition_of(installation.id).to_string();
         if installation.suspended {
             return self.suspended(installation.id, name, found).await;
         }
@@ -165,7 +164,7 @@ impl GithubLister {
         let known = self
             .client
             .registry
-            .tracked_ids(Some(installation))
+            .tracked_ids(partition_of(installation))
             .await
             .unwrap_or_else(|error| {
             tracing::warn!(installation, %error, "could not read the suspended installation's repositories");
@@ -190,12 +189,13 @@ impl GithubLister {
                 return Vec::new();
             }
         };
-        let listed: BTreeSet<i64> = listed.iter().map(|i| i.id).collect();
+        let listed: BTreeSet<InstallationId> =
+            listed.iter().map(|i| InstallationId(i.id)).collect();
         remembered
             .into_iter()
             .filter(|id| !listed.contains(id))
             .map(|id| Partition {
-                name: partition_name(Some(id)),
+                name: source::Partition::Installation(id).to_string(),
                 items: Vec::new(),
                 outcome: Ok(()),
             })
@@ -228,6 +228,11 @@ impl Lister for GithubLister {
         partitions.extend(self.vanished(&installations).await);
         Ok(partitions)
     }
+}
+
+/// The partition of an installation's repositories.
+fn partition_of(installation: i64) -> source::Partition {
+    source::Partition::Installation(InstallationId(installation))
 }
 
 /// A key with the observation it was listed with.

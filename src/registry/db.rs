@@ -9,7 +9,7 @@ use sqlx::PgPool;
 
 use super::tracker::{remembered_installations, tracked_ids};
 use super::{record_node_ids, RegistryError};
-use crate::source::RepoId;
+use crate::source::{InstallationId, Partition, RepoId};
 
 /// Where the registry last saw a repository: the installation, the name
 /// and default branch its head is most likely found under, and the node id
@@ -60,17 +60,13 @@ impl RegistryDb {
         Ok(rows.into_iter().map(|row| (row.id, row.record)).collect())
     }
 
-    /// The repositories tracked for `installation` (`None`: the local
-    /// folder), removed ones excluded.
-    pub async fn tracked_ids(
-        &self,
-        installation: Option<i64>,
-    ) -> Result<Vec<RepoId>, RegistryError> {
-        Ok(tracked_ids(&self.pool, installation).await?)
+    /// The repositories tracked in `partition`, removed ones excluded.
+    pub async fn tracked_ids(&self, partition: Partition) -> Result<Vec<RepoId>, RegistryError> {
+        Ok(tracked_ids(&self.pool, partition).await?)
     }
 
     /// The installations some tracked repository still belongs to.
-    pub async fn installations(&self) -> Result<Vec<i64>, RegistryError> {
+    pub async fn installations(&self) -> Result<Vec<InstallationId>, RegistryError> {
         remembered_installations(&self.pool).await
     }
 

@@ -2,7 +2,6 @@
 //! observed about one repository (SPEC §3), in one transaction.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use sqlx::{PgConnection, PgPool};
 
@@ -10,7 +9,6 @@ use super::entries::{self, Changes, Desired};
 use super::guard::{DeletionGuard, Removal};
 use super::repos::{self, RepoState};
 use super::{events, holds, RegistryError, Status};
-use crate::config::MaxRemovals;
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -64,14 +62,10 @@ where
         }
     }
 
-    /// Sets the deletion guard: at most `max_removals` removals per
-    /// partition within `period` (the listing period); further removals are
-    /// held (SPEC §3).
-    pub fn with_deletion_guard(mut self, max_removals: MaxRemovals, period: Duration) -> Self {
-        self.guard = DeletionGuard {
-            max_removals,
-            period,
-        };
+    /// Sets the deletion guard, the one the sweep shares: past its bound
+    /// per partition and period, removals are held (SPEC §3).
+    pub fn with_guard(mut self, guard: DeletionGuard) -> Self {
+        self.guard = guard;
         self
     }
 

@@ -38,4 +38,4 @@ pub use query::{
 };
 pub use repos::{ensure_known, ensure_known_with_node_ids, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
-pub use tracker::{parse_partition, partition_name, tracked_ids, RegistryTracker};
+pub use tracker::{tracked_ids, RegistryTracker};

@@ -12,7 +12,7 @@ use crate::db::queue::PgQueue;
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
 };
-use crate::source::{RepoId, RepoInfo};
+use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
 
 /// What an event asks for, before anything is written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -206,7 +206,8 @@ pub async fn apply_batch(
         }
         let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
         if let Some(installation_id) = plan.tracked_of_installation {
-            ids.extend(tracked_ids(&mut *conn, Some(installation_id)).await?);
+            let partition = Partition::Installation(InstallationId(installation_id));
+            ids.extend(tracked_ids(&mut *conn, partition).await?);
         }
         let ignored = (ids.is_empty() && !plan.listing)
             .then(|| "no repository of this installation is tracked".to_owned());
