@@ -22,9 +22,10 @@ pub mod webhook;
 
 pub use auth::Installation;
 pub use error::GithubError;
-pub use graphql::{LIST_REPOSITORIES, QUERIES};
+pub use graphql::LIST_REPOSITORIES;
 pub use http::Reply;
 pub use lister::GithubLister;
+pub use read_query::QUERIES;
 pub use source::{GithubOptions, GithubSource};
 pub use storage::GithubStorage;
 
