@@ -8,6 +8,7 @@
 pub mod auth;
 mod batch_read;
 mod client;
+mod contents;
 pub mod error;
 pub mod etag;
 pub mod graphql;

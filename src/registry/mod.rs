@@ -9,6 +9,7 @@
 mod clip;
 mod cursor;
 mod db;
+mod decision;
 mod entries;
 mod error;
 mod events;
@@ -18,6 +19,7 @@ mod holds;
 pub mod json;
 mod node_ids;
 pub mod query;
+mod repo_page;
 mod repos;
 mod status;
 pub mod tracker;

@@ -282,7 +282,7 @@ pub(crate) async fn write_state(
          where id = $1",
     )
     .bind(id)
-    .bind(&new.status)
+    .bind(new.status)
     .bind(&new.error)
     .bind(&new.synced_sha)
     .bind(new.attempts)
