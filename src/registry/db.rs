@@ -33,6 +33,7 @@ pub struct RegistryDb {
 }
 
 impl RegistryDb {
+    /// The handle on the registry in `pool`.
     pub fn new(pool: PgPool) -> Self {
         Self { pool }
     }

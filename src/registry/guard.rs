@@ -110,9 +110,7 @@ impl DeletionGuard {
             reason,
         })
     }
-}
 
-impl DeletionGuard {
     /// The sweep guard: of the keys a complete listing of `partition` no longer
     /// returned (`gone`, out of `tracked`), returns those to sweep now.
     ///
