@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::event::{PayloadRepo, WebhookEvent};
-pub use super::plan::{plan, Plan, MAX_NAMED_REPOS};
+pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
 use crate::registry::{
