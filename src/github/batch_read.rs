@@ -88,7 +88,7 @@ impl GithubStorage {
         let mut groups: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
         for &index in unhinted {
             match records.get(&items[index].0).and_then(|r| r.installation) {
-                Some(installation) => groups.entry(installation).or_default().push(index),
+                Some(installation) => groups.entry(installation.0).or_default().push(index),
                 None => open.push(index),
             }
         }

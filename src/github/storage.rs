@@ -107,7 +107,7 @@ impl GithubStorage {
         candidates: Vec<i64>,
         tried: &mut Vec<i64>,
     ) -> Result<Option<Observed>, Failure> {
-        let recorded = record.installation;
+        let recorded = record.installation.map(|i| i.0);
         for installation in candidates {
             tried.push(installation);
             let guess = (Some(installation) == recorded).then_some(record);
@@ -293,7 +293,7 @@ impl GithubStorage {
     /// then every other one, before calling it gone.
     pub(super) async fn read_one(&self, key: RepoId) -> Result<Observed, Failure> {
         let record = self.records(&[key]).await?.remove(&key).unwrap_or_default();
-        let recorded = record.installation;
+        let recorded = record.installation.map(|i| i.0);
         let mut tried = Vec::new();
         let known = self
             .client

@@ -17,7 +17,7 @@ use crate::source::{InstallationId, Partition, RepoId};
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct RepoRecord {
     /// The installation that saw it (`None`: the local folder).
-    pub installation: Option<i64>,
+    pub installation: Option<InstallationId>,
     pub owner: String,
     pub name: String,
     /// Empty when not known yet.

@@ -264,7 +264,7 @@ pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHoldJson>, Registry
         .into_iter()
         .map(|row| ActiveHoldJson {
             id: row.id,
-            installation_id: row.partition.installation().map(|i| i.0),
+            installation_id: row.partition.installation(),
             repos: row.repos,
             since: row.since,
             reason: row.reason,
