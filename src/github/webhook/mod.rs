@@ -8,6 +8,7 @@
 //! one ([`admission`]), and the delivery log is pruned ([`retention`]).
 
 pub mod admission;
+mod answer;
 pub mod body;
 pub mod deliveries;
 pub mod envelope;
@@ -18,10 +19,14 @@ pub mod intake;
 pub mod retention;
 pub mod route;
 pub mod signature;
+pub mod state;
+pub mod verified;
 
 pub use admission::WebhookLimits;
 pub use deliveries::{list_deliveries, DeliveriesError, DeliveryJson};
 pub use event::{ParsedDelivery, WebhookEvent};
 pub use gate::MAX_BODY_BYTES;
-pub use route::{router, router_with_admission, WebhookState, PATH};
+pub use route::{router, router_with_admission, PATH};
 pub use signature::sign;
+pub use state::WebhookState;
+pub use verified::VerifiedDelivery;
