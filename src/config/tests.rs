@@ -303,7 +303,7 @@ fn resync_interval_should_parse_human_durations_of_at_least_a_second() {
 fn lease_should_default_to_a_minute_and_take_at_least_a_second() {
     let here = here();
     let s = parse(&["--source", &here]).unwrap();
-    assert_eq!(s.lease, crate::app::LEASE);
+    assert_eq!(s.lease, crate::controller::DEFAULT_LEASE);
     let s = parse(&["--source", &here, "--lease", "3s"]).unwrap();
     assert_eq!(s.lease, Duration::from_secs(3));
     for bad in ["soon", "500ms", "0s"] {
@@ -456,4 +456,19 @@ fn secrets_should_not_show_in_debug_output() {
     assert!(!debug.contains("t0k-visible?"));
     assert!(!debug.contains("s3cret"));
     assert!(!debug.contains("PRIVATE KEY"));
+}
+
+#[test]
+fn defaults_should_be_the_constants_of_what_they_configure() {
+    assert_eq!(duration_text(Duration::from_secs(3600)), "1h");
+    assert_eq!(duration_text(Duration::from_secs(7 * 24 * 3600)), "7d");
+    assert_eq!(duration_text(Duration::from_secs(90)), "90s");
+    assert_eq!(duration_text(Duration::from_secs(120)), "2m");
+    let s = parse(&["--source", &here()]).unwrap();
+    assert_eq!(s.resync_interval, DEFAULT_RESYNC_INTERVAL);
+    assert_eq!(s.workers, DEFAULT_WORKERS);
+    assert_eq!(s.batch_size, DEFAULT_BATCH_SIZE);
+    assert_eq!(s.webhook_concurrency, DEFAULT_CONCURRENCY);
+    assert_eq!(s.delivery_retention, DEFAULT_RETENTION);
+    assert_eq!(s.lease, DEFAULT_LEASE);
 }

@@ -61,7 +61,7 @@ impl RegistryTracker {
     pub fn new(pool: PgPool) -> Self {
         Self {
             pool,
-            max_removals: MaxRemovals::Default,
+            max_removals: MaxRemovals::default(),
         }
     }
 
