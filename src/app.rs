@@ -1,7 +1,7 @@
 //! Builds the server from settings and runs it: the source, the controller,
 //! the HTTP routes, until SIGTERM or Ctrl-C (then within
 //! [`crate::shutdown::STOP_DEADLINE`]). What every source shares is built in
-//! [`shared`], each source's own parts in [`source`].
+//! `app/shared.rs`, each source's own parts in `app/source.rs`.
 
 mod shared;
 mod source;

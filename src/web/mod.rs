@@ -1,6 +1,7 @@
 //! HTTP: the read and write API, the dashboard, probes and `/metrics`
 //! (SPEC §5, §7). The webhook route lives with the GitHub code and is merged
-//! in through [`router_with`].
+//! in through [`router_with`] (`router.rs` wires the routes; every handler
+//! shares [`AppState`]).
 
 mod api_deliveries;
 mod api_holds;

@@ -3,6 +3,8 @@
 //! delivery, answer 202.
 //!
 //! Verify-then-parse: nothing reads the body before its signature matched.
+//! The checks make up the [`VerifiedDelivery`] extractor ([`verified`]);
+//! the route's handler ([`route`]) only persists and answers.
 //! Bounded (SPEC §8): a declared length over 25 MiB or a missing signature
 //! is refused before the body is read, a request waits for a turn to read
 //! one ([`admission`]), and the delivery log is pruned ([`retention`]).
