@@ -10,7 +10,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use sqlx::PgPool;
-use tokio::net::TcpListener;
 
 use crate::config::{ConfigError, Settings, SourceSetting};
 use crate::controller::{Controller, Lister, Storage};
@@ -49,8 +48,8 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
 }
 
 /// Binds the HTTP port; failing to is a setting found wrong at start.
-async fn listen(address: SocketAddr) -> Result<TcpListener, ConfigError> {
-    let listener = TcpListener::bind(address).await.map_err(|e| {
+async fn listen(address: SocketAddr) -> Result<tokio::net::TcpListener, ConfigError> {
+    let listener = tokio::net::TcpListener::bind(address).await.map_err(|e| {
         ConfigError::new("ROSTER_LISTEN", format!("cannot listen on {address}: {e}"))
     })?;
     tracing::info!(%address, "listening");
@@ -62,34 +61,43 @@ async fn listen(address: SocketAddr) -> Result<TcpListener, ConfigError> {
 /// finishing the requests in flight. Then the source's background work is
 /// stopped and awaited.
 async fn run<L, S>(
-    shared: Shared,
+    parts: Shared,
     source: SourceParts<L, S>,
     settings: &Settings,
-    listener: TcpListener,
+    listener: tokio::net::TcpListener,
     stop: Stop,
 ) -> anyhow::Result<()>
 where
     L: Lister<Key = RepoId>,
     S: Storage<Key = RepoId, State = Observed>,
 {
+    let SourceParts {
+        lister,
+        storage,
+        routes: extra_routes,
+        web_url: github_web_url,
+        tasks,
+        stop_when_served,
+        held,
+    } = source;
     let Shared {
+        shutdown: signal,
         pool,
         queue,
         metrics,
         controller_metrics,
         registry,
         config,
-        shutdown: signal,
-    } = shared;
+    } = parts;
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
         .with_deletion_guard(settings.max_removals, settings.resync_interval);
     let tracker = RegistryTracker::new(pool.clone()).with_max_removals(settings.max_removals);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(
         queue.clone(),
-        Arc::new(source.lister),
+        Arc::new(lister),
         tracker,
-        Arc::new(source.storage),
+        Arc::new(storage),
         handler,
     )
     .with_config(config)
@@ -101,25 +109,25 @@ where
         metrics,
         registry: Arc::new(registry),
         api_token: settings.api_token.clone(),
-        github_web_url: source.web_url,
+        github_web_url,
         project_file: settings.project_file.clone(),
         resync_interval: settings.resync_interval,
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, source.routes);
+    let app = router_with(state, extra_routes);
     let waiting = shutdown::stop_on_signal(stop);
     let server = crate::web::serve::serve(listener, app, signal.wait());
     let controller = controller.run(signal.wait());
     let ((), ()) = tokio::join!(server, controller);
     waiting.abort();
-    for stop in &source.stop_when_served {
+    for stop in &stop_when_served {
         stop.stop();
     }
-    for task in source.tasks {
+    for task in tasks {
         let _ = task.await;
     }
-    drop(source.held);
+    drop(held);
     tracing::info!("stopped");
     Ok(())
 }
