@@ -26,6 +26,8 @@ pub struct WebhookState {
 /// the extractor of verified deliveries and the handler.
 pub struct Route {
     pub state: WebhookState,
+    /// The turns to read a body, taken before its first byte.
     pub admission: Arc<Admission>,
+    /// Commits the deliveries that arrive together in one transaction.
     pub group: GroupCommit,
 }
