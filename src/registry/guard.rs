@@ -19,6 +19,7 @@ use sqlx::{PgConnection, PgPool};
 use super::holds::{self, HoldState};
 use super::{repos, RegistryError};
 use crate::config::MaxRemovals;
+use crate::controller::DEFAULT_RESYNC_INTERVAL;
 use crate::source::{Partition, RepoId};
 
 /// The bound on removals per partition, and the listing period it counts over.
@@ -34,8 +35,8 @@ impl Default for DeletionGuard {
     /// The defaults of SPEC §4: 10 or 10 %, per hour.
     fn default() -> Self {
         Self {
-            max_removals: MaxRemovals::Default,
-            period: Duration::from_secs(3600),
+            max_removals: MaxRemovals::default(),
+            period: DEFAULT_RESYNC_INTERVAL,
         }
     }
 }

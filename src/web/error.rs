@@ -107,6 +107,12 @@ pub fn retry_after(wait: std::time::Duration) -> u64 {
     whole.max(1)
 }
 
+/// The 404 of a repository the registry does not know, the same from the
+/// API and the dashboard.
+pub fn repo_not_found(owner: &str, name: &str) -> ApiError {
+    ApiError::NotFound(format!("repository {owner}/{name} not found"))
+}
+
 /// Answers routes that do not exist with the same JSON shape.
 pub async fn not_found(uri: axum::http::Uri) -> ApiError {
     ApiError::NotFound(format!("no route for {}", uri.path()))
