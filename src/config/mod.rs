@@ -16,7 +16,6 @@ use secrecy::SecretString;
 use url::Url;
 
 mod github_app;
-mod max_removals;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -26,8 +25,8 @@ use crate::controller::{
 };
 use crate::github::webhook::admission::DEFAULT_CONCURRENCY;
 use crate::github::webhook::retention::DEFAULT_RETENTION;
+pub use crate::registry::MaxRemovals;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
-pub use max_removals::MaxRemovals;
 use parse::{
     duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
     parse_log_format, parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,

@@ -17,6 +17,7 @@ pub mod lister;
 pub mod rate_limit;
 pub mod read_query;
 pub mod redelivery;
+pub mod settings;
 pub mod source;
 pub mod storage;
 pub mod webhook;
@@ -27,6 +28,7 @@ pub use graphql::LIST_REPOSITORIES;
 pub use http::Reply;
 pub use lister::GithubLister;
 pub use read_query::QUERIES;
+pub use settings::GithubAppSettings;
 pub use source::{GithubOptions, GithubSource};
 pub use storage::GithubStorage;
 

@@ -16,8 +16,8 @@ use super::error::GithubError;
 use super::http::{join, CallError, Http, Reply, Request};
 use super::lister::GithubLister;
 use super::rate_limit::{Bucket, Resource, Who};
+use super::settings::GithubAppSettings;
 use super::storage::GithubStorage;
-use crate::config::GithubAppSettings;
 use crate::controller::Failure;
 use crate::metrics::Metrics;
 

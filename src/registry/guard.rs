@@ -17,8 +17,8 @@ use std::time::Duration;
 use sqlx::{PgConnection, PgPool};
 
 use super::holds::{self, HoldState};
+use super::max_removals::MaxRemovals;
 use super::{repos, RegistryError};
-use crate::config::MaxRemovals;
 use crate::controller::DEFAULT_RESYNC_INTERVAL;
 use crate::source::{Partition, RepoId};
 

@@ -17,6 +17,7 @@ mod guard;
 pub mod handler;
 mod holds;
 pub mod json;
+mod max_removals;
 mod node_ids;
 pub mod query;
 mod repo_page;
@@ -33,6 +34,7 @@ pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
 };
+pub use max_removals::MaxRemovals;
 pub use node_ids::record_node_ids;
 pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,

@@ -8,12 +8,11 @@ use std::convert::Infallible;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
 use super::forwarded::client_address;
 use super::serve::ClientAddr;
-use super::state::AppState;
 
 /// A client as the throttle counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,11 +55,22 @@ impl fmt::Display for ClientKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Client(pub ClientKey);
 
-impl FromRequestParts<AppState> for Client {
+/// Whether `X-Forwarded-*` headers name the client (`ROSTER_TRUST_PROXY`):
+/// what [`Client`] needs of the server's state, so the extractor works on
+/// any state that can give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustProxy(pub bool);
+
+impl<S> FromRequestParts<S> for Client
+where
+    TrustProxy: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
-        Ok(Self(client_of(parts, state.trust_proxy)))
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Infallible> {
+        let TrustProxy(trust) = TrustProxy::from_ref(state);
+        Ok(Self(client_of(parts, trust)))
     }
 }
 

@@ -36,3 +36,9 @@ pub struct AppState {
     /// (`ROSTER_TRUST_PROXY`); see [`crate::web::forwarded`].
     pub trust_proxy: bool,
 }
+
+impl axum::extract::FromRef<AppState> for super::client::TrustProxy {
+    fn from_ref(state: &AppState) -> Self {
+        Self(state.trust_proxy)
+    }
+}
