@@ -1,5 +1,5 @@
 //! Stopping on SIGTERM or Ctrl-C, within a bound whatever the work in
-//! flight is doing (SPEC §8).
+//! flight is doing (docs/contract.md#bounds).
 //!
 //! The graceful path lets reconciles and requests finish (the controller's
 //! 20 s grace, the server's 10 s), closes the database connections and stops
@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 
 /// How long after the stop signal the process may still run. Above the
 /// controller's grace (work handed back to the queue takes a moment more),
-/// under SPEC §8's 30 s, so orchestrators never need to kill it.
+/// under the 30 s that docs/contract.md#bounds allows, so orchestrators never need to kill it.
 pub const STOP_DEADLINE: Duration = Duration::from_secs(25);
 
 /// Resolves on SIGTERM or Ctrl-C.

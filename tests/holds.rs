@@ -1,4 +1,4 @@
-//! The deletion guard (SPEC §3, §5) against a real PostgreSQL: the real
+//! The deletion guard (docs/contract.md#repository-statuses, docs/contract.md#http-routes) against a real PostgreSQL: the real
 //! controller's listing and sweep, the PostgreSQL queue, the registry's
 //! handler and tracker, and the HTTP API, over a fake organisation that
 //! suddenly lists empty with a success.

@@ -1,5 +1,5 @@
 //! The registry against a real PostgreSQL: every status transition of
-//! SPEC §3 with its entries, conflicts, idempotency, and the read queries.
+//! docs/contract.md#repository-statuses with its entries, conflicts, idempotency, and the read queries.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

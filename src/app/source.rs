@@ -85,7 +85,7 @@ pub async fn github(
         },
     });
     let (lister, storage) = (source.lister(), source.storage());
-    // Missed deliveries: at start and every few minutes (SPEC §6). Stopping
+    // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an
     // unasked one is asked on the next pass.
     let redelivery = tokio::spawn(redelivery::run_redelivery_loop(
@@ -94,7 +94,7 @@ pub async fn github(
         redelivery::DEFAULT_INTERVAL,
         shared.shutdown.wait(),
     ));
-    // The delivery log's bounds (SPEC §8), kept until the server has stopped.
+    // The delivery log's bounds (docs/contract.md#bounds), kept until the server has stopped.
     let (stop_pruning, pruning_stopped) = shutdown::channel();
     let pruning = tokio::spawn(retention::run_pruning_loop(
         shared.pool.clone(),

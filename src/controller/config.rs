@@ -12,14 +12,14 @@ pub const DEFAULT_WORKERS: usize = 8;
 pub const DEFAULT_RESYNC_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Default of [`ControllerConfig::lease`] (the hidden `ROSTER_LEASE`): a
-/// minute (SPEC §4).
+/// minute (docs/operations.md#settings).
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
 /// Default of [`ControllerConfig::batch_size`] (`ROSTER_BATCH_SIZE`): what
 /// one GraphQL query reads.
 pub const DEFAULT_BATCH_SIZE: usize = 100;
 
-/// How a [`super::Controller`] runs. `Default` gives SPEC §4's values.
+/// How a [`super::Controller`] runs. `Default` gives the documented values (docs/operations.md#settings).
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
     /// Concurrent workers in this process.

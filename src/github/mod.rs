@@ -32,5 +32,5 @@ pub use settings::GithubAppSettings;
 pub use source::{GithubOptions, GithubSource};
 pub use storage::GithubStorage;
 
-/// The largest project file Roster reads (SPEC §2: 256 KiB).
+/// The largest project file Roster reads (docs/contract.md#the-project-file: 256 KiB).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;

@@ -15,7 +15,7 @@
 //! - a **secondary** limit (any other 403/429 rate-limit answer, typically
 //!   with `retry-after`, or a GraphQL `RATE_LIMITED` error while budget is
 //!   left) pauses *every* request with that token, REST and GraphQL alike
-//!   (SPEC §8): GitHub counts secondary limits across both APIs, so a
+//!   (docs/contract.md#bounds): GitHub counts secondary limits across both APIs, so a
 //!   GraphQL query sent during a REST pause would only prolong it.
 
 use std::collections::HashMap;

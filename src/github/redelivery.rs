@@ -1,4 +1,4 @@
-//! Recovery of missed webhook deliveries (SPEC §6).
+//! Recovery of missed webhook deliveries (docs/contract.md#webhooks).
 //!
 //! GitHub never redelivers a failed delivery by itself: a webhook that found
 //! Roster down, restarting or without its database is lost unless someone

@@ -1,4 +1,4 @@
-//! The rules of SPEC §2, applied to a positioned YAML tree.
+//! The rules of docs/contract.md#the-project-file, applied to a positioned YAML tree.
 //!
 //! The walk never stops at the first problem: it visits every field, records
 //! each violation with the position of the offending node, and builds a

@@ -1,4 +1,4 @@
-//! What one reconcile decides from an observation (SPEC §3): the status,
+//! What one reconcile decides from an observation (docs/contract.md#repository-statuses): the status,
 //! error and message a repository is left with, and the entries it keeps,
 //! creates or gives up. The handler writes the decision and commits.
 

@@ -1,4 +1,4 @@
-//! The deletion guard (SPEC §3): a listing that suddenly misses most of an
+//! The deletion guard (docs/contract.md#repository-statuses): a listing that suddenly misses most of an
 //! installation (a GitHub outage answering an empty organisation with a
 //! 200), or a run of removals (an uninstall, many `repository.deleted`
 //! webhooks), must not empty the registry. Past a bound per listing
@@ -32,7 +32,7 @@ pub struct DeletionGuard {
 }
 
 impl Default for DeletionGuard {
-    /// The defaults of SPEC §4: 10 or 10 %, per hour.
+    /// The defaults (docs/operations.md#settings): 10 or 10 %, per hour.
     fn default() -> Self {
         Self {
             max_removals: MaxRemovals::default(),

@@ -1,5 +1,5 @@
 //! The controller's handler: makes the registry match what a source
-//! observed about one repository (SPEC §3), in one transaction.
+//! observed about one repository (docs/contract.md#repository-statuses), in one transaction.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::source::{Observed, RepoId};
 
-/// Applies observations to the registry; see SPEC §3 for what each
+/// Applies observations to the registry; see docs/contract.md#repository-statuses for what each
 /// observation does to a repository's status and entries.
 ///
 /// Generic over the queue only so it can be driven by any [`WorkQueue`]
@@ -53,7 +53,7 @@ where
     }
 
     /// Sets the deletion guard, the one the sweep shares: past its bound
-    /// per partition and period, removals are held (SPEC §3).
+    /// per partition and period, removals are held (docs/contract.md#repository-statuses).
     pub fn with_guard(mut self, guard: DeletionGuard) -> Self {
         self.guard = guard;
         self

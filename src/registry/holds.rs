@@ -1,4 +1,4 @@
-//! Holds of the deletion guard (SPEC §3, §5): a hold keeps a partition's
+//! Holds of the deletion guard (docs/contract.md#repository-statuses, docs/contract.md#http-routes): a hold keeps a partition's
 //! repositories from being removed until an operator releases it or the
 //! repositories come back.
 //!

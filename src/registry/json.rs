@@ -1,4 +1,4 @@
-//! The JSON shapes of SPEC §5, shared by the API and the dashboard.
+//! The JSON shapes of docs/contract.md#http-routes, shared by the API and the dashboard.
 
 use std::collections::BTreeMap;
 
@@ -73,7 +73,7 @@ pub struct EventJson {
     pub count: i64,
 }
 
-/// A registry entry: the fields of SPEC §2 and where it came from.
+/// A registry entry: the fields of docs/contract.md#the-project-file and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryJson {
     pub name: String,

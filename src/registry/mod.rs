@@ -1,5 +1,5 @@
 //! The project registry in PostgreSQL: tracked repositories and their status
-//! (SPEC §3), the entries they own (SPEC §2), and a short history of
+//! (docs/contract.md#repository-statuses), the entries they own (docs/contract.md#the-project-file), and a short history of
 //! reconciles per repository.
 //!
 //! The write side is [`RegistryHandler`], the controller's handler; the read

@@ -14,7 +14,7 @@ use crate::source::RepoId;
 pub const DEFAULT_LIMIT: u32 = 100;
 /// Largest page size; larger requests are cut to it.
 pub const MAX_LIMIT: u32 = 1000;
-/// Events shown with a repository, newest first: at most 50 (SPEC §8).
+/// Events shown with a repository, newest first: at most 50 (docs/contract.md#bounds).
 const DETAIL_EVENTS: i64 = 50;
 
 /// Which repositories to list.
@@ -118,7 +118,7 @@ fn repo_columns(error: &str) -> String {
 const WHOLE_ERROR: &str = "r.error";
 
 /// What lists show: what is wrong at a glance, in a bounded answer; the
-/// detail route has the rest (SPEC §8).
+/// detail route has the rest (docs/contract.md#bounds).
 const FIRST_LINE_OF_ERROR: &str = "split_part(r.error, E'\\n', 1)";
 
 /// Joins the active hold of each repository `r` as `h` (after `from repositories r`).

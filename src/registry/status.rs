@@ -1,4 +1,4 @@
-//! The one status each tracked repository has (SPEC §3).
+//! The one status each tracked repository has (docs/contract.md#repository-statuses).
 
 use std::fmt;
 use std::str::FromStr;

@@ -37,7 +37,7 @@ pub async fn remembered_installations<'e, E: sqlx::PgExecutor<'e>>(
 }
 
 /// The repositories the registry tracks, per partition (removed ones
-/// excluded), and the sweep's deletion guard (SPEC §3).
+/// excluded), and the sweep's deletion guard (docs/contract.md#repository-statuses).
 #[derive(Debug, Clone)]
 pub struct RegistryTracker {
     pool: PgPool,

@@ -1,4 +1,4 @@
-//! `GET /api/v1/repos` and `GET /api/v1/repos/{owner}/{name}` (SPEC §5).
+//! `GET /api/v1/repos` and `GET /api/v1/repos/{owner}/{name}` (docs/contract.md#http-routes).
 
 use axum::extract::State;
 use axum::Json;

@@ -1,4 +1,4 @@
-//! The write API: resyncs on demand (SPEC §5). Both routes only enqueue
+//! The write API: resyncs on demand (docs/contract.md#http-routes). Both routes only enqueue
 //! (see [`super::resync`]); the workers do the work, so the answer is 202.
 
 use axum::extract::State;

@@ -1,5 +1,5 @@
 //! Who a request comes from, as the failure throttle counts clients
-//! (SPEC §8): one IPv4 address, or one IPv6 /64. A single IPv6 host is
+//! (docs/contract.md#bounds): one IPv4 address, or one IPv6 /64. A single IPv6 host is
 //! usually given a whole /64, so counting its addresses one by one would
 //! give it more tries than there are atoms; an IPv4-mapped IPv6 address
 //! (a dual-stack listener's view of an IPv4 client) is that IPv4 address.

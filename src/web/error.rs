@@ -1,5 +1,5 @@
 //! The API's errors: every one answers `{"error": "…"}` with a fitting
-//! status (SPEC §5). Internal details are logged, never sent.
+//! status (docs/contract.md#http-routes). Internal details are logged, never sent.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +20,7 @@ pub enum ApiError {
     /// No bearer token, or the wrong one.
     #[error("missing or wrong bearer token")]
     Unauthorized,
-    /// The client presented too many wrong tokens (SPEC §8); it may try
+    /// The client presented too many wrong tokens (docs/contract.md#bounds); it may try
     /// again after `wait`.
     #[error("too many wrong tokens from this client: try again in {} s", retry_after(*.wait))]
     TooManyTries { wait: std::time::Duration },

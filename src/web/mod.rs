@@ -1,5 +1,5 @@
 //! HTTP: the read and write API, the dashboard, probes and `/metrics`
-//! (SPEC §5, §7). The webhook route lives with the GitHub code and is merged
+//! (docs/contract.md#http-routes, docs/operations.md#metrics). The webhook route lives with the GitHub code and is merged
 //! in through [`router_with`] (`router.rs` wires the routes; every handler
 //! shares [`AppState`]).
 

@@ -1,4 +1,4 @@
-//! The resync actions (SPEC §5): request a listing, enqueue one repository.
+//! The resync actions (docs/contract.md#http-routes): request a listing, enqueue one repository.
 //! Both only enqueue; the workers do the work. Shared by the write API and
 //! the dashboard's forms, which differ only in how they answer.
 

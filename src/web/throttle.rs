@@ -1,5 +1,5 @@
 //! One failure throttle for everything that takes the API token: the write
-//! API's bearer check and the dashboard's sign-in form (SPEC §8). A client
+//! API's bearer check and the dashboard's sign-in form (docs/contract.md#bounds). A client
 //! (see [`ClientKey`]) that presents [`MAX_FAILURES`] wrong tokens within
 //! [`WINDOW`] is locked out of both for [`WINDOW`], even with the right
 //! token: answering the right one differently would tell a guesser when it

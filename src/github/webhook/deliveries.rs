@@ -11,10 +11,10 @@ use sqlx::{PgExecutor, PgPool};
 
 use crate::registry::Page;
 
-/// The most items one page holds (SPEC §5).
+/// The most items one page holds (docs/contract.md#http-routes).
 pub const MAX_LIMIT: u32 = 1000;
 
-/// One delivery as the API shows it (SPEC §5).
+/// One delivery as the API shows it (docs/contract.md#http-routes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct DeliveryJson {
     /// GitHub's `X-GitHub-Delivery`.

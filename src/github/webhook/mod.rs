@@ -1,11 +1,11 @@
-//! GitHub webhook intake (SPEC §6): verify the signature, parse the event
+//! GitHub webhook intake (docs/contract.md#webhooks): verify the signature, parse the event
 //! into Roster's own [`WebhookEvent`], enqueue what it implies, record the
 //! delivery, answer 202.
 //!
 //! Verify-then-parse: nothing reads the body before its signature matched.
 //! The checks make up the [`VerifiedDelivery`] extractor ([`verified`]);
 //! the route's handler ([`route`]) only persists and answers.
-//! Bounded (SPEC §8): a declared length over 25 MiB or a missing signature
+//! Bounded (docs/contract.md#bounds): a declared length over 25 MiB or a missing signature
 //! is refused before the body is read, a request waits for a turn to read
 //! one ([`admission`]), and the delivery log is pruned ([`retention`]).
 

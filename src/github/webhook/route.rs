@@ -1,4 +1,4 @@
-//! `POST /webhooks/github` (SPEC §6, §8). The [`VerifiedDelivery`]
+//! `POST /webhooks/github` (docs/contract.md#webhooks, docs/contract.md#bounds). The [`VerifiedDelivery`]
 //! extractor takes the delivery through its checks (the headers, a turn to
 //! read the body, signature, headers and JSON) and answers refusals; the
 //! handler persists everything the event implies, then answers.

@@ -2,7 +2,7 @@
 //! an axum extractor: the route's handler receives only such deliveries and
 //! never sees a body before its signature was checked (verify-then-parse).
 //!
-//! The checks keep their order (SPEC §6, §8): the headers before any of the
+//! The checks keep their order (docs/contract.md#webhooks, docs/contract.md#bounds): the headers before any of the
 //! body is read (a declared length over 25 MiB: 413; a missing or malformed
 //! signature: 401), then a turn to read the body ([`super::admission`];
 //! none in time: 503), then the body, its signature, the delivery's headers

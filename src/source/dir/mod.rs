@@ -1,7 +1,7 @@
 //! The local `dir:` source: each sub-folder of a folder stands for a
 //! repository, so Roster runs end to end without GitHub.
 //!
-//! A repository's owner is `local`, its name the folder's name (SPEC §3), its
+//! A repository's owner is `local`, its name the folder's name (docs/contract.md#repository-statuses), its
 //! id a stable hash of that name, and its "commit" a digest of the file.
 
 mod lister;

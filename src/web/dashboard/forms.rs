@@ -1,5 +1,5 @@
 //! The resync forms of signed-in operators. They do what the write API
-//! does (SPEC §5: enqueue a repository, request a listing) and answer with
+//! does (docs/contract.md#http-routes: enqueue a repository, request a listing) and answer with
 //! a redirect back to the page, so a reload never sends them twice.
 
 use axum::extract::rejection::FormRejection;

@@ -1,4 +1,4 @@
-//! The dashboard: server-rendered pages for people (SPEC §5), from the same
+//! The dashboard: server-rendered pages for people (docs/contract.md#http-routes), from the same
 //! registry queries as the API. Templates live in `templates/`; askama
 //! escapes every value, and repository data is never marked safe.
 //!
