@@ -18,6 +18,9 @@ use crate::metrics::Metrics;
 use crate::registry::{RegistryHandler, RegistryTracker};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
 use crate::source::{Observed, RepoId};
+use crate::notify::NotifyMetrics;
+use crate::registry::changes::{self, ChangeWaker};
+use crate::web::api_changes::{self, ChangesState};
 use crate::web::{router_with, AppState};
 
 /// How long a worker's claim on a repository lasts unless renewed (SPEC §4);
@@ -32,6 +35,7 @@ struct Parts {
     controller_metrics: ControllerMetrics,
     registry: Registry,
     config: ControllerConfig,
+    notify_metrics: NotifyMetrics,
 }
 
 /// Why `serve` stopped with an error: a setting found wrong at start (exit
@@ -50,6 +54,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let controller_metrics =
         ControllerMetrics::register(registry.sub_registry_with_prefix("roster"));
     let metrics = Arc::new(Metrics::new(&mut registry));
+    let notify_metrics = NotifyMetrics::register(registry.sub_registry_with_prefix("roster"));
     let adds = controller_metrics.queue_adds.clone();
     let queue = Arc::new(PgQueue::new(pool.clone(), settings.lease).with_adds_counter(adds));
     let config = ControllerConfig {
@@ -66,6 +71,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
         controller_metrics,
         registry,
         config,
+        notify_metrics,
     };
     let listener = tokio::net::TcpListener::bind(settings.listen)
         .await
@@ -168,6 +174,7 @@ where
         controller_metrics,
         registry,
         config,
+        notify_metrics,
     } = parts;
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
         .with_deletion_guard(settings.max_removals, settings.resync_interval);
@@ -183,6 +190,8 @@ where
     .with_config(config)
     .with_metrics(controller_metrics);
 
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let history = start_history(&pool, settings, notify_metrics, &stop_rx)?;
     let state = AppState {
         pool,
         queue,
@@ -195,9 +204,7 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes);
-
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let app = router_with(state, extra_routes).merge(api_changes::routes(history.feed));
     let signal = tokio::spawn(async move {
         crate::shutdown::signal().await;
         crate::shutdown::exit_after(crate::shutdown::STOP_DEADLINE);
@@ -212,9 +219,56 @@ where
         let _ = for_controller.wait_for(|stop| *stop).await;
     });
     let ((), ()) = tokio::join!(server, controller);
+    for task in history.tasks {
+        let _ = task.await;
+    }
     signal.abort();
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The change log's background work, started with the server.
+struct History {
+    feed: ChangesState,
+    /// Pruning and one delivery task per notification target; each ends
+    /// when the stop signal turns true.
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Starts the change feed's listener, the change log's pruning and the
+/// notification targets' deliveries.
+fn start_history(
+    pool: &PgPool,
+    settings: &Settings,
+    notify_metrics: NotifyMetrics,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<History> {
+    let waker = ChangeWaker::start(pool.clone());
+    let mut stopped = stop.clone();
+    let mut tasks = vec![tokio::spawn(changes::prune::run_pruning_loop(
+        pool.clone(),
+        settings.history_retention,
+        changes::prune::PRUNE_INTERVAL,
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        },
+    ))];
+    if let Some(secret) = settings.notify.secret.clone() {
+        tasks.extend(crate::notify::spawn(
+            pool.clone(),
+            waker.clone(),
+            &settings.notify.urls,
+            secret,
+            notify_metrics,
+            stop.clone(),
+        )?);
+    }
+    let feed = ChangesState {
+        pool: pool.clone(),
+        waker,
+        stop: stop.clone(),
+    };
+    Ok(History { feed, tasks })
 }
 
 /// Where people see repositories: `https://github.com` for the public API,

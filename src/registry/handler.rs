@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use sqlx::{PgConnection, PgPool};
 
+use super::changes::record::{self, Cause};
 use super::entries::{self, Changes, Desired};
 use super::guard::{DeletionGuard, Removal};
 use super::repos::{self, RepoState};
@@ -40,6 +41,8 @@ struct Decision {
     message: String,
     /// Names this repository gave up, which others may be waiting for.
     released: Vec<String>,
+    /// Whether an entry was created, updated or deleted (for the change log).
+    entries_changed: bool,
 }
 
 /// How a reconcile's transaction ended.
@@ -147,7 +150,26 @@ where
             }
             Observed::Removed { .. } => {}
         }
+        let cause = match &observed {
+            Observed::Removed { .. } if hold_id.is_some() => Cause::HoldReleased,
+            Observed::Removed { .. } => Cause::RepoRemoved,
+            Observed::Present { .. } => Cause::of_claim(claim),
+        };
+        let sha = match &observed {
+            Observed::Present {
+                file: FileState::Found { sha, .. },
+                ..
+            } => Some(sha.clone()),
+            _ => None,
+        };
+        let before = record::snapshot(&mut tx, id).await?;
         let decision = self.decide(&mut tx, id, &old, observed).await?;
+        let changes = if decision.entries_changed {
+            let after = record::snapshot(&mut tx, id).await?;
+            record::diff(&before, &after, id, sha.as_deref(), cause)
+        } else {
+            Vec::new()
+        };
         let status = decision
             .state
             .status
@@ -155,7 +177,7 @@ where
             .map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
-        if !commit_if_held(&*self.queue, tx, claim).await? {
+        if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
         Ok(Ended::Committed(status.as_str(), decision.released))
@@ -176,6 +198,7 @@ where
                     message: with_deleted(format!("removed: {reason}"), &deleted),
                     state: cleared(Status::Removed, Some(reason)),
                     synced: true,
+                    entries_changed: !deleted.is_empty(),
                     released: deleted,
                 }
             }
@@ -188,6 +211,7 @@ where
                     message: with_deleted(format!("no {file}"), &deleted),
                     state: cleared(Status::NoFile, None),
                     synced: true,
+                    entries_changed: !deleted.is_empty(),
                     released: deleted,
                 }
             }
@@ -400,6 +424,7 @@ fn invalid(old: &RepoState, message: String, error: String) -> Decision {
         synced: false,
         message,
         released: Vec::new(),
+        entries_changed: false,
     }
 }
 
@@ -429,7 +454,10 @@ fn applied(sha: &str, changes: Changes) -> Decision {
     } else {
         Status::Conflict
     };
+    let entries_changed =
+        !(changes.created.is_empty() && changes.updated.is_empty() && changes.deleted.is_empty());
     Decision {
+        entries_changed,
         message: format!("{status} {}: {}", short(sha), parts.join("; ")),
         state: RepoState {
             status: status.as_str().to_string(),

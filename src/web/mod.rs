@@ -2,6 +2,7 @@
 //! (SPEC §5, §7). The webhook route lives with the GitHub code and is merged
 //! in through [`router_with`].
 
+pub mod api_changes;
 mod api_deliveries;
 mod api_holds;
 mod api_projects;
