@@ -15,11 +15,11 @@ use crate::github::webhook::retention::{self, Retention};
 use crate::github::webhook::{self, WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubSource};
 use crate::metrics::Metrics;
+use crate::notify::NotifyMetrics;
+use crate::registry::changes::{self, ChangeWaker};
 use crate::registry::{RegistryHandler, RegistryTracker};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
 use crate::source::{Observed, RepoId};
-use crate::notify::NotifyMetrics;
-use crate::registry::changes::{self, ChangeWaker};
 use crate::web::api_changes::{self, ChangesState};
 use crate::web::{router_with, AppState};
 

@@ -86,15 +86,24 @@ mod tests {
             Some(Duration::from_secs(90 * 86_400))
         );
         let short = parse_history_retention("5m").unwrap_err();
-        assert_eq!(short.to_string(), "ROSTER_HISTORY_RETENTION: must be at least 1h");
+        assert_eq!(
+            short.to_string(),
+            "ROSTER_HISTORY_RETENTION: must be at least 1h"
+        );
         assert!(parse_history_retention("soon").is_err());
     }
 
     #[test]
     fn notify_should_split_urls_and_require_a_secret() {
-        let ok = parse_notify(Some(" http://a/x, https://b/y ,,http://a/x"), Some("s".into()))
-            .expect("valid");
-        assert_eq!(ok.urls, vec!["http://a/x".to_owned(), "https://b/y".to_owned()]);
+        let ok = parse_notify(
+            Some(" http://a/x, https://b/y ,,http://a/x"),
+            Some("s".into()),
+        )
+        .expect("valid");
+        assert_eq!(
+            ok.urls,
+            vec!["http://a/x".to_owned(), "https://b/y".to_owned()]
+        );
         let no_secret = parse_notify(Some("http://a/x"), None).unwrap_err();
         assert_eq!(no_secret.setting, "ROSTER_NOTIFY_SECRET");
         let bad = parse_notify(Some("ftp://a/x"), Some("s".into())).unwrap_err();

@@ -114,7 +114,8 @@ impl Delivery {
         for change in &feed.items {
             match self.send(url, change).await {
                 Sent::Acknowledged => {
-                    if !outbox::advance(&self.pool, url, &self.owner, change.seq, self.lease).await?
+                    if !outbox::advance(&self.pool, url, &self.owner, change.seq, self.lease)
+                        .await?
                     {
                         tracing::warn!(target_url = %label, "notify: lease lost; another replica delivers");
                         return Ok(Some(self.lease / 3));

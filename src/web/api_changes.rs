@@ -85,7 +85,9 @@ impl FeedParams {
         let after = match given(&self.after) {
             None => 0,
             Some(v) => v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-                ApiError::BadRequest(format!("after: {v:?} is not a seq (a whole number, 0 or more)"))
+                ApiError::BadRequest(format!(
+                    "after: {v:?} is not a seq (a whole number, 0 or more)"
+                ))
             })?,
         };
         let limit = match given(&self.limit) {

@@ -215,7 +215,10 @@ mod tests {
     }
 
     fn snap(entries: &[EntryJson]) -> Snapshot {
-        entries.iter().map(|e| (e.name.clone(), e.clone())).collect()
+        entries
+            .iter()
+            .map(|e| (e.name.clone(), e.clone()))
+            .collect()
     }
 
     #[test]
@@ -234,7 +237,10 @@ mod tests {
             ]
         );
         assert!(changes[0].after.is_none() && changes[0].before.is_some());
-        assert_eq!(changes[1].after.as_ref().map(|v| &v["owner"]), Some(&Value::from("y")));
+        assert_eq!(
+            changes[1].after.as_ref().map(|v| &v["owner"]),
+            Some(&Value::from("y"))
+        );
         assert!(changes.iter().all(|c| c.sha.as_deref() == Some("sha1")));
     }
 
