@@ -63,6 +63,13 @@ impl ChangeWaker {
         }
     }
 
+    /// Returns once the listening connection was set up the first time
+    /// (for tests and benchmarks that measure wake-ups).
+    pub async fn listening(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|n| *n > 0).await;
+    }
+
     /// A handle to wait on: take it *before* reading the log, then
     /// [`Waiter::wait`] after finding nothing new, so a change that commits
     /// in between is not missed.
