@@ -260,6 +260,7 @@ fn start_history(
             &settings.notify.urls,
             secret,
             notify_metrics,
+            settings.lease,
             stop.clone(),
         )?);
     }

@@ -30,21 +30,21 @@ use crate::registry::changes::ChangeWaker;
 /// One whole delivery (connect, send, answer) at most.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// How long a replica keeps a target without renewing its lease.
-pub const LEASE: Duration = Duration::from_secs(30);
-
 /// Why the notifier cannot start.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot build the HTTP client for notifications: {0}")]
 pub struct NotifyError(String);
 
 /// Starts one delivery task per URL; each stops when `stop` turns true.
+/// `lease` is how long a replica keeps a target without renewing (the
+/// workers' lease; it must exceed [`TIMEOUT`]).
 pub fn spawn(
     pool: PgPool,
     waker: ChangeWaker,
     urls: &[String],
     secret: SecretString,
     metrics: NotifyMetrics,
+    lease: Duration,
     stop: watch::Receiver<bool>,
 ) -> Result<Vec<JoinHandle<()>>, NotifyError> {
     let delivery = Arc::new(Delivery {
@@ -55,7 +55,7 @@ pub fn spawn(
         waker,
         metrics,
         timeout: TIMEOUT,
-        lease: LEASE,
+        lease: lease.max(TIMEOUT + Duration::from_secs(1)),
         backoff: Backoff::default(),
     });
     Ok(urls
