@@ -191,7 +191,7 @@ where
     .with_metrics(controller_metrics);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let history = start_history(&pool, settings, notify_metrics, &stop_rx)?;
+    let history = start_history(&pool, settings, notify_metrics, &stop_rx).await?;
     let state = AppState {
         pool,
         queue,
@@ -237,7 +237,7 @@ struct History {
 
 /// Starts the change feed's listener, the change log's pruning and the
 /// notification targets' deliveries.
-fn start_history(
+async fn start_history(
     pool: &PgPool,
     settings: &Settings,
     notify_metrics: NotifyMetrics,
@@ -254,15 +254,18 @@ fn start_history(
         },
     ))];
     if let Some(secret) = settings.notify.secret.clone() {
-        tasks.extend(crate::notify::spawn(
-            pool.clone(),
-            waker.clone(),
-            &settings.notify.urls,
-            secret,
-            notify_metrics,
-            settings.lease,
-            stop.clone(),
-        )?);
+        tasks.extend(
+            crate::notify::spawn(
+                pool.clone(),
+                waker.clone(),
+                &settings.notify.urls,
+                secret,
+                notify_metrics,
+                settings.lease,
+                stop.clone(),
+            )
+            .await?,
+        );
     }
     let feed = ChangesState {
         pool: pool.clone(),

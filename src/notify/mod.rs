@@ -32,13 +32,18 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the notifier cannot start.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot build the HTTP client for notifications: {0}")]
+#[error("notifications: {0}")]
 pub struct NotifyError(String);
 
-/// Starts one delivery task per URL; each stops when `stop` turns true.
+/// Registers every URL (a new one starts at the head of the log), then
+/// starts one delivery task per URL; each stops when `stop` turns true.
 /// `lease` is how long a replica keeps a target without renewing (the
 /// workers' lease; it must exceed [`TIMEOUT`]).
-pub fn spawn(
+///
+/// Call it before the workers start, so that a target configured now
+/// receives every change this process writes.
+#[allow(clippy::too_many_arguments)]
+pub async fn spawn(
     pool: PgPool,
     waker: ChangeWaker,
     urls: &[String],
@@ -47,6 +52,11 @@ pub fn spawn(
     lease: Duration,
     stop: watch::Receiver<bool>,
 ) -> Result<Vec<JoinHandle<()>>, NotifyError> {
+    for url in urls {
+        outbox::register(&pool, url)
+            .await
+            .map_err(|e| NotifyError(format!("cannot register {}: {e}", redact(url))))?;
+    }
     let delivery = Arc::new(Delivery {
         pool,
         transport: transport(TIMEOUT)?,
@@ -69,7 +79,7 @@ pub fn transport(timeout: Duration) -> Result<Octocrab, NotifyError> {
     Octocrab::builder()
         .set_connect_timeout(Some(timeout))
         .build()
-        .map_err(|e| NotifyError(e.to_string()))
+        .map_err(|e| NotifyError(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Names this process in leases: host name, process id and a random part.
