@@ -235,3 +235,42 @@ async fn history_should_list_an_entrys_changes_newest_first_also_after_removal()
         .unwrap_or_default()
         .starts_with("before"));
 }
+
+#[tokio::test]
+async fn the_dashboard_should_show_an_entrys_diffs_and_the_recently_removed() {
+    let f = feed_fixture().await;
+    f.handler
+        .apply(&RepoId(1), Ok(found("1111111aaaa", "team-a")))
+        .await
+        .expect("reconcile");
+    f.handler
+        .apply(&RepoId(1), Ok(found("2222222bbbb", "team-b")))
+        .await
+        .expect("reconcile");
+    let page = get(&f.main, "/projects/api/history").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.body.contains("<del>team-a</del> → <ins>team-b</ins>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("2222222"));
+    assert!(page.body.contains("<code>reconcile</code>"));
+    assert!(page.body.contains("Current version"));
+
+    let gone = Observed::Removed {
+        repo: None,
+        reason: "repository deleted".into(),
+    };
+    f.handler.apply(&RepoId(1), Ok(gone)).await.expect("remove");
+    let page = get(&f.main, "/changes").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("/projects/api/history"), "{}", page.body);
+    assert!(page.body.contains("<code>repo_removed</code>"));
+    assert!(page.body.contains("<code>owner</code>: team-b"));
+    let page = get(&f.main, "/projects/api/history").await;
+    assert!(page.body.contains("Removed: no current version"));
+
+    let missing = get(&f.main, "/projects/nothing/history").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}

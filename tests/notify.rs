@@ -42,13 +42,22 @@ fn found(repo: i64, round: usize) -> Observed {
 
 /// A delivery set-up with short timeouts and backoff, so faults show fast.
 fn delivery(pool: &PgPool, waker: &ChangeWaker, owner: &str) -> Arc<Delivery> {
+    delivery_with(pool, waker, owner, NotifyMetrics::default())
+}
+
+fn delivery_with(
+    pool: &PgPool,
+    waker: &ChangeWaker,
+    owner: &str,
+    metrics: NotifyMetrics,
+) -> Arc<Delivery> {
     Arc::new(Delivery {
         pool: pool.clone(),
         transport: roster::notify::transport(Duration::from_millis(500)).expect("client"),
         secret: SecretString::from(SECRET),
         owner: owner.to_owned(),
         waker: waker.clone(),
-        metrics: NotifyMetrics::default(),
+        metrics,
         timeout: Duration::from_millis(500),
         lease: Duration::from_secs(5),
         backoff: Backoff {
@@ -119,7 +128,15 @@ fn all(n: i64) -> Vec<i64> {
 async fn every_change_should_reach_a_target_signed_once_and_in_order() {
     let s = setup().await;
     let target = Receiver::start(SECRET, Behaviour::Ok).await;
-    s.deliver(&target.url, "replica-a").await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = NotifyMetrics::register(registry.sub_registry_with_prefix("roster"));
+    roster::notify::outbox::register(&s.pool, &target.url)
+        .await
+        .expect("register");
+    tokio::spawn(
+        delivery_with(&s.pool, &s.waker, "replica-a", metrics)
+            .run(target.url.clone(), s.stop.subscribe()),
+    );
     for repo in 1..=5 {
         s.change(repo, 1).await;
     }
@@ -145,6 +162,18 @@ async fn every_change_should_reach_a_target_signed_once_and_in_order() {
                 .ok()?
                 .into_iter()
                 .find(|t| t.target == label && t.cursor == 5 && t.backlog == 0)
+        }
+    })
+    .await;
+    // The gauge follows the deliveries.
+    let line = format!("roster_notify_backlog{{target=\"{label}\"}} 0");
+    let registry = Arc::new(registry);
+    eventually("the gauge at 0", Duration::from_secs(10), || {
+        let (registry, line) = (registry.clone(), line.clone());
+        async move {
+            let mut text = String::new();
+            prometheus_client::encoding::text::encode(&mut text, &registry).ok()?;
+            text.contains(&line).then_some(())
         }
     })
     .await;
