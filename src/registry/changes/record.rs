@@ -13,7 +13,7 @@ use crate::controller::Claim;
 use crate::db::fence::ClaimFence;
 use crate::registry::query::entries_of;
 use crate::registry::EntryJson;
-use crate::source::RepoId;
+use crate::source::{FileState, Observed, RepoId};
 
 /// Why a reconcile ran, as far as the writer can tell.
 ///
@@ -41,12 +41,28 @@ impl Cause {
         }
     }
 
-    /// The cause of a reconcile that is not a removal, from its claim.
-    pub fn of_claim(claim: Option<&Claim<RepoId>>) -> Self {
-        match claim {
-            Some(claim) if claim.hint.is_some() => Cause::Listing,
-            _ => Cause::Reconcile,
-        }
+    /// The cause of a reconcile of `observed` (`held`: the repository
+    /// waited on a hold, which was released since, or its removal would
+    /// still be held), and the commit it applies, if any.
+    pub(crate) fn of(
+        observed: &Observed,
+        held: bool,
+        claim: Option<&Claim<RepoId>>,
+    ) -> (Self, Option<String>) {
+        let cause = match (observed, claim) {
+            (Observed::Removed { .. }, _) if held => Cause::HoldReleased,
+            (Observed::Removed { .. }, _) => Cause::RepoRemoved,
+            (Observed::Present { .. }, Some(claim)) if claim.hint.is_some() => Cause::Listing,
+            (Observed::Present { .. }, _) => Cause::Reconcile,
+        };
+        let sha = match observed {
+            Observed::Present {
+                file: FileState::Found { sha, .. },
+                ..
+            } => Some(sha.clone()),
+            _ => None,
+        };
+        (cause, sha)
     }
 }
 
