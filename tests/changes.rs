@@ -317,3 +317,55 @@ async fn pruning_should_remove_the_oldest_in_batches_and_the_feed_should_answer_
         Err(FeedError::Gone { oldest: 4, .. })
     ));
 }
+
+#[tokio::test]
+async fn pruning_and_reconciles_should_never_wait_for_each_other() {
+    let (pool, _, _, handler) = setup().await;
+    apply(
+        &handler,
+        1,
+        found("app", "sha1", &projects("team-a", &["a", "b"])),
+    )
+    .await;
+
+    // A reconcile in the middle of its commit holds the head's lock:
+    // pruning goes on regardless.
+    let mut writer = pool.begin().await.expect("begin");
+    sqlx::query("update change_head set seq = seq")
+        .execute(&mut *writer)
+        .await
+        .expect("lock the head");
+    let pruned = tokio::time::timeout(
+        Duration::from_secs(10),
+        prune_once(&pool, Duration::ZERO, 1),
+    )
+    .await
+    .expect("pruning did not wait for the writer")
+    .expect("prune");
+    assert_eq!(pruned, 1);
+    writer.rollback().await.expect("rollback");
+
+    // A prune in progress (its deletions not committed yet) holds up no
+    // reconcile.
+    let mut pruner = pool.begin().await.expect("begin");
+    sqlx::query("delete from changes where seq = 2")
+        .execute(&mut *pruner)
+        .await
+        .expect("delete");
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        apply(
+            &handler,
+            1,
+            found("app", "sha2", &projects("team-b", &["a", "b"])),
+        ),
+    )
+    .await
+    .expect("the reconcile did not wait for pruning");
+    pruner.commit().await.expect("commit");
+    let feed = changes_after(&pool, 2, 10).await.expect("feed");
+    assert_eq!(
+        feed.items.iter().map(|c| c.seq).collect::<Vec<_>>(),
+        vec![3, 4]
+    );
+}

@@ -1,6 +1,7 @@
 //! The controller's handler: makes the registry match what a source
 //! observed about one repository (SPEC §3), in one transaction.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -168,7 +169,8 @@ where
         } else {
             record::Snapshot::new()
         };
-        let decision = self.decide(&mut tx, id, &old, observed).await?;
+        let owned = self.change_log.then(|| before.keys().cloned().collect());
+        let decision = self.decide(&mut tx, id, &old, observed, owned).await?;
         let changes = if decision.entries_changed && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
             record::diff(&before, &after, id, sha.as_deref(), cause)
@@ -194,6 +196,7 @@ where
         id: RepoId,
         old: &RepoState,
         observed: Observed,
+        owned: Option<BTreeSet<String>>,
     ) -> Result<Decision, RegistryError> {
         let file = &self.project_file;
         Ok(match observed {
@@ -245,7 +248,7 @@ where
                 Ok(parsed) => {
                     let desired: Vec<Desired> =
                         parsed.projects.iter().map(Desired::from_project).collect();
-                    let changes = entries::apply(conn, id, &sha, &desired).await?;
+                    let changes = entries::apply(conn, id, &sha, &desired, owned).await?;
                     applied(&sha, changes)
                 }
             },
