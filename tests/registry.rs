@@ -10,12 +10,18 @@ use roster::controller::{Failure, Handler, Tracker, WorkQueue};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::registry::{
-    ensure_known, get_project, get_repo, list_projects, list_repos, mark_error, partition_name,
+    ensure_known, get_project, get_repo, list_projects, list_repos, mark_error,
     repo_id_by_full_name, status_counts, ProjectFilter, RegistryError, RegistryHandler,
     RegistryTracker, RepoFilter, Status,
 };
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
+
+/// The name a listing gives the partition of `installation` (`None`: the
+/// local folder).
+fn partition_name(installation: Option<i64>) -> String {
+    roster::source::Partition::of(installation.map(InstallationId)).to_string()
+}
 
 struct Fixture {
     pool: PgPool,

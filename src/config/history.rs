@@ -26,6 +26,20 @@ pub(super) fn parse_history_retention(raw: &str) -> Result<Duration, ConfigError
     Ok(retention)
 }
 
+/// A notification URL as logs, metrics and pages show it: without the user
+/// and password it may carry, and without its query (which may hold a token).
+pub fn redact_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.to_string()
+        }
+        Err(_) => "(invalid URL)".to_owned(),
+    }
+}
+
 /// Where changes are POSTed, and the secret that signs them.
 #[derive(Debug, Clone, Default)]
 pub struct NotifySettings {
@@ -49,13 +63,13 @@ pub(super) fn parse_notify(
         let url = url::Url::parse(raw).map_err(|e| {
             ConfigError::new(
                 "ROSTER_NOTIFY_URLS",
-                format!("{} is not a URL: {e}", crate::notify::redact(raw)),
+                format!("{} is not a URL: {e}", redact_url(raw)),
             )
         })?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
             return Err(ConfigError::new(
                 "ROSTER_NOTIFY_URLS",
-                format!("{} is not an http(s) URL", crate::notify::redact(raw)),
+                format!("{} is not an http(s) URL", redact_url(raw)),
             ));
         }
         if !parsed.iter().any(|u| u == raw) {

@@ -5,9 +5,12 @@
 pub mod backoff;
 mod batch;
 pub mod config;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance_batch;
 pub mod lease;
+#[cfg(any(test, feature = "testing"))]
 pub mod memory_queue;
 pub mod metrics;
 pub mod queue;
@@ -15,7 +18,9 @@ pub mod runner;
 pub mod traits;
 
 pub use backoff::Backoff;
-pub use config::ControllerConfig;
+pub use config::{
+    ControllerConfig, DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
+};
 pub use metrics::ControllerMetrics;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
 pub use runner::Controller;

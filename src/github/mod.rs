@@ -8,6 +8,7 @@
 pub mod auth;
 mod batch_read;
 mod client;
+mod contents;
 pub mod error;
 pub mod etag;
 pub mod graphql;
@@ -22,9 +23,10 @@ pub mod webhook;
 
 pub use auth::Installation;
 pub use error::GithubError;
-pub use graphql::{LIST_REPOSITORIES, QUERIES};
+pub use graphql::LIST_REPOSITORIES;
 pub use http::Reply;
 pub use lister::GithubLister;
+pub use read_query::QUERIES;
 pub use source::{GithubOptions, GithubSource};
 pub use storage::GithubStorage;
 

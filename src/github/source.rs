@@ -46,6 +46,11 @@ pub struct GithubSource {
 }
 
 impl GithubSource {
+    /// The registry as this source reads it.
+    pub(crate) fn registry(&self) -> &crate::registry::RegistryDb {
+        &self.client.registry
+    }
+
     /// Builds the source with default options; see [`Self::connect_with`].
     pub async fn connect(
         settings: &GithubAppSettings,

@@ -90,17 +90,7 @@ pub fn replica_id() -> String {
 
 /// A target's URL as logs, metrics and pages show it: without the user and
 /// password it may carry, and without its query (which may hold a token).
-pub fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.to_string()
-        }
-        Err(_) => "(invalid URL)".to_owned(),
-    }
-}
+pub use crate::config::redact_url as redact;
 
 #[cfg(test)]
 mod tests {

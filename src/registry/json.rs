@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Status;
-use crate::source::RepoId;
+use crate::source::{InstallationId, RepoId};
 
 /// One page of a list, and where the next one starts (`None` on the last).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,7 +44,7 @@ pub struct HoldJson {
 pub struct ActiveHoldJson {
     pub id: i64,
     /// `None` for the local folder source.
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     /// `owner/name` of every repository it holds, sorted.
     pub repos: Vec<String>,
     pub since: DateTime<Utc>,

@@ -9,6 +9,8 @@
 pub mod changes;
 mod clip;
 mod cursor;
+mod db;
+mod decision;
 mod entries;
 mod error;
 mod events;
@@ -18,14 +20,16 @@ mod holds;
 pub mod json;
 mod node_ids;
 pub mod query;
+mod repo_page;
 mod repos;
 mod status;
 pub mod tracker;
 
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
+pub use db::{RegistryDb, RepoRecord};
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
-pub use handler::{ensure_known, ensure_known_with_node_ids, mark_error, RegistryHandler};
+pub use handler::RegistryHandler;
 pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
@@ -35,5 +39,6 @@ pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
+pub use repos::{ensure_known, ensure_known_with_node_ids, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
-pub use tracker::{parse_partition, partition_name, tracked_ids, RegistryTracker};
+pub use tracker::{tracked_ids, RegistryTracker};

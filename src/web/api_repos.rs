@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::Json;
 
-use super::error::ApiError;
+use super::error::{repo_not_found, ApiError};
 use super::extract::{ApiPath, ApiQuery};
 use super::params::RepoParams;
 use super::state::AppState;
@@ -27,8 +27,4 @@ pub async fn detail(
         .await?
         .map(Json)
         .ok_or_else(|| repo_not_found(&owner, &name))
-}
-
-pub(super) fn repo_not_found(owner: &str, name: &str) -> ApiError {
-    ApiError::NotFound(format!("repository {owner}/{name} not found"))
 }

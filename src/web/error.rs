@@ -62,10 +62,6 @@ impl From<RegistryError> for ApiError {
                 Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
             }
             RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
-            RegistryError::Corrupt(detail) => {
-                tracing::error!(error = %detail, "registry holds an unexpected value");
-                Self::Internal
-            }
         }
     }
 }
@@ -109,6 +105,12 @@ impl IntoResponse for ApiError {
 pub fn retry_after(wait: std::time::Duration) -> u64 {
     let whole = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     whole.max(1)
+}
+
+/// The 404 of a repository the registry does not know, the same from the
+/// API and the dashboard.
+pub fn repo_not_found(owner: &str, name: &str) -> ApiError {
+    ApiError::NotFound(format!("repository {owner}/{name} not found"))
 }
 
 /// Answers routes that do not exist with the same JSON shape.

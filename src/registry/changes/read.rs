@@ -48,8 +48,9 @@ struct ChangeRow {
 
 impl ChangeRow {
     fn into_json(self) -> Result<ChangeJson, RegistryError> {
-        let kind = ChangeKind::parse(&self.kind)
-            .ok_or_else(|| RegistryError::Corrupt(format!("change kind {:?}", self.kind)))?;
+        let kind = ChangeKind::parse(&self.kind).ok_or_else(|| {
+            sqlx::Error::Decode(format!("unknown change kind {:?}", self.kind).into())
+        })?;
         Ok(ChangeJson {
             seq: self.seq,
             at: self.at,

@@ -22,9 +22,6 @@ use super::RepoId;
 /// The owner every local repository has.
 pub const LOCAL_OWNER: &str = "local";
 
-/// The listing partition of the local source (there is only one).
-pub const PARTITION: &str = "local";
-
 /// Ids of local repositories start here, far above GitHub's, so the two
 /// can never collide in one registry.
 const ID_FLOOR: u64 = 1 << 50;

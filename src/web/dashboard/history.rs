@@ -9,7 +9,8 @@ use axum::extract::State;
 use chrono::Utc;
 use serde_json::Value;
 
-use super::{Chrome, PageError};
+use super::chrome::Chrome;
+use super::error_page::PageError;
 use crate::notify::outbox::{self, TargetStatus};
 use crate::registry::changes::{self, ChangeJson};
 use crate::web::error::ApiError;

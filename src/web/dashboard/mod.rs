@@ -6,6 +6,7 @@
 //! open page current. Signed-in operators (see [`crate::web::session`]) get
 //! resync forms, each guarded against cross-site requests.
 
+mod action;
 mod chrome;
 mod deliveries;
 mod error_page;
@@ -21,9 +22,6 @@ use axum::http::{header, HeaderValue};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
-
-pub use chrome::Chrome;
-pub use error_page::PageError;
 
 use super::state::AppState;
 
