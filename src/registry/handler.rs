@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
+use super::changes::record::{self, Cause};
 use super::decision::decide;
 use super::guard::{DeletionGuard, Removal};
 use super::repos;
@@ -26,6 +27,9 @@ pub struct RegistryHandler<Q = PgQueue> {
     queue: Arc<Q>,
     project_file: String,
     guard: DeletionGuard,
+    /// Whether reconciles record their changes (always, but in the
+    /// benchmark that measures what the log costs).
+    change_log: bool,
 }
 
 /// How a reconcile's transaction ended.
@@ -49,6 +53,7 @@ where
             queue,
             project_file: project_file.into(),
             guard: DeletionGuard::default(),
+            change_log: true,
         }
     }
 
@@ -56,6 +61,14 @@ where
     /// per partition and period, removals are held (docs/contract.md#repository-statuses).
     pub fn with_guard(mut self, guard: DeletionGuard) -> Self {
         self.guard = guard;
+        self
+    }
+
+    /// Stops recording changes. Only for the benchmark that measures what
+    /// the change log adds to a reconcile: without it, the feed, history
+    /// and notifications miss every change this handler makes.
+    pub fn without_change_log(mut self) -> Self {
+        self.change_log = false;
         self
     }
 
@@ -129,11 +142,24 @@ where
             }
             Observed::Removed { .. } => {}
         }
-        let decision = decide(&mut tx, &self.project_file, id, &old, observed).await?;
+        let (cause, sha) = Cause::of(&observed, hold_id.is_some(), claim);
+        let before = if self.change_log {
+            record::snapshot(&mut tx, id).await?
+        } else {
+            record::Snapshot::new()
+        };
+        let owned = self.change_log.then(|| before.keys().cloned().collect());
+        let decision = decide(&mut tx, &self.project_file, id, &old, observed, owned).await?;
+        let changes = if decision.entries_changed && self.change_log {
+            let after = record::snapshot(&mut tx, id).await?;
+            record::diff(&before, &after, id, sha.as_deref(), cause)
+        } else {
+            Vec::new()
+        };
         let status = decision.state.status;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
-        if !commit_if_held(&*self.queue, tx, claim).await? {
+        if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
         Ok(Ended::Committed(status.as_str(), decision.released))
