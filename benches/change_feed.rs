@@ -15,7 +15,6 @@ mod support;
 use support::http;
 use support::receiver;
 
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

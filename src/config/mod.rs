@@ -16,11 +16,7 @@ use secrecy::SecretString;
 use url::Url;
 
 mod github_app;
-<<<<<<< HEAD
-=======
 mod history;
-mod max_removals;
->>>>>>> b-changes
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -32,11 +28,7 @@ use crate::github::webhook::admission::DEFAULT_CONCURRENCY;
 use crate::github::webhook::retention::DEFAULT_RETENTION;
 pub use crate::registry::MaxRemovals;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
-<<<<<<< HEAD
-=======
 pub use history::{redact_url, NotifySettings};
-pub use max_removals::MaxRemovals;
->>>>>>> b-changes
 use parse::{
     duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
     parse_log_format, parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,

@@ -2,7 +2,6 @@
 //! (headers, body, whether the signature checks out) and answers as told,
 //! to stand for healthy, failing, slow, hanging or redirecting receivers.
 
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
