@@ -29,6 +29,9 @@ const OWNERS: &[(&str, &[&str])] = &[
     ),
     ("redelivery_schedule", &["github/redelivery.rs"]),
     ("revoked_sessions", &["web/revocation.rs"]),
+    ("changes", &["registry/changes/"]),
+    ("change_head", &["registry/changes/"]),
+    ("notify_targets", &["notify/outbox.rs"]),
 ];
 
 const SQL_WORDS: &[&str] = &["from", "into", "update", "join", "table"];

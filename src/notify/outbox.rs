@@ -31,11 +31,15 @@ impl Leased {
 /// Adds a target that is not known yet; it starts at the head of the log
 /// (it receives the changes written from now on).
 pub async fn register(pool: &PgPool, url: &str) -> Result<(), sqlx::Error> {
+    // The head only grows: a change written between the two statements is
+    // after the cursor, so it is sent.
+    let head = crate::registry::changes::head(pool).await?;
     sqlx::query(
-        "insert into notify_targets (url, cursor) select $1, seq from change_head
+        "insert into notify_targets (url, cursor) values ($1, $2)
          on conflict (url) do nothing",
     )
     .bind(url)
+    .bind(head)
     .execute(pool)
     .await?;
     Ok(())
@@ -49,21 +53,24 @@ pub async fn acquire(
     owner: &str,
     lease: Duration,
 ) -> Result<Option<Leased>, sqlx::Error> {
-    let row: Option<(i64, i32, f64, i64)> = sqlx::query_as(
+    let row: Option<(i64, i32, f64)> = sqlx::query_as(
         "update notify_targets
          set lease_owner = $2, lease_until = clock_timestamp() + make_interval(secs => $3)
          where url = $1
            and (lease_owner = $2 or lease_until is null or lease_until < clock_timestamp())
          returning cursor, attempts,
-             greatest(0, coalesce(extract(epoch from next_attempt_at - clock_timestamp()), 0))::float8,
-             (select seq from change_head)",
+             greatest(0, coalesce(extract(epoch from next_attempt_at - clock_timestamp()), 0))::float8",
     )
     .bind(url)
     .bind(owner)
     .bind(lease.as_secs_f64())
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(cursor, attempts, wait, head)| Leased {
+    let Some((cursor, attempts, wait)) = row else {
+        return Ok(None);
+    };
+    let head = crate::registry::changes::head(pool).await?;
+    Ok(Some(Leased {
         cursor,
         attempts: u32::try_from(attempts).unwrap_or(0),
         wait: Duration::from_secs_f64(wait.clamp(0.0, 86_400.0)),
@@ -175,13 +182,15 @@ pub struct TargetStatus {
 
 /// Every target ever configured, by URL.
 pub async fn status(pool: &PgPool) -> Result<Vec<TargetStatus>, sqlx::Error> {
+    let head = crate::registry::changes::head(pool).await?;
     let mut rows: Vec<TargetStatus> = sqlx::query_as(
-        "select t.url as target, greatest(h.seq - t.cursor, 0) as backlog, t.cursor, t.attempts,
+        "select t.url as target, greatest($1 - t.cursor, 0) as backlog, t.cursor, t.attempts,
                 t.last_error, t.last_error_at, t.last_sent_at, t.next_attempt_at,
                 coalesce(t.lease_until > clock_timestamp(), false) as active
-         from notify_targets t cross join change_head h
+         from notify_targets t
          order by t.url",
     )
+    .bind(head)
     .fetch_all(pool)
     .await?;
     for row in &mut rows {

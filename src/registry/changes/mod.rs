@@ -16,6 +16,6 @@ pub(crate) mod record;
 pub mod wake;
 
 pub use json::{ChangeJson, ChangeKind};
-pub use read::{changes_after, history, oldest_kept, recently_removed, Feed, FeedError};
+pub use read::{changes_after, head, history, oldest_kept, recently_removed, Feed, FeedError};
 pub use record::Cause;
 pub use wake::{ChangeWaker, CHANNEL};

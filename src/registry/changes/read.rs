@@ -72,6 +72,14 @@ fn into_json(rows: Vec<ChangeRow>) -> Result<Vec<ChangeJson>, RegistryError> {
     rows.into_iter().map(ChangeRow::into_json).collect()
 }
 
+/// The last `seq` written (0 before the first change): where a new
+/// reader of the log starts, and what a reader's backlog is measured to.
+pub async fn head<'c>(conn: impl PgExecutor<'c>) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("select seq from change_head")
+        .fetch_one(conn)
+        .await
+}
+
 /// The smallest `seq` still kept, or the next one to be written when the
 /// log is empty. Seqs start at 1 and never skip, so nothing was pruned
 /// while this is 1.
