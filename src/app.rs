@@ -8,6 +8,7 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use sqlx::PgPool;
 
+use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings, SourceSetting};
 use crate::controller::{Controller, ControllerConfig, ControllerMetrics, Lister, Storage};
 use crate::db::queue::PgQueue;
@@ -115,6 +116,13 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             });
             let web = Some(web_url(&app.api_url));
             let (lister, storage) = (source.lister(), source.storage());
+            // Check runs on GitHub, until the server has stopped.
+            let (stop_checks, checks_stopped) = tokio::sync::watch::channel(false);
+            let checks = ChecksWorker::new(parts.pool.clone(), source.checks(), settings.checks);
+            let checks = tokio::spawn(checks.run(async move {
+                let mut stopped = checks_stopped;
+                let _ = stopped.wait_for(|stop| *stop).await;
+            }));
             // Missed deliveries: at start and every few minutes (SPEC §6).
             // Stopping it half-way is safe: each redelivery is recorded
             // once asked, and an unasked one is asked on the next pass.
@@ -138,6 +146,8 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             ));
             let served = run(parts, &settings, listener, lister, storage, hooks, web).await;
             redelivery.abort();
+            let _ = stop_checks.send(true);
+            let _ = checks.await;
             let _ = stop_pruning.send(true);
             let _ = pruning.await;
             Ok(served?)
@@ -170,7 +180,8 @@ where
         config,
     } = parts;
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
-        .with_deletion_guard(settings.max_removals, settings.resync_interval);
+        .with_deletion_guard(settings.max_removals, settings.resync_interval)
+        .with_default_branch_checks(settings.checks.default_branch());
     let tracker = RegistryTracker::new(pool.clone()).with_max_removals(settings.max_removals);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(

@@ -164,6 +164,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_DELIVERY_RETENTION", default_value = "7d")]
     pub delivery_retention: String,
 
+    /// Which `Roster` check runs are posted on GitHub: `all` (pull
+    /// requests and the default branch), `pull_requests`, or `off`.
+    #[arg(long, env = "ROSTER_CHECKS", default_value = "all")]
+    pub checks: String,
+
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
     /// wait a minute for the claim to run out.
@@ -216,6 +221,8 @@ pub struct Settings {
     pub webhook_concurrency: usize,
     /// How long the delivery log keeps a delivery.
     pub delivery_retention: Duration,
+    /// Which check runs are posted (`ROSTER_CHECKS`).
+    pub checks: crate::checks::ChecksMode,
 }
 
 /// A setting that is missing or wrong; shown as `SETTING: message`.
@@ -272,6 +279,12 @@ impl ServeArgs {
         };
         let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;
         let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
+        let checks = match non_empty(Some(self.checks)) {
+            None => crate::checks::ChecksMode::default(),
+            Some(raw) => raw
+                .parse()
+                .map_err(|m| ConfigError::new("ROSTER_CHECKS", m))?,
+        };
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
@@ -289,6 +302,7 @@ impl ServeArgs {
             lease,
             webhook_concurrency,
             delivery_retention,
+            checks,
         })
     }
 }

@@ -70,6 +70,7 @@ pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $
 pub const QUERIES: &[(&str, &str)] = &[
     ("LIST_REPOSITORIES", LIST_REPOSITORIES),
     ("READ_REPOSITORIES", super::read_query::READ_REPOSITORIES),
+    ("FILE_AT_COMMIT", super::checks_api::FILE_AT_COMMIT),
 ];
 
 /// A GraphQL answer: data, errors, or both.

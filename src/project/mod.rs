@@ -22,8 +22,10 @@
 mod issues;
 mod model;
 mod name;
+mod positions;
 mod problem;
 mod rules;
+pub mod schema;
 mod tree;
 
 #[cfg(test)]
@@ -33,6 +35,7 @@ mod tests;
 
 pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
+pub use positions::{name_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

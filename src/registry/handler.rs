@@ -10,6 +10,7 @@ use super::entries::{self, Changes, Desired};
 use super::guard::{DeletionGuard, Removal};
 use super::repos::{self, RepoState};
 use super::{events, holds, RegistryError, Status};
+use crate::checks::default_branch;
 use crate::config::MaxRemovals;
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
@@ -30,6 +31,8 @@ pub struct RegistryHandler<Q = PgQueue> {
     queue: Arc<Q>,
     project_file: String,
     guard: DeletionGuard,
+    /// Whether a reconcile stores the default branch's check run.
+    checks: bool,
 }
 
 /// What one reconcile decided, before it is written.
@@ -63,7 +66,15 @@ where
             queue,
             project_file: project_file.into(),
             guard: DeletionGuard::default(),
+            checks: false,
         }
+    }
+
+    /// Stores, with each reconcile that applies a new commit (or changes
+    /// its status), the intent to post the commit's `Roster` check run.
+    pub fn with_default_branch_checks(mut self, on: bool) -> Self {
+        self.checks = on;
+        self
     }
 
     /// Sets the deletion guard: at most `max_removals` removals per
@@ -147,6 +158,14 @@ where
             }
             Observed::Removed { .. } => {}
         }
+        let check = match self.checks {
+            true => {
+                let sha = old.synced_sha.as_deref();
+                let file = &self.project_file;
+                default_branch::preview(&mut tx, id, &observed, file, &old.status, sha).await?
+            }
+            false => None,
+        };
         let decision = self.decide(&mut tx, id, &old, observed).await?;
         let status = decision
             .state
@@ -155,6 +174,10 @@ where
             .map_err(|e| RegistryError::Corrupt(e.to_string()))?;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
+        if let Some(check) = check {
+            let error = decision.state.error.as_deref();
+            default_branch::record(&mut tx, check, status.as_str(), error).await?;
+        }
         if !commit_if_held(&*self.queue, tx, claim).await? {
             return Ok(Ended::LeaseLost);
         }

@@ -6,6 +6,8 @@
 //! side ([`query`]) is shared by the API and the dashboard so they never
 //! disagree.
 
+pub mod check_requests;
+pub mod check_runs;
 mod clip;
 mod cursor;
 mod entries;
@@ -17,6 +19,7 @@ mod holds;
 pub mod json;
 mod node_ids;
 pub mod query;
+pub mod read_only;
 mod repos;
 mod status;
 pub mod tracker;

@@ -76,6 +76,11 @@ pub enum WebhookEvent {
         added: Vec<PayloadRepo>,
         removed: Vec<PayloadRepo>,
     },
+    /// Pull requests (or a commit) whose `Roster` check run is to be
+    /// evaluated and posted.
+    CheckRequested {
+        requests: Vec<crate::registry::check_requests::CheckRequest>,
+    },
     /// Nothing for Roster to do; `reason` says why, for the delivery log.
     Ignored { reason: String },
 }
@@ -115,6 +120,8 @@ pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
         "repository" => parse_repository(body),
         "installation" => parse_installation(body),
         "installation_repositories" => parse_installation_repositories(body),
+        "pull_request" => super::pull_request::parse_pull_request(body),
+        "check_suite" | "check_run" => super::pull_request::parse_rerequest(event, body),
         other => Ok(WebhookEvent::Ignored {
             reason: format!("{other} events do not change project files"),
         }),
@@ -259,15 +266,15 @@ fn positive<'de, D: Deserializer<'de>>(what: &str, deserializer: D) -> Result<i6
     }
 }
 
-fn repository_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+pub(super) fn repository_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
     positive("repository", deserializer)
 }
 
-fn installation_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+pub(super) fn installation_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
     positive("installation", deserializer)
 }
 
-fn ignored(reason: impl Into<String>) -> WebhookEvent {
+pub(super) fn ignored(reason: impl Into<String>) -> WebhookEvent {
     WebhookEvent::Ignored {
         reason: reason.into(),
     }
@@ -627,8 +634,6 @@ mod tests {
         for name in [
             "check_suite.requested.json",
             "check_suite.requested.with-organization.json",
-            "pull_request.opened.json",
-            "pull_request.synchronize.json",
         ] {
             let kind = name.split('.').next().unwrap_or_default();
             let parsed = parse(kind, &fixture(name)).map_err(|e| e.to_string());

@@ -9,6 +9,8 @@ use sqlx::PgConnection;
 use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
+use crate::registry::check_requests::{self, CheckRequest};
+use crate::registry::check_runs;
 use crate::registry::{ensure_known_with_node_ids, record_node_ids, RegistryError};
 use crate::source::{RepoId, RepoInfo};
 
@@ -25,6 +27,10 @@ pub struct Plan {
     pub listing: bool,
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
+    /// Check runs to evaluate (pull requests, rerequested runs).
+    pub checks: Vec<CheckRequest>,
+    /// The installation whose App permissions changed: checks resume.
+    pub permissions_changed: Option<i64>,
 }
 
 /// What intake did, for the answer and the delivery log.
@@ -138,6 +144,7 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             },
             InstallationAction::NewPermissionsAccepted => Plan {
                 listing: true,
+                permissions_changed: Some(*installation_id),
                 ..Plan::default()
             },
         },
@@ -147,6 +154,10 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             known: added.clone(),
             enqueue: removed.iter().map(|r| r.id).collect(),
             listing: !added.is_empty(),
+            ..Plan::default()
+        },
+        WebhookEvent::CheckRequested { requests } => Plan {
+            checks: requests.clone(),
             ..Plan::default()
         },
         WebhookEvent::Ignored { reason } => ignore(reason),
@@ -191,6 +202,7 @@ pub async fn apply_batch(
     let mut known = Vec::new();
     let mut all_ids: BTreeSet<RepoId> = BTreeSet::new();
     let mut listing = false;
+    let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
     for event in events {
         let plan = plan(event);
@@ -206,8 +218,12 @@ pub async fn apply_batch(
         if let Some(installation_id) = plan.tracked_of_installation {
             ids.extend(crate::registry::tracked_ids(&mut *conn, Some(installation_id)).await?);
         }
-        let ignored = (ids.is_empty() && !plan.listing)
+        let ignored = (ids.is_empty() && !plan.listing && plan.checks.is_empty())
             .then(|| "no repository of this installation is tracked".to_owned());
+        if let Some(installation) = plan.permissions_changed {
+            check_runs::clear_denied(&mut *conn, installation).await?;
+        }
+        checks.extend(plan.checks);
         intakes.push(Intake {
             enqueued: ids.len(),
             listing_requested: plan.listing,
@@ -224,8 +240,9 @@ pub async fn apply_batch(
             .await?;
     }
     if listing {
-        queue.request_listing_in(conn).await?;
+        queue.request_listing_in(&mut *conn).await?;
     }
+    check_requests::request_checks(conn, &checks).await?;
     Ok(Batch {
         intakes,
         enqueued: all_ids.len(),

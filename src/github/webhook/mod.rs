@@ -15,6 +15,7 @@ pub mod event;
 pub mod gate;
 pub mod group;
 pub mod intake;
+pub mod pull_request;
 pub mod retention;
 pub mod route;
 pub mod signature;
