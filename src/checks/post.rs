@@ -53,6 +53,18 @@ pub async fn post(
             }
             Ok(Posted::Denied)
         }
+        Err(PostError::Call(CallError::Status {
+            status: 422,
+            message,
+            ..
+        })) => {
+            // GitHub refuses this run for good (a commit it no longer has):
+            // trying again would change nothing.
+            let message = format!("GitHub refused the check run (422): {message}");
+            tracing::warn!(repo = %due.repo_id, sha = %due.sha, %message, "check run not posted");
+            check_runs::mark_refused(pool, due.repo_id, &due.sha, due.version, &message).await?;
+            Ok(Posted::Retry(message))
+        }
         Err(PostError::Call(error)) => {
             let wait = match &error {
                 CallError::RateLimited { wait, .. } | CallError::BudgetSpent { wait, .. } => *wait,

@@ -186,6 +186,29 @@ pub async fn mark_failed(
     Ok(())
 }
 
+/// Records that GitHub refused the run for good (422): it is not tried
+/// again unless a later evaluation changes what it says.
+pub async fn mark_refused(
+    pool: &PgPool,
+    repo: RepoId,
+    sha: &str,
+    version: i32,
+    error: &str,
+) -> Result<(), RegistryError> {
+    sqlx::query(
+        "update check_runs set attempts = attempts + 1, last_error = $4,
+                pending = (version <> $3), not_before = now()
+         where repo_id = $1 and sha = $2",
+    )
+    .bind(repo)
+    .bind(sha)
+    .bind(version)
+    .bind(super::clip::clip(error, 2048).into_owned())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Records that `installation` refused to let the App post checks.
 /// Returns `true` the first time (the caller says so in the log, once).
 pub async fn record_denied(

@@ -12,6 +12,7 @@
 
 #![allow(dead_code)]
 
+pub mod checks;
 pub mod fault;
 pub mod graphql;
 pub mod hook_deliveries;
@@ -57,6 +58,16 @@ pub mod routes {
     pub const GRAPHQL_READ: &str = "POST /graphql (batch read)";
     pub const HOOK_DELIVERIES: &str = "GET /app/hook/deliveries";
     pub const HOOK_ATTEMPTS: &str = "POST /app/hook/deliveries/{id}/attempts";
+    /// The GraphQL read of the project file at one commit.
+    pub const GRAPHQL_FILE: &str = "POST /graphql (file at commit)";
+    pub const CHECK_RUN_CREATE: &str = "POST /repos/{owner}/{repo}/check-runs";
+    pub const CHECK_RUN_UPDATE: &str = "PATCH /repos/{owner}/{repo}/check-runs/{id}";
+    pub const CHECK_RUNS_FOR_REF: &str = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
+}
+
+/// Whether `route` is one of the GraphQL routes.
+fn is_graphql(route: &str) -> bool {
+    route == routes::GRAPHQL || route == routes::GRAPHQL_READ || route == routes::GRAPHQL_FILE
 }
 
 struct Shared {
@@ -287,9 +298,76 @@ impl FakeGithub {
         self.shared.world().counts.get(route).copied().unwrap_or(0)
     }
 
-    /// GraphQL requests of both kinds: listing pages and batch reads.
+    /// GraphQL requests of every kind: listing pages, batch reads, files
+    /// at a commit.
     pub fn graphql_requests(&self) -> u64 {
-        self.count(routes::GRAPHQL) + self.count(routes::GRAPHQL_READ)
+        self.count(routes::GRAPHQL)
+            + self.count(routes::GRAPHQL_READ)
+            + self.count(routes::GRAPHQL_FILE)
+    }
+
+    // ---- pull requests and checks ----
+
+    /// A pull request's head: the default branch's files with `path` set to
+    /// `bytes`, on a commit of no branch; its sha.
+    pub fn pr_commit(&self, repo: i64, path: &str, bytes: &[u8]) -> String {
+        let (path, bytes) = (path.to_owned(), bytes.to_vec());
+        self.shared.world().side_commit(repo, move |files| {
+            files.insert(path, bytes);
+        })
+    }
+
+    /// A pull request's head that deletes `path`; its sha.
+    pub fn pr_commit_deleting(&self, repo: i64, path: &str) -> String {
+        self.shared.world().side_commit(repo, |files| {
+            files.remove(path);
+        })
+    }
+
+    /// A pull request's head where `path` is a symbolic link to `target`.
+    pub fn pr_commit_symlink(&self, repo: i64, path: &str, target: &str) -> String {
+        let sha = self.pr_commit(repo, path, target.as_bytes());
+        self.shared
+            .world()
+            .symlinks
+            .insert((sha.clone(), path.to_owned()));
+        sha
+    }
+
+    /// Forgets a commit, as a force-push and GitHub's garbage collection do.
+    pub fn forget_commit(&self, repo: i64, sha: &str) {
+        if let Some(r) = self.shared.world().repos.get_mut(&repo) {
+            r.commits.remove(sha);
+        }
+    }
+
+    /// Takes `checks: write` away from an installation (posts get 403), or
+    /// gives it back.
+    pub fn forbid_checks(&self, installation: i64, forbidden: bool) {
+        let mut world = self.shared.world();
+        if forbidden {
+            world.checks_forbidden.insert(installation);
+        } else {
+            world.checks_forbidden.remove(&installation);
+        }
+    }
+
+    /// Every check run of a repository, oldest first.
+    pub fn check_runs(&self, repo: i64) -> Vec<checks::CheckRun> {
+        self.shared
+            .world()
+            .check_runs
+            .values()
+            .filter(|r| r.repo == repo)
+            .cloned()
+            .collect()
+    }
+
+    /// The check runs on one commit.
+    pub fn check_runs_on(&self, repo: i64, sha: &str) -> Vec<checks::CheckRun> {
+        let mut runs = self.check_runs(repo);
+        runs.retain(|r| r.head_sha == sha);
+        runs
     }
 
     /// Requests received, all routes together.
@@ -345,6 +423,9 @@ fn classify(method: &Method, path: &str) -> Option<(&'static str, Vec<String>)> 
         ("GET", ["app", "hook", "deliveries"]) => routes::HOOK_DELIVERIES,
         ("POST", ["app", "hook", "deliveries", _, "attempts"]) => routes::HOOK_ATTEMPTS,
         ("GET", ["repositories", _]) => routes::REPO_BY_ID,
+        ("POST", ["repos", _, _, "check-runs"]) => routes::CHECK_RUN_CREATE,
+        ("PATCH", ["repos", _, _, "check-runs", _]) => routes::CHECK_RUN_UPDATE,
+        ("GET", ["repos", _, _, "commits", _, "check-runs"]) => routes::CHECK_RUNS_FOR_REF,
         ("GET", ["repos", _, _]) => routes::REPO,
         ("GET", ["repos", _, _, "commits", _, ..]) => routes::COMMIT,
         ("GET", ["repos", _, _, "contents", _, ..]) => routes::CONTENTS,
@@ -379,8 +460,14 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .as_ref()
         .and_then(|r| r.get("query")?.as_str())
         .is_some_and(graphql::is_read);
+    let is_file = graphql_request
+        .as_ref()
+        .and_then(|r| r.get("query")?.as_str())
+        .is_some_and(graphql::is_file_at_commit);
     let route = if route == routes::GRAPHQL && is_read {
         routes::GRAPHQL_READ
+    } else if route == routes::GRAPHQL && is_file {
+        routes::GRAPHQL_FILE
     } else {
         route
     };
@@ -409,11 +496,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Ok(caller) => caller,
         Err(answer) => return respond(answer, &[]),
     };
-    let resource = if route == routes::GRAPHQL || route == routes::GRAPHQL_READ {
-        "graphql"
-    } else {
-        "core"
-    };
+    let resource = if is_graphql(route) { "graphql" } else { "core" };
 
     let mut answer = match fault {
         Some(FaultKind::Slow(wait)) => {
@@ -457,9 +540,17 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }
         Caller::App => None,
     };
-    let mut answer = match answer {
-        Some(answer) => answer,
-        None => dispatch(
+    let mut answer = match (answer, caller) {
+        (Some(answer), _) => answer,
+        (None, Caller::Installation(id)) if checks::is_route(route) => checks::answer(
+            &mut world,
+            id,
+            route,
+            &segments,
+            parts.uri.query().unwrap_or(""),
+            &body,
+        ),
+        (None, _) => dispatch(
             &mut world,
             &shared.base,
             route,
@@ -593,7 +684,7 @@ fn dispatch(
             _ => return Answer::message(401, "A JSON web token cannot be used for this route"),
         },
     };
-    if route == routes::GRAPHQL || route == routes::GRAPHQL_READ {
+    if is_graphql(route) {
         return match (graphql_request, budget) {
             (Some(request), Some(budget)) => graphql::answer(world, installation, request, budget),
             _ => Answer::message(400, "Problems parsing JSON"),
