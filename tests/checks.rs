@@ -113,9 +113,21 @@ impl Env {
     }
 
     async fn open_pr(&self, repo: i64, name: &str, number: i64, sha: &str) {
-        let body =
-            pull_requests::pull_request("opened", repo, ACME, "acme", name, number, sha, "main");
-        self.deliver("pull_request", body).await;
+        self.send_pr("opened", repo, name, number, sha).await;
+    }
+
+    async fn send_pr(&self, action: &str, repo: i64, name: &str, number: i64, sha: &str) {
+        let pr = pull_requests::Pr {
+            repo,
+            installation: ACME,
+            owner: "acme",
+            name,
+            number,
+            sha,
+            base: "main",
+        };
+        self.deliver("pull_request", pull_requests::pull_request(action, &pr))
+            .await;
     }
 
     /// Posts what the setup's reconciles decided, then forgets the
@@ -350,9 +362,7 @@ async fn a_flood_of_synchronize_events_should_evaluate_the_latest_head_once() {
         last = env
             .fake
             .pr_commit(id, FILE, yaml("busy", &format!("v{k}")).as_bytes());
-        let body =
-            pull_requests::pull_request("synchronize", id, ACME, "acme", "busy", 5, &last, "main");
-        env.deliver("pull_request", body).await;
+        env.send_pr("synchronize", id, "busy", 5, &last).await;
     }
     let waiting: i64 = sqlx::query_scalar("select count(*) from check_requests")
         .fetch_one(&env.pool)

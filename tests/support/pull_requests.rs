@@ -13,19 +13,30 @@ const RUN_RERUN: &str = include_str!("../fixtures/github/webhooks/check_run.rere
 const PERMISSIONS: &str =
     include_str!("../fixtures/github/webhooks/installation.new_permissions_accepted.json");
 
-/// A pull request event (`action`: opened, synchronize, …) on
-/// `owner/name` (id `repo`, default branch `main`, installation
-/// `installation`) whose head is `sha`, into `base`.
-pub fn pull_request(
-    action: &str,
-    repo: i64,
-    installation: i64,
-    owner: &str,
-    name: &str,
-    number: i64,
-    sha: &str,
-    base: &str,
-) -> Vec<u8> {
+/// A pull request of `owner/name` (id `repo`, default branch `main`,
+/// installation `installation`) whose head is `sha`, into `base`.
+#[derive(Debug, Clone, Copy)]
+pub struct Pr<'a> {
+    pub repo: i64,
+    pub installation: i64,
+    pub owner: &'a str,
+    pub name: &'a str,
+    pub number: i64,
+    pub sha: &'a str,
+    pub base: &'a str,
+}
+
+/// A pull request event (`action`: opened, synchronize, …) of `pr`.
+pub fn pull_request(action: &str, pr: &Pr<'_>) -> Vec<u8> {
+    let Pr {
+        repo,
+        installation,
+        owner,
+        name,
+        number,
+        sha,
+        base,
+    } = *pr;
     let mut body: Value = serde_json::from_str(OPENED).expect("fixture");
     body["action"] = json!(action);
     body["number"] = json!(number);

@@ -372,7 +372,7 @@ mod tests {
     }
 
     #[test]
-    fn new_permissions_should_only_request_a_listing() {
+    fn new_permissions_should_request_a_listing_and_resume_checks() {
         let plan = plan(&WebhookEvent::Installation {
             action: InstallationAction::NewPermissionsAccepted,
             installation_id: 7,
@@ -382,6 +382,7 @@ mod tests {
             plan,
             Plan {
                 listing: true,
+                permissions_changed: Some(7),
                 ..Plan::default()
             }
         );
