@@ -555,3 +555,78 @@ async fn a_summary_longer_than_github_takes_should_be_cut_not_refused() {
     assert!(summary.chars().count() <= 65_535);
     assert!(summary.contains("longer than GitHub shows"));
 }
+
+/// The API and dashboard router on the test's database.
+fn web(env: &Env) -> axum::Router {
+    let options = support::router::Options {
+        api_token: None,
+        github_web_url: Some("https://github.com"),
+    };
+    support::router::app_on(&env.pool, &env.queue, options, |_, _| {}, |_| {})
+}
+
+async fn get(app: &axum::Router, uri: &str) -> support::http::Answer {
+    let request = Request::get(uri).body(Body::empty()).expect("request");
+    support::router::send(app, request).await
+}
+
+#[tokio::test]
+async fn the_api_and_the_repository_page_should_list_recent_checks_newest_first() {
+    let env = env().await;
+    let id = env.repo("listed", &yaml("listed", "v0")).await;
+    let mut heads = Vec::new();
+    for k in 1..=22 {
+        let sha = env
+            .fake
+            .pr_commit(id, FILE, yaml("listed", &format!("v{k}")).as_bytes());
+        env.open_pr(id, "listed", k, &sha).await;
+        env.settle().await;
+        heads.push(sha);
+    }
+    let app = web(&env);
+    let detail = get(&app, "/api/v1/repos/acme/listed").await.json();
+    let checks = detail["checks"].as_array().expect("checks");
+    assert_eq!(checks.len(), 20);
+    assert_eq!(checks[0]["sha"], heads[21].as_str());
+    assert_eq!(checks[0]["pull_request"], 22);
+    assert_eq!(checks[0]["conclusion"], "success");
+    assert_eq!(checks[0]["title"], "adds 0, changes 1, removes 0");
+    assert!(checks[0]["at"].is_string());
+    assert_eq!(checks[19]["sha"], heads[2].as_str());
+    let page = get(&app, "/repos/acme/listed").await;
+    assert!(page.body.contains("Checks on GitHub"), "{}", page.body);
+    assert!(page.body.contains("pull request #22"));
+}
+
+#[tokio::test]
+async fn a_refused_permission_should_show_on_the_dashboard() {
+    let env = env().await;
+    let id = env.repo("shown", &yaml("shown", "v1")).await;
+    env.fake.forbid_checks(ACME, true);
+    let sha = env.fake.pr_commit(id, FILE, yaml("shown", "v2").as_bytes());
+    env.open_pr(id, "shown", 1, &sha).await;
+    env.settle().await;
+    let page = get(&web(&env), "/").await;
+    assert!(
+        page.body
+            .contains("<code>checks: write</code> is not granted"),
+        "{}",
+        page.body
+    );
+}
+
+#[tokio::test]
+async fn the_schema_should_be_served_for_editors() {
+    let env = env().await;
+    let answer = get(&web(&env), "/schema/project.json").await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        answer.header(axum::http::header::CONTENT_TYPE),
+        "application/schema+json"
+    );
+    let schema = answer.json();
+    assert_eq!(
+        schema["$schema"],
+        "https://json-schema.org/draft/2020-12/schema"
+    );
+}
