@@ -20,7 +20,7 @@ use roster::checks::{ChecksMode, ChecksWorker};
 use roster::controller::{Handler, Storage};
 use roster::db::queue::PgQueue;
 use roster::github::webhook::{self, WebhookLimits, WebhookState};
-use roster::github::{GithubSource, GithubStorage};
+use roster::github::{GithubOptions, GithubSource, GithubStorage};
 use roster::metrics::Metrics;
 use roster::registry::RegistryHandler;
 use roster::source::RepoId;
@@ -46,6 +46,10 @@ async fn env() -> Env {
 }
 
 async fn env_with(mode: ChecksMode) -> Env {
+    env_tuned(mode, GithubOptions::default()).await
+}
+
+async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
     let fake = FakeGithub::start().await;
     fake.add_installation(ACME, "acme");
     let (pool, _url) = roster::db::testing::fresh_database()
@@ -56,9 +60,10 @@ async fn env_with(mode: ChecksMode) -> Env {
         webhook_secret: SecretString::from(SECRET.to_owned()),
         ..fake.settings()
     };
-    let source = GithubSource::connect(&settings, FILE, pool.clone(), metrics.clone())
-        .await
-        .expect("connect");
+    let source =
+        GithubSource::connect_with(&settings, FILE, pool.clone(), metrics.clone(), options)
+            .await
+            .expect("connect");
     let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE)
         .with_default_branch_checks(mode.default_branch());
@@ -629,4 +634,62 @@ async fn the_schema_should_be_served_for_editors() {
         schema["$schema"],
         "https://json-schema.org/draft/2020-12/schema"
     );
+}
+
+#[tokio::test]
+async fn a_create_whose_answer_was_lost_should_be_found_not_made_twice() {
+    let options = GithubOptions {
+        request_timeout: Duration::from_millis(500),
+        ..GithubOptions::default()
+    };
+    let env = env_tuned(ChecksMode::All, options).await;
+    let id = env.repo("lost", &yaml("lost", "v1")).await;
+    env.quiet().await;
+    let sha = env.fake.pr_commit(id, FILE, yaml("lost", "v2").as_bytes());
+    // GitHub creates the run, but its answer comes after Roster gave up.
+    env.fake.inject(
+        Fault::next(FaultKind::LateAnswer(Duration::from_millis(1500)), 1)
+            .on(routes::CHECK_RUN_CREATE),
+    );
+    env.open_pr(id, "lost", 1, &sha).await;
+    env.settle().await;
+    sqlx::query("update check_runs set not_before = now()")
+        .execute(&env.pool)
+        .await
+        .expect("due now");
+    assert_eq!(
+        env.fake.check_runs_on(id, &sha).len(),
+        1,
+        "GitHub has the run"
+    );
+    env.settle().await;
+    let run = env.only_run(id, &sha);
+    assert_eq!(run.writes, 2, "created once, then updated");
+    assert_eq!(env.fake.count(routes::CHECK_RUNS_FOR_REF), 1);
+    assert_eq!(env.fake.count(routes::CHECK_RUN_CREATE), 1);
+}
+
+#[tokio::test]
+async fn a_rate_limited_post_should_wait_for_githubs_retry_after() {
+    let env = env().await;
+    let id = env.repo("limited", &yaml("limited", "v1")).await;
+    env.quiet().await;
+    let sha = env
+        .fake
+        .pr_commit(id, FILE, yaml("limited", "v2").as_bytes());
+    env.fake.inject(
+        Fault::next(FaultKind::TooManyRequests { retry_after: 120 }, 1)
+            .on(routes::CHECK_RUN_CREATE),
+    );
+    env.open_pr(id, "limited", 1, &sha).await;
+    env.settle().await;
+    let wait: f64 = sqlx::query_scalar(
+        "select extract(epoch from not_before - now())::float8 from check_runs where sha = $1",
+    )
+    .bind(&sha)
+    .fetch_one(&env.pool)
+    .await
+    .expect("the intent waits");
+    assert!(wait > 100.0, "waits {wait} s, not GitHub's 120 s");
+    assert!(env.fake.check_runs_on(id, &sha).is_empty());
 }

@@ -442,6 +442,21 @@ fn percent_decode(segment: &str) -> String {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let mut late = None;
+    let response = answer_request(shared, request, &mut late).await;
+    if let Some(wait) = late {
+        tokio::time::sleep(wait).await;
+    }
+    response
+}
+
+/// Answers one request; `late` is set when the answer must wait (after
+/// the work is done).
+async fn answer_request(
+    shared: Arc<Shared>,
+    request: Request,
+    late: &mut Option<Duration>,
+) -> Response {
     let arrived = Instant::now();
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 32 * 1024 * 1024)
@@ -498,11 +513,15 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
     };
     let resource = if is_graphql(route) { "graphql" } else { "core" };
 
+    if let Some(FaultKind::LateAnswer(wait)) = &fault {
+        *late = Some(*wait);
+    }
     let mut answer = match fault {
         Some(FaultKind::Slow(wait)) => {
             tokio::time::sleep(wait).await;
             None
         }
+        Some(FaultKind::LateAnswer(_)) => None,
         Some(kind) => Some(fault_answer(&kind, caller)),
         None => None,
     };
@@ -770,7 +789,7 @@ fn fault_answer(kind: &FaultKind, caller: Caller) -> Answer {
             body: Vec::new(),
             headers: Vec::new(),
         },
-        FaultKind::Slow(_) => {
+        FaultKind::Slow(_) | FaultKind::LateAnswer(_) => {
             Answer::message(500, "unreachable: slow answers are delayed, not replaced")
         }
     }
