@@ -495,10 +495,22 @@ async fn the_default_branch_should_get_the_reconciles_verdict() {
     let env = env().await;
     let id = env.repo("main-line", &yaml("main-line", "v1")).await;
     env.settle().await;
-    let head = env.fake.head(id).expect("head");
+    // A first sync that succeeds posts nothing (a new installation would
+    // otherwise cost a request per repository).
+    let first = env.fake.head(id).expect("head");
+    assert!(env.fake.check_runs_on(id, &first).is_empty());
+    let head = env
+        .fake
+        .push_file(id, FILE, yaml("main-line", "v2").as_bytes());
+    assert_eq!(env.reconcile(id).await, "synced");
+    env.settle().await;
     let run = env.only_run(id, &head);
     assert_eq!(run.conclusion.as_deref(), Some("success"));
-    assert_eq!(run.title.as_deref(), Some("adds 1, changes 0, removes 0"));
+    assert_eq!(run.title.as_deref(), Some("adds 0, changes 1, removes 0"));
+    assert!(run
+        .summary
+        .unwrap_or_default()
+        .contains("description: `v1` → `v2`"));
     let bad = env
         .fake
         .push_file(id, FILE, b"name: main-line\nowner: ''\n");
@@ -692,4 +704,21 @@ async fn a_rate_limited_post_should_wait_for_githubs_retry_after() {
     .expect("the intent waits");
     assert!(wait > 100.0, "waits {wait} s, not GitHub's 120 s");
     assert!(env.fake.check_runs_on(id, &sha).is_empty());
+}
+
+#[tokio::test]
+async fn a_first_sync_with_problems_should_get_a_failing_run() {
+    let env = env().await;
+    let id = env
+        .fake
+        .add_repo_with_file(ACME, "broken", FILE, "name: broken\n");
+    assert_eq!(env.reconcile(id).await, "invalid");
+    env.settle().await;
+    let head = env.fake.head(id).expect("head");
+    let run = env.only_run(id, &head);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(
+        run.annotations[0]["message"],
+        "owner: missing required field"
+    );
 }

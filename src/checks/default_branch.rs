@@ -21,6 +21,9 @@ pub struct Pending {
     owner: String,
     name: String,
     verdict: Verdict,
+    /// The repository's first reconcile: only a failure is posted (see
+    /// [`record`]).
+    first: bool,
 }
 
 /// Previews `observed` against the registry as it is before the apply, on
@@ -61,11 +64,15 @@ pub async fn preview(
         owner: repo.owner.clone(),
         name: repo.name.clone(),
         verdict: evaluate(project_file, sha, &parsed, &registry),
+        first: old_sha.is_none() && old_status == "pending",
     }))
 }
 
 /// Stores the intent once the reconcile decided `status` (on its
-/// transaction): only `synced`, `invalid` and `conflict` are shown.
+/// transaction): only `synced`, `invalid` and `conflict` are shown. A
+/// repository's first reconcile (the App just installed, a repository just
+/// created) posts only a failure: a `success` on every repository of a new
+/// installation would cost one request each and tell nobody anything.
 pub async fn record(
     conn: &mut PgConnection,
     pending: Pending,
@@ -74,6 +81,7 @@ pub async fn record(
 ) -> Result<(), RegistryError> {
     let mut verdict = pending.verdict;
     match status {
+        "synced" if pending.first => return Ok(()),
         "synced" => {}
         "invalid" => verdict.conclusion = "failure",
         "conflict" if verdict.conclusion != "failure" => {
