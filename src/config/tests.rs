@@ -457,3 +457,17 @@ fn secrets_should_not_show_in_debug_output() {
     assert!(!debug.contains("s3cret"));
     assert!(!debug.contains("PRIVATE KEY"));
 }
+
+#[test]
+fn checks_should_default_to_all_and_name_roster_checks_when_wrong() {
+    use crate::checks::ChecksMode;
+    let here = here();
+    assert_eq!(parse(&["--source", &here]).unwrap().checks, ChecksMode::All);
+    let s = parse(&["--source", &here, "--checks", "pull_requests"]).unwrap();
+    assert_eq!(s.checks, ChecksMode::PullRequests);
+    let e = err(&["--source", &here, "--checks", "some"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_CHECKS: must be all, pull_requests or off, not \"some\""
+    );
+}
