@@ -11,6 +11,8 @@
 //! (d) 2,000 pushes to different repositories, sent as fast as 16 senders
 //!     can (a campaign pushing to every repository): every push applied,
 //!     and the GitHub requests used. Target: <= 100 requests.
+//! (e) The same pushes spread evenly over a minute (a steady trickle):
+//!     every push applied, and the GitHub requests used.
 //!
 //! `cargo bench --bench github_batches` runs the full size; without
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
@@ -149,19 +151,89 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
     println!("  statuses: {}", shown.join(", "));
 
     // (d) A burst of pushes, each to a different repository.
-    fake.reset_counts();
     let targets = &with_file[..size.pushes.min(with_file.len())];
+    let round = push_round(&fake, &roster, &pool, targets, "v1", None).await?;
+    println!(
+        "(d) {} pushes to different repositories, sent by {SENDERS} senders",
+        targets.len()
+    );
+    round.print(targets.len(), 100);
+
+    // (e) The same number of pushes spread evenly over a minute: the reads
+    // of a lone push are not held back to make a batch (that would cost
+    // every push its latency), so this row shows what a steady trickle costs.
+    let spread = if full {
+        Duration::from_secs(60)
+    } else {
+        Duration::from_secs(2)
+    };
+    let spacing = spread / u32::try_from(targets.len().max(1)).unwrap_or(u32::MAX);
+    let round = push_round(&fake, &roster, &pool, targets, "v2", Some(spacing)).await?;
+    println!(
+        "(e) {} pushes to different repositories, one every {} ms ({} s in all)",
+        targets.len(),
+        spacing.as_millis(),
+        spread.as_secs()
+    );
+    round.print(targets.len(), 100);
+    drop(roster);
+    Ok(())
+}
+
+/// What one round of pushes cost.
+struct Round {
+    sent: Duration,
+    applied: Duration,
+    used: u64,
+    batch_reads: u64,
+    rest_reads: u64,
+}
+
+impl Round {
+    fn print(&self, pushes: usize, target: u64) {
+        println!(
+            "  all sent after {:.2} s; all applied after {:.2} s",
+            self.sent.as_secs_f64(),
+            self.applied.as_secs_f64()
+        );
+        println!(
+            "  GitHub requests: {} (target <= {target}) {}: batch reads {}, REST reads {}, {:.1} pushes per read",
+            self.used,
+            verdict(self.used <= target),
+            self.batch_reads,
+            self.rest_reads,
+            pushes as f64 / self.batch_reads.max(1) as f64
+        );
+    }
+}
+
+/// Pushes a new version of every target's file and delivers the pushes, as
+/// fast as [`SENDERS`] senders can or one every `spacing`; returns once
+/// every push is applied.
+async fn push_round(
+    fake: &FakeGithub,
+    roster: &Roster,
+    pool: &PgPool,
+    targets: &[Repo],
+    version: &str,
+    spacing: Option<Duration>,
+) -> Result<Round, Failed> {
+    fake.reset_counts();
     let mut heads = Vec::with_capacity(targets.len());
     let mut bodies = Vec::with_capacity(targets.len());
     for repo in targets {
         let before = fake.head(repo.id).unwrap_or_default();
-        let after = fake.push_file(repo.id, FILE, yaml(&repo.name, "v1").as_bytes());
+        let after = fake.push_file(repo.id, FILE, yaml(&repo.name, version).as_bytes());
         bodies.push(push(repo, &before, &after));
         heads.push(after);
     }
     let started = Instant::now();
     let mut senders = tokio::task::JoinSet::new();
-    for body in bodies {
+    for (n, body) in bodies.into_iter().enumerate() {
+        if let Some(spacing) = spacing {
+            let at = started + spacing * u32::try_from(n).unwrap_or(u32::MAX);
+            tokio::time::sleep_until(at.into()).await;
+        }
         if senders.len() >= SENDERS {
             check_sent(senders.join_next().await)?;
         }
@@ -172,27 +244,14 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
         check_sent(Some(sent))?;
     }
     let sent = started.elapsed();
-    applied(&pool, &heads, Duration::from_secs(120)).await?;
-    let all_applied = started.elapsed();
-    let used = github_requests(&fake);
-    println!(
-        "(d) {} pushes to different repositories, sent by {SENDERS} senders",
-        heads.len()
-    );
-    println!(
-        "  all sent after {:.2} s; all applied after {:.2} s",
-        sent.as_secs_f64(),
-        all_applied.as_secs_f64()
-    );
-    println!(
-        "  GitHub requests: {used} (target <= 100) {}: batch reads {}, REST reads {}, {:.1} pushes per read",
-        verdict(used <= 100),
-        fake.count(routes::GRAPHQL_READ),
-        rest_reads(&fake),
-        heads.len() as f64 / fake.count(routes::GRAPHQL_READ).max(1) as f64
-    );
-    drop(roster);
-    Ok(())
+    applied(pool, &heads, Duration::from_secs(180)).await?;
+    Ok(Round {
+        sent,
+        applied: started.elapsed(),
+        used: github_requests(fake),
+        batch_reads: fake.count(routes::GRAPHQL_READ),
+        rest_reads: rest_reads(fake),
+    })
 }
 
 fn check_sent(joined: Option<Result<u16, tokio::task::JoinError>>) -> Result<(), Failed> {

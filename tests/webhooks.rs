@@ -165,7 +165,13 @@ const FIXTURES: &[(&str, &[i64], bool, &str)] = &[
     // Nothing tracked for the installation yet: nothing to reconcile.
     ("installation.suspend.json", &[], false, "ignored"),
     ("installation.unsuspend.json", &[], true, "queued"),
-    ("installation_repositories.added.json", &[], true, "queued"),
+    // A few added repositories are read together, without a listing.
+    (
+        "installation_repositories.added.json",
+        &[186853007],
+        false,
+        "queued",
+    ),
     (
         "installation_repositories.removed.json",
         &[1296269],
@@ -347,8 +353,12 @@ async fn installation_repositories_added_should_not_overwrite_what_a_listing_sto
         Some("MDEwOlJlcG9zaXRvcnkxODY4NTMwMDc="),
         "its node id is learnt"
     );
-    assert!(queued(&h.pool).await.is_empty(), "the listing reads it");
-    assert!(listing_requested(&h.pool).await);
+    assert_eq!(
+        queued(&h.pool).await,
+        vec![186853007],
+        "read by its node id"
+    );
+    assert!(!listing_requested(&h.pool).await, "one added repository");
 }
 
 #[tokio::test]

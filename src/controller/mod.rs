@@ -5,9 +5,12 @@
 pub mod backoff;
 mod batch;
 pub mod config;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance_batch;
 pub mod lease;
+#[cfg(any(test, feature = "testing"))]
 pub mod memory_queue;
 pub mod metrics;
 pub mod queue;

@@ -3,6 +3,7 @@
 pub mod embedded;
 pub mod fence;
 pub mod queue;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
 use std::time::Duration;

@@ -33,7 +33,11 @@ impl Roster {
     pub async fn start_on(port: u16, env: &[(&str, String)], log_dir: &Path) -> Roster {
         let log = log_dir.join(format!("roster-{port}.log"));
         let log_file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_roster"));
+        // ROSTER_BENCH_BINARY runs another build (an earlier commit's, to
+        // compare figures in one sitting); the tests never set it.
+        let binary = std::env::var_os("ROSTER_BENCH_BINARY")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_roster").into());
+        let mut cmd = Command::new(binary);
         cmd.arg("serve")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

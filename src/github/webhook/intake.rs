@@ -77,6 +77,10 @@ pub enum IntakeError {
 /// so past the bound the named ones are left out.
 pub const MAX_NAMED_REPOS: usize = 1_000;
 
+/// The most repositories an `installation_repositories` `added` delivery
+/// has read as they are (one batch read); more ask for a listing.
+pub const MAX_ADDED_READ_DIRECTLY: usize = 100;
+
 /// Decides what `event` asks for (pure: no I/O).
 pub fn plan(event: &WebhookEvent) -> Plan {
     let plan = plan_each(event);
@@ -148,14 +152,24 @@ fn plan_each(event: &WebhookEvent) -> Plan {
                 ..Plan::default()
             },
         },
-        // Added ones as for a new installation; a removed one is enqueued,
-        // so that its reconcile reads that the App lost it.
-        WebhookEvent::InstallationRepositories { added, removed, .. } => Plan {
-            known: added.clone(),
-            enqueue: removed.iter().map(|r| r.id).collect(),
-            listing: !added.is_empty(),
-            ..Plan::default()
-        },
+        // A few added repositories are read together, one query for up to
+        // a batch of them by their node ids, instead of a listing of the
+        // whole installation (a hundred requests for 10,000 repositories);
+        // more are left to a listing, as for a new installation. A removed
+        // one is enqueued, so that its reconcile reads that the App lost it.
+        WebhookEvent::InstallationRepositories { added, removed, .. } => {
+            let read_directly = added.len() <= MAX_ADDED_READ_DIRECTLY;
+            let mut enqueue: Vec<RepoId> = removed.iter().map(|r| r.id).collect();
+            if read_directly {
+                enqueue.extend(added.iter().map(|r| r.id));
+            }
+            Plan {
+                known: added.clone(),
+                enqueue,
+                listing: !read_directly,
+                ..Plan::default()
+            }
+        }
         WebhookEvent::CheckRequested { requests } => Plan {
             checks: requests.clone(),
             ..Plan::default()
@@ -389,15 +403,27 @@ mod tests {
     }
 
     #[test]
-    fn installation_repositories_should_list_for_added_and_enqueue_removed() {
+    fn installation_repositories_should_enqueue_a_few_added_and_the_removed() {
         let plan = plan(&WebhookEvent::InstallationRepositories {
             installation_id: 7,
             added: vec![repo(6)],
             removed: vec![repo(8)],
         });
         assert_eq!(plan.known, vec![repo(6)]);
-        assert_eq!(plan.enqueue, vec![RepoId(8)]);
-        assert!(plan.listing);
+        assert_eq!(plan.enqueue, vec![RepoId(8), RepoId(6)]);
+        assert!(!plan.listing, "one batch read serves a few added ones");
+
+        let many = (1..=MAX_ADDED_READ_DIRECTLY as i64 + 1)
+            .map(repo)
+            .collect::<Vec<_>>();
+        let many_added = super::plan(&WebhookEvent::InstallationRepositories {
+            installation_id: 7,
+            added: many.clone(),
+            removed: vec![],
+        });
+        assert_eq!(many_added.known, many);
+        assert!(many_added.enqueue.is_empty());
+        assert!(many_added.listing, "a listing reads many added ones");
 
         let only_removed = super::plan(&WebhookEvent::InstallationRepositories {
             installation_id: 7,
