@@ -109,20 +109,21 @@ impl ChecksWorker {
                 tracing::warn!(%error, "could not claim check runs to post");
                 Vec::new()
             });
-        join_all(posts.iter().map(|due| async move {
-            let posted = tokio::time::timeout(
-                STEP_TIMEOUT,
-                post(&self.pool, &self.api, &self.backoff, due),
-            )
-            .await;
-            match posted {
-                Ok(Ok(Posted::Done { .. } | Posted::Denied | Posted::Retry(_))) => {}
-                Ok(Err(error)) => tracing::warn!(%error, "could not record a check run's post"),
-                Err(_) => tracing::warn!(repo = %due.repo_id, "posting a check run timed out"),
-            }
-        }))
-        .await;
+        join_all(posts.iter().map(|due| self.post_bounded(due))).await;
         !(requests.is_empty() && posts.is_empty())
+    }
+
+    async fn post_bounded(&self, due: &check_runs::DuePost) {
+        let posted = tokio::time::timeout(
+            STEP_TIMEOUT,
+            post(&self.pool, &self.api, &self.backoff, due),
+        )
+        .await;
+        match posted {
+            Ok(Ok(Posted::Done { .. } | Posted::Denied | Posted::Retry(_))) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "could not record a check run's post"),
+            Err(_) => tracing::warn!(repo = %due.repo_id, "posting a check run timed out"),
+        }
     }
 
     async fn evaluate_bounded(&self, request: &ClaimedRequest) {
@@ -190,7 +191,16 @@ impl ChecksWorker {
         };
         check_requests::answer_request(&self.pool, request, Some(&intent))
             .await
-            .map_err(Failure::db)
+            .map_err(Failure::db)?;
+        // Post it now; a post that cannot be claimed (another replica has
+        // it, or it waits for a backoff) is left to the passes.
+        let due = check_runs::claim_post_of(&self.pool, request.repo_id, &request.head_sha, LEASE)
+            .await
+            .map_err(Failure::db)?;
+        if let Some(due) = due {
+            self.post_bounded(&due).await;
+        }
+        Ok(())
     }
 }
 

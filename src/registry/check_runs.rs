@@ -128,6 +128,31 @@ pub async fn claim_posts(
     Ok(rows)
 }
 
+/// Claims the post of `(repo, sha)` when it is due: an evaluation posts
+/// what it decided at once instead of waiting for the next pass.
+pub async fn claim_post_of(
+    pool: &PgPool,
+    repo: RepoId,
+    sha: &str,
+    lease: Duration,
+) -> Result<Option<DuePost>, RegistryError> {
+    Ok(sqlx::query_as(
+        "update check_runs c set not_before = now() + make_interval(secs => $3)
+         from (select repo_id, sha from check_runs
+               where repo_id = $1 and sha = $2 and pending and not_before <= now()
+                 and installation_id not in (select installation_id from check_permissions)
+               for update skip locked) due
+         where c.repo_id = due.repo_id and c.sha = due.sha
+         returning c.repo_id, c.sha, c.installation_id, c.owner, c.name, c.conclusion, c.title,
+                   c.summary, c.annotations, c.version, c.run_id, c.create_sent, c.attempts",
+    )
+    .bind(repo)
+    .bind(sha)
+    .bind(lease.as_secs_f64())
+    .fetch_optional(pool)
+    .await?)
+}
+
 /// Notes that a create is about to be sent (see the table's comment).
 pub async fn mark_create_sent(pool: &PgPool, repo: RepoId, sha: &str) -> Result<(), RegistryError> {
     sqlx::query("update check_runs set create_sent = true where repo_id = $1 and sha = $2")
