@@ -363,6 +363,18 @@ impl FakeGithub {
             .collect()
     }
 
+    /// When each completed check run was created, by (repository, commit):
+    /// one look at the world, without copying the runs.
+    pub fn completed_runs(&self) -> std::collections::HashMap<(i64, String), Instant> {
+        self.shared
+            .world()
+            .check_runs
+            .values()
+            .filter(|r| r.status == "completed")
+            .map(|r| ((r.repo, r.head_sha.clone()), r.created_at))
+            .collect()
+    }
+
     /// The check runs on one commit.
     pub fn check_runs_on(&self, repo: i64, sha: &str) -> Vec<checks::CheckRun> {
         let mut runs = self.check_runs(repo);
