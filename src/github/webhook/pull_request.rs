@@ -233,6 +233,22 @@ mod tests {
     }
 
     #[test]
+    fn a_pull_request_from_a_fork_should_be_checked_in_the_base_repository() {
+        let mut fork: Value = serde_json::from_slice(&fixture("pull_request.opened.json")).unwrap();
+        fork["pull_request"]["head"]["repo"]["id"] = 999.into();
+        fork["pull_request"]["head"]["repo"]["full_name"] = "someone/Hello-World".into();
+        fork["pull_request"]["head"]["repo"]["owner"]["login"] = "someone".into();
+        let body = serde_json::to_vec(&fork).unwrap();
+        let asked = requests(parse_pull_request(&body).unwrap());
+        assert_eq!(asked[0].repo_id, RepoId(186_853_002));
+        assert_eq!(asked[0].owner, "Codertocat");
+        assert_eq!(
+            asked[0].head_sha,
+            "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
+        );
+    }
+
+    #[test]
     fn an_edit_should_ask_only_when_the_base_changed() {
         let edited = fixture("pull_request.edited.base-changed.json");
         assert_eq!(requests(parse_pull_request(&edited).unwrap()).len(), 1);
