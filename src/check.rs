@@ -1,5 +1,5 @@
 //! `roster check [FILE]`: validates a project file locally, so that a
-//! repository's own CI catches a broken file before Roster does (SPEC §4).
+//! repository's own CI catches a broken file before Roster does (docs/operations.md#settings).
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -1,4 +1,4 @@
-//! Roster's own Prometheus metrics (SPEC §7): webhooks, GitHub requests,
+//! Roster's own Prometheus metrics (docs/operations.md#metrics): webhooks, GitHub requests,
 //! rate limits and repositories per status. The controller core registers
 //! its queue metrics into the same registry.
 
@@ -13,7 +13,7 @@ use prometheus_client::registry::Registry;
 
 use crate::registry::Status;
 
-/// The events `roster_webhooks_total` names (SPEC §6, and §9's checks);
+/// The events `roster_webhooks_total` names (docs/contract.md#webhooks, and the check-run events);
 /// every other name, and every delivery whose name cannot be trusted,
 /// counts as [`OTHER_EVENT`]. `X-GitHub-Event` is not covered by the
 /// signature, so a label taken from it as is would let anyone holding one

@@ -1,4 +1,4 @@
-//! The failure throttle of SPEC §8, attacked: guessing the API token through
+//! The failure throttle of docs/contract.md#bounds, attacked: guessing the API token through
 //! the write API and the sign-in form, from one address, from one IPv6 /64,
 //! and behind forged `X-Forwarded-For` headers. Every refusal is checked
 //! both for its answer and for leaving the registry and the queue alone.

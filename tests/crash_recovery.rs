@@ -1,4 +1,4 @@
-//! `kill -9` of the server (SPEC §1 "durable", §4 lease): an acknowledged
+//! `kill -9` of the server (docs/contract.md#the-reconcile-model "durable", the lease in docs/operations.md#settings): an acknowledged
 //! webhook survives the crash, and an id the dead process held is taken
 //! again once its claim runs out.
 //!

@@ -1,4 +1,4 @@
-//! The dashboard's pages (SPEC §5) against a real PostgreSQL: what each page
+//! The dashboard's pages (docs/contract.md#http-routes) against a real PostgreSQL: what each page
 //! shows, that repository data is escaped, sign-in and sign-out, and the
 //! resync forms with their cross-site request protection.
 

@@ -1,4 +1,4 @@
-//! The `dir:` source's bounds (SPEC §8), through the real binary: only
+//! The `dir:` source's bounds (docs/contract.md#bounds), through the real binary: only
 //! regular files inside the folder count, nothing outside it is ever read,
 //! a FIFO never blocks a worker, and SIGTERM ends the process within 30 s
 //! whatever the workers are doing.
@@ -25,7 +25,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 const TOKEN: &str = "dir-bounds-token";
 /// Written only in files outside the source folder: it must never show.
 const SECRET: &str = "s3cr3t-7f3a9d2c";
-/// SPEC §8: SIGTERM ends the process within this long.
+/// docs/contract.md#bounds: SIGTERM ends the process within this long.
 const STOP_LIMIT: Duration = Duration::from_secs(30);
 
 /// A source folder `org` and, beside it, `outside` holding files with the

@@ -1,6 +1,6 @@
 //! The private PostgreSQL: created on first start, reused afterwards,
 //! started again after a crash left its pid file behind, shared by the
-//! processes using one folder and never left behind (SPEC §8).
+//! processes using one folder and never left behind (docs/contract.md#bounds).
 
 mod support;
 

@@ -276,7 +276,7 @@ fn largest_file(head: &str, item: &str, separator: &str, tail: &str) -> String {
     yaml
 }
 
-// SPEC §8: a file breaking a rule on every few bytes gives 100 problems and
+// docs/contract.md#bounds: a file breaking a rule on every few bytes gives 100 problems and
 // one line counting the rest, at the cost of one read of the file.
 #[test]
 fn a_file_breaking_a_rule_everywhere_should_report_a_hundred_problems_cheaply() {
@@ -500,7 +500,7 @@ fn the_webhook_route_seeds_should_reach_every_answer_of_the_route() {
 
 // Found by `project_parse` (its first input, within a second): a value or key
 // holding a line break was quoted as is, so one problem printed over two
-// lines and broke SPEC §2's `FILE:LINE:COLUMN: FIELD: message` format.
+// lines and broke docs/contract.md#the-project-file's `FILE:LINE:COLUMN: FIELD: message` format.
 #[test]
 fn a_line_break_inside_a_quoted_value_should_keep_each_problem_on_one_line() {
     let found = problems_of(b"name: \"a\\nb\"\nowner: b\n\"x\\ry\\u2028\": 1\n");

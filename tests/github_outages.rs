@@ -1,5 +1,5 @@
-//! GitHub answering badly, end to end through the binary (SPEC §3 `error`,
-//! §4 retries): slower than the client's 10 s timeout, garbage instead of
+//! GitHub answering badly, end to end through the binary (docs/contract.md#repository-statuses `error`,
+//! docs/operations.md#settings retries): slower than the client's 10 s timeout, garbage instead of
 //! JSON, or a connection dropped mid-answer. The repository shows `error`
 //! with a readable message, its entries stay as they were, it is retried
 //! with growing delays, and no worker stays stuck.
@@ -79,7 +79,7 @@ fn failures(server: &Roster, key: i64) -> Vec<Value> {
 }
 
 /// Keeps failing until two attempts were retried with the backoff of
-/// SPEC §4 (1 s, then 2 s, ±20 %), then recovers once GitHub does.
+/// docs/operations.md#settings (1 s, then 2 s, ±20 %), then recovers once GitHub does.
 async fn repeated_fault_should_be_retried_with_backoff(kind: FaultKind, needle: &str) {
     let s = setup(2).await;
     let old_head = s.fake.head(s.svc).expect("a head");

@@ -1,6 +1,6 @@
 //! A secondary rate limit pauses every request made with that
 //! installation's token, REST and GraphQL alike, until its wait is over
-//! (SPEC §8); other installations go on. Against the fake GitHub, which logs
+//! (docs/contract.md#bounds); other installations go on. Against the fake GitHub, which logs
 //! when each request reached it.
 
 #[path = "support/fake_github/mod.rs"]

@@ -1,4 +1,4 @@
-//! The deletion guard (SPEC §3, §5) against a real PostgreSQL: the real
+//! The deletion guard (docs/contract.md#repository-statuses, docs/contract.md#http-routes) against a real PostgreSQL: the real
 //! controller's listing and sweep, the PostgreSQL queue, the registry's
 //! handler and tracker, and the HTTP API, over a fake organisation that
 //! suddenly lists empty with a success.
@@ -18,13 +18,19 @@ use roster::controller::{
     Controller, ControllerConfig, Enqueue, Failure, Handler, Lister, Partition, Storage, WorkQueue,
 };
 use roster::db::queue::PgQueue;
-use roster::registry::{partition_name, RegistryHandler, RegistryTracker};
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use serde_json::Value;
 use sqlx::PgPool;
 use support::router;
 use support::server::eventually;
 use tracing_subscriber::fmt::MakeWriter;
+
+/// The name a listing gives the partition of `installation` (`None`: the
+/// local folder).
+fn partition_name(installation: Option<i64>) -> String {
+    roster::source::Partition::of(installation.map(InstallationId)).to_string()
+}
 
 const INSTALLATION: i64 = 42;
 const TOKEN: &str = "holds-test-token";
@@ -137,9 +143,11 @@ async fn fixture(repos: i64, max_removals: MaxRemovals) -> Fixture {
     let storage = Arc::new(WorldStorage(world.clone()));
     let handler = Arc::new(
         RegistryHandler::new(pool.clone(), queue.clone(), "project.yaml")
-            .with_deletion_guard(max_removals, PERIOD),
+            .with_guard(DeletionGuard::new(max_removals, PERIOD)),
     );
-    let tracker = Arc::new(RegistryTracker::new(pool.clone()).with_max_removals(max_removals));
+    let tracker = Arc::new(
+        RegistryTracker::new(pool.clone()).with_guard(DeletionGuard::new(max_removals, PERIOD)),
+    );
     let controller = Controller::new(
         queue.clone(),
         Arc::new(WorldLister(world.clone())),
@@ -200,8 +208,8 @@ impl Fixture {
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<()>,
     ) {
-        let tracker =
-            Arc::new(RegistryTracker::new(self.pool.clone()).with_max_removals(self.max_removals));
+        let guard = DeletionGuard::new(self.max_removals, PERIOD);
+        let tracker = Arc::new(RegistryTracker::new(self.pool.clone()).with_guard(guard));
         let controller = Controller::new(
             self.queue.clone(),
             Arc::new(WorldLister(self.world.clone())),

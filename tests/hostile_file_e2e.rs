@@ -1,4 +1,4 @@
-//! The attack of SPEC §8 on the real binary: a repository whose project file
+//! The attack of docs/contract.md#bounds on the real binary: a repository whose project file
 //! is 256 KiB of `projects: [{},{},…]`, resynced 50 times. Before the bounds,
 //! each reconcile stored an 11.9 MB error and another copy of it as an
 //! event; after 53 resyncs one repository answer weighed 614 MB. Now every

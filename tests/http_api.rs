@@ -1,4 +1,4 @@
-//! The HTTP side (SPEC §5, §7) against a real PostgreSQL: the read API's
+//! The HTTP side (docs/contract.md#http-routes, docs/operations.md#metrics) against a real PostgreSQL: the read API's
 //! shapes, filters and pagination, the write API's auth and effect, probes,
 //! `/metrics`, security headers and the dashboard's escaping.
 

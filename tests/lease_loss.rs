@@ -1,4 +1,4 @@
-//! Workers that lose their lease (SPEC §8), on a real PostgreSQL: a lease
+//! Workers that lose their lease (docs/contract.md#bounds), on a real PostgreSQL: a lease
 //! taken by another replica, a lease that ran out, and a worker cut off from
 //! the database. In each case the worker's attempt writes nothing to the
 //! registry, and the id is never handled by two workers at once.

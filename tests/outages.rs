@@ -1,4 +1,4 @@
-//! PostgreSQL restarted under a running server (SPEC §4, §5 `/readyz`, §6):
+//! PostgreSQL restarted under a running server (docs/operations.md#settings, docs/contract.md#http-routes `/readyz`, docs/contract.md#webhooks):
 //! the server keeps running, answers webhooks 503 while the database is
 //! away (GitHub records a failure, which a redelivery recovers), reports
 //! not ready, and resumes its work by itself once the database is back.

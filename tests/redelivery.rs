@@ -1,4 +1,4 @@
-//! Recovery of missed webhook deliveries (SPEC §6) against the fake
+//! Recovery of missed webhook deliveries (docs/contract.md#webhooks) against the fake
 //! GitHub's delivery log and a real PostgreSQL (a fresh database per test):
 //! exactly the events no attempt delivered, and that Roster never received,
 //! are asked for once; what was asked shows in the deliveries list.

@@ -1,5 +1,5 @@
 //! The registry against a real PostgreSQL: every status transition of
-//! SPEC §3 with its entries, conflicts, idempotency, and the read queries.
+//! docs/contract.md#repository-statuses with its entries, conflicts, idempotency, and the read queries.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,12 +10,18 @@ use roster::controller::{Failure, Handler, Tracker, WorkQueue};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::registry::{
-    ensure_known, get_project, get_repo, list_projects, list_repos, mark_error, partition_name,
+    ensure_known, get_project, get_repo, list_projects, list_repos, mark_error,
     repo_id_by_full_name, status_counts, ProjectFilter, RegistryError, RegistryHandler,
     RegistryTracker, RepoFilter, Status,
 };
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
+
+/// The name a listing gives the partition of `installation` (`None`: the
+/// local folder).
+fn partition_name(installation: Option<i64>) -> String {
+    roster::source::Partition::of(installation.map(InstallationId)).to_string()
+}
 
 struct Fixture {
     pool: PgPool,

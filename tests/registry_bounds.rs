@@ -1,4 +1,4 @@
-//! The registry's bounds of SPEC §8 against a real PostgreSQL: at most 100
+//! The registry's bounds of docs/contract.md#bounds against a real PostgreSQL: at most 100
 //! projects per repository, a stored error of at most 16 KiB cut at a line
 //! boundary, repeated reconciles folded into one event with a count, and
 //! list routes that show only the first line of an error.

@@ -1,5 +1,5 @@
 //! Several `roster serve` processes on one database, webhooks spread across
-//! them round-robin (SPEC §1 "exclusive", DESIGN "only one replica at a time
+//! them round-robin (docs/contract.md#the-reconcile-model "exclusive", "only one replica at a time
 //! runs the periodic listing"). Each process logs one JSON line per
 //! reconcile and per listing with its duration; from those the tests rebuild
 //! who worked on what and when, and check that no two reconciles of one

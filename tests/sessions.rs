@@ -1,4 +1,4 @@
-//! Dashboard sessions under attack (SPEC §8): a cookie copied before its
+//! Dashboard sessions under attack (docs/contract.md#bounds): a cookie copied before its
 //! owner signed out, and cross-site forms that forge `X-Forwarded-Host` to
 //! pass the same-origin check. Every refusal is checked both for its answer
 //! and for leaving the queue and the listing schedule alone.

@@ -1,4 +1,4 @@
-//! The webhook route under attack (SPEC §8): oversized and unsigned bodies,
+//! The webhook route under attack (docs/contract.md#bounds): oversized and unsigned bodies,
 //! more senders than the route reads at once, ids GitHub never sends, event
 //! names that would mint metric series, and a payload naming 300,000
 //! repositories. Each answer is a clear error, and what is registered stays

@@ -1,6 +1,6 @@
 //! `POST /webhooks/github` against a real PostgreSQL (a fresh database per
 //! test): GitHub's own example payloads, signed, go in; the queue, the
-//! registry, the delivery log and the metrics come out (SPEC §6).
+//! registry, the delivery log and the metrics come out (docs/contract.md#webhooks).
 
 use std::path::PathBuf;
 use std::sync::Arc;

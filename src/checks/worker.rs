@@ -14,12 +14,12 @@ use futures_util::future::join_all;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
-use super::evaluate::{evaluate, Parsed};
 use super::mode::ChecksMode;
 use super::post::{post, Posted};
 use crate::controller::Backoff;
 use crate::github::checks_api::ChecksApi;
 use crate::github::http::CallError;
+use crate::project::verdict::{evaluate, Parsed};
 use crate::registry::check_requests::{self, ClaimedRequest};
 use crate::registry::check_runs::{self, CheckIntent};
 use crate::registry::read_only::RegistryReader;

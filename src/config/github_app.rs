@@ -3,28 +3,12 @@
 
 use std::path::PathBuf;
 
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use url::Url;
 
 use super::ConfigError;
 
-/// Everything needed to talk to GitHub as an App.
-#[derive(Debug, Clone)]
-pub struct GithubAppSettings {
-    pub app_id: u64,
-    /// PEM text, already checked to be an RSA private key.
-    pub private_key: SecretString,
-    pub webhook_secret: SecretString,
-    pub api_url: Url,
-    pub graphql_url: Url,
-}
-
-impl GithubAppSettings {
-    /// The webhook secret's bytes, for HMAC verification.
-    pub fn webhook_secret_bytes(&self) -> &[u8] {
-        self.webhook_secret.expose_secret().as_bytes()
-    }
-}
+pub use crate::github::GithubAppSettings;
 
 /// `None` when no App is configured (GITHUB_APP_ID unset).
 pub(super) fn from_args(

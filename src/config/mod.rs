@@ -16,16 +16,20 @@ use secrecy::SecretString;
 use url::Url;
 
 mod github_app;
-mod max_removals;
 mod parse;
 #[cfg(test)]
 mod tests;
 
+use crate::controller::{
+    DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
+};
+use crate::github::webhook::admission::DEFAULT_CONCURRENCY;
+use crate::github::webhook::retention::DEFAULT_RETENTION;
+pub use crate::registry::MaxRemovals;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
-pub use max_removals::MaxRemovals;
 use parse::{
-    parse_batch_size, parse_delivery_retention, parse_lease, parse_listen, parse_log_format,
-    parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
+    duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
+    parse_log_format, parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
     parse_webhook_concurrency, parse_workers,
 };
 
@@ -126,15 +130,15 @@ pub struct ServeArgs {
     pub project_file: String,
 
     /// Period of the org-wide listing (`30s`, `15m`, `1h`).
-    #[arg(long, env = "ROSTER_RESYNC_INTERVAL", default_value = "1h")]
+    #[arg(long, env = "ROSTER_RESYNC_INTERVAL", default_value_t = duration_text(DEFAULT_RESYNC_INTERVAL))]
     pub resync_interval: String,
 
     /// Concurrent reconcile workers per replica.
-    #[arg(long, env = "ROSTER_WORKERS", default_value = "8")]
+    #[arg(long, env = "ROSTER_WORKERS", default_value_t = DEFAULT_WORKERS.to_string())]
     pub workers: String,
 
     /// Most repositories a worker claims and reads from GitHub at once.
-    #[arg(long, env = "ROSTER_BATCH_SIZE", default_value = "100")]
+    #[arg(long, env = "ROSTER_BATCH_SIZE", default_value_t = DEFAULT_BATCH_SIZE.to_string())]
     pub batch_size: String,
 
     /// Bearer token for the write API; unset: the write API answers 403.
@@ -156,12 +160,12 @@ pub struct ServeArgs {
     pub trust_proxy: String,
     /// Webhook bodies read and verified at once; the rest wait (503 past
     /// 10 s).
-    #[arg(long, env = "ROSTER_WEBHOOK_CONCURRENCY", default_value = "32")]
+    #[arg(long, env = "ROSTER_WEBHOOK_CONCURRENCY", default_value_t = DEFAULT_CONCURRENCY.to_string())]
     pub webhook_concurrency: String,
 
     /// How long the webhook delivery log keeps a delivery (`7d`, `72h`);
     /// at least 3d.
-    #[arg(long, env = "ROSTER_DELIVERY_RETENTION", default_value = "7d")]
+    #[arg(long, env = "ROSTER_DELIVERY_RETENTION", default_value_t = duration_text(DEFAULT_RETENTION))]
     pub delivery_retention: String,
 
     /// Which `Roster` check runs are posted on GitHub: `all` (pull
@@ -215,7 +219,7 @@ pub struct Settings {
     /// (`ROSTER_TRUST_PROXY`); off, anyone could write them.
     pub trust_proxy: bool,
     /// Length of a worker's claim (hidden `ROSTER_LEASE`, default
-    /// [`crate::app::LEASE`]).
+    /// [`DEFAULT_LEASE`]).
     pub lease: Duration,
     /// Webhook bodies read and verified at once.
     pub webhook_concurrency: usize,
@@ -274,7 +278,7 @@ impl ServeArgs {
             Some(raw) => parse_trust_proxy(&raw)?,
         };
         let lease = match non_empty(self.lease) {
-            None => crate::app::LEASE,
+            None => DEFAULT_LEASE,
             Some(raw) => parse_lease(&raw)?,
         };
         let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;

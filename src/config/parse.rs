@@ -6,6 +6,19 @@ use std::time::Duration;
 
 use super::{ConfigError, LogFormat, SourceSetting};
 
+/// A default duration as a flag would be written (`1h`, `7d`, `90s`): the
+/// largest unit that divides it, so `--help` shows what one would type.
+pub(super) fn duration_text(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    let unit = [(86_400, "d"), (3_600, "h"), (60, "m")]
+        .into_iter()
+        .find(|(size, _)| seconds > 0 && seconds % size == 0);
+    match unit {
+        Some((size, unit)) => format!("{}{unit}", seconds / size),
+        None => format!("{seconds}s"),
+    }
+}
+
 pub(super) fn parse_listen(raw: &str) -> Result<SocketAddr, ConfigError> {
     raw.trim().parse().map_err(|_| {
         ConfigError::new(

@@ -2,6 +2,8 @@ use super::*;
 use clap::Parser;
 use secrecy::ExposeSecret;
 
+mod github_app;
+
 #[derive(Parser)]
 struct TestCli {
     #[command(flatten)]
@@ -97,172 +99,6 @@ fn unknown_source_kind_should_be_rejected() {
 }
 
 #[test]
-fn an_app_should_default_the_source_to_github_and_derive_graphql() {
-    let s = parse(&app_args(&[])).unwrap();
-    assert_eq!(s.source, SourceSetting::Github);
-    let app = s.github.unwrap();
-    assert_eq!(app.app_id, 42);
-    assert_eq!(app.webhook_secret_bytes(), b"s3cret");
-    assert_eq!(app.api_url.as_str(), "https://api.github.com/");
-    assert_eq!(app.graphql_url.as_str(), "https://api.github.com/graphql");
-}
-
-#[test]
-fn an_app_may_still_use_a_dir_source() {
-    let here = here();
-    let s = parse(&app_args(&["--source", &here])).unwrap();
-    assert!(matches!(s.source, SourceSetting::Dir(_)));
-    assert!(s.github.is_some());
-}
-
-#[test]
-fn graphql_url_should_follow_enterprise_server_layout() {
-    let s = parse(&app_args(&[
-        "--github-api-url",
-        "https://ghe.example.com/api/v3",
-    ]))
-    .unwrap();
-    assert_eq!(
-        s.github.unwrap().graphql_url.as_str(),
-        "https://ghe.example.com/api/graphql"
-    );
-}
-
-#[test]
-fn graphql_url_of_a_test_double_should_be_api_plus_graphql() {
-    let s = parse(&app_args(&["--github-api-url", "http://127.0.0.1:9999/"])).unwrap();
-    assert_eq!(
-        s.github.unwrap().graphql_url.as_str(),
-        "http://127.0.0.1:9999/graphql"
-    );
-}
-
-#[test]
-fn explicit_graphql_url_should_win_over_the_derived_one() {
-    let s = parse(&app_args(&["--github-graphql-url", "http://gql.test/q"])).unwrap();
-    assert_eq!(s.github.unwrap().graphql_url.as_str(), "http://gql.test/q");
-}
-
-#[test]
-fn bad_api_url_should_name_github_api_url() {
-    assert_eq!(
-        err(&app_args(&["--github-api-url", "not a url"])).setting,
-        "GITHUB_API_URL"
-    );
-    assert_eq!(
-        err(&app_args(&["--github-api-url", "ftp://x.test/"])).setting,
-        "GITHUB_API_URL"
-    );
-}
-
-#[test]
-fn bad_graphql_url_should_name_github_graphql_url() {
-    assert_eq!(
-        err(&app_args(&["--github-graphql-url", "::"])).setting,
-        "GITHUB_GRAPHQL_URL"
-    );
-}
-
-#[test]
-fn app_id_that_is_not_a_number_should_be_rejected() {
-    let mut args = app_args(&[]);
-    args[1] = "forty-two";
-    assert_eq!(err(&args).setting, "GITHUB_APP_ID");
-}
-
-#[test]
-fn app_without_a_key_should_name_the_key() {
-    let e = err(&["--github-app-id", "42", "--github-webhook-secret", "s"]);
-    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
-}
-
-#[test]
-fn app_without_a_webhook_secret_should_name_it() {
-    let e = err(&[
-        "--github-app-id",
-        "42",
-        "--github-app-private-key",
-        TEST_KEY,
-    ]);
-    assert_eq!(e.setting, "GITHUB_WEBHOOK_SECRET");
-}
-
-#[test]
-fn unreadable_key_path_should_name_the_path_setting() {
-    let e = err(&[
-        "--github-app-id",
-        "42",
-        "--github-app-private-key-path",
-        "/no/such/key.pem",
-        "--github-webhook-secret",
-        "s",
-    ]);
-    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY_PATH");
-    assert!(e.message.contains("/no/such/key.pem"), "{e}");
-}
-
-#[test]
-fn key_path_should_be_read_and_checked() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/test-app-key.pem"
-    );
-    let s = parse(&[
-        "--github-app-id",
-        "42",
-        "--github-app-private-key-path",
-        path,
-        "--github-webhook-secret",
-        "s",
-    ])
-    .unwrap();
-    assert_eq!(s.github.unwrap().private_key.expose_secret(), TEST_KEY);
-}
-
-#[test]
-fn garbage_pem_should_name_the_key_setting() {
-    let e = err(&[
-        "--github-app-id",
-        "42",
-        "--github-app-private-key",
-        "-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n",
-        "--github-webhook-secret",
-        "s",
-    ]);
-    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
-    let e = err(&[
-        "--github-app-id",
-        "42",
-        "--github-app-private-key",
-        "hello",
-        "--github-webhook-secret",
-        "s",
-    ]);
-    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
-}
-
-#[test]
-fn key_with_escaped_newlines_should_be_accepted() {
-    let escaped = TEST_KEY.trim_end().replace('\n', "\\n");
-    let s = parse(&[
-        "--github-app-id",
-        "42",
-        "--github-app-private-key",
-        &escaped,
-        "--github-webhook-secret",
-        "s",
-    ])
-    .unwrap();
-    assert!(s.github.unwrap().private_key.expose_secret().contains('\n'));
-}
-
-#[test]
-fn both_key_forms_at_once_should_be_rejected() {
-    let e = err(&app_args(&["--github-app-private-key-path", "/k.pem"]));
-    assert_eq!(e.setting, "GITHUB_APP_PRIVATE_KEY");
-}
-
-#[test]
 fn database_url_should_be_postgres() {
     let here = here();
     let e = err(&["--source", &here, "--database-url", "mysql://x/y"]);
@@ -303,7 +139,7 @@ fn resync_interval_should_parse_human_durations_of_at_least_a_second() {
 fn lease_should_default_to_a_minute_and_take_at_least_a_second() {
     let here = here();
     let s = parse(&["--source", &here]).unwrap();
-    assert_eq!(s.lease, crate::app::LEASE);
+    assert_eq!(s.lease, crate::controller::DEFAULT_LEASE);
     let s = parse(&["--source", &here, "--lease", "3s"]).unwrap();
     assert_eq!(s.lease, Duration::from_secs(3));
     for bad in ["soon", "500ms", "0s"] {
@@ -456,6 +292,21 @@ fn secrets_should_not_show_in_debug_output() {
     assert!(!debug.contains("t0k-visible?"));
     assert!(!debug.contains("s3cret"));
     assert!(!debug.contains("PRIVATE KEY"));
+}
+
+#[test]
+fn defaults_should_be_the_constants_of_what_they_configure() {
+    assert_eq!(duration_text(Duration::from_secs(3600)), "1h");
+    assert_eq!(duration_text(Duration::from_secs(7 * 24 * 3600)), "7d");
+    assert_eq!(duration_text(Duration::from_secs(90)), "90s");
+    assert_eq!(duration_text(Duration::from_secs(120)), "2m");
+    let s = parse(&["--source", &here()]).unwrap();
+    assert_eq!(s.resync_interval, DEFAULT_RESYNC_INTERVAL);
+    assert_eq!(s.workers, DEFAULT_WORKERS);
+    assert_eq!(s.batch_size, DEFAULT_BATCH_SIZE);
+    assert_eq!(s.webhook_concurrency, DEFAULT_CONCURRENCY);
+    assert_eq!(s.delivery_retention, DEFAULT_RETENTION);
+    assert_eq!(s.lease, DEFAULT_LEASE);
 }
 
 #[test]

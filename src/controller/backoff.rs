@@ -1,6 +1,6 @@
 //! Per-key exponential backoff with jitter.
 //!
-//! Defaults (SPEC §4): 1 s doubling to a cap of 5 minutes, ±20 % jitter, so
+//! Defaults (docs/operations.md#settings): 1 s doubling to a cap of 5 minutes, ±20 % jitter, so
 //! that keys failing together (a GitHub outage) do not retry in lockstep.
 
 use std::time::Duration;

@@ -4,7 +4,22 @@ use std::time::Duration;
 
 use super::backoff::Backoff;
 
-/// How a [`super::Controller`] runs. `Default` gives SPEC §4's values.
+/// Default of [`ControllerConfig::workers`] (`ROSTER_WORKERS`).
+pub const DEFAULT_WORKERS: usize = 8;
+
+/// Default of [`ControllerConfig::resync_interval`]
+/// (`ROSTER_RESYNC_INTERVAL`): an hour.
+pub const DEFAULT_RESYNC_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Default of [`ControllerConfig::lease`] (the hidden `ROSTER_LEASE`): a
+/// minute (docs/operations.md#settings).
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+
+/// Default of [`ControllerConfig::batch_size`] (`ROSTER_BATCH_SIZE`): what
+/// one GraphQL query reads.
+pub const DEFAULT_BATCH_SIZE: usize = 100;
+
+/// How a [`super::Controller`] runs. `Default` gives the documented values (docs/operations.md#settings).
 #[derive(Debug, Clone)]
 pub struct ControllerConfig {
     /// Concurrent workers in this process.
@@ -35,11 +50,11 @@ pub struct ControllerConfig {
 impl Default for ControllerConfig {
     fn default() -> Self {
         Self {
-            workers: 8,
-            resync_interval: Duration::from_secs(3600),
+            workers: DEFAULT_WORKERS,
+            resync_interval: DEFAULT_RESYNC_INTERVAL,
             listing_check: Duration::from_secs(1),
-            lease: Duration::from_secs(60),
-            batch_size: 100,
+            lease: DEFAULT_LEASE,
+            batch_size: DEFAULT_BATCH_SIZE,
             concurrent_reads: 2,
             poll_interval: Duration::from_secs(1),
             shutdown_grace: Duration::from_secs(20),

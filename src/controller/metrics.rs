@@ -1,4 +1,4 @@
-//! The controller's own metrics (SPEC §7), registered by whoever builds it.
+//! The controller's own metrics (docs/operations.md#metrics), registered by whoever builds it.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

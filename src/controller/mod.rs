@@ -18,7 +18,9 @@ pub mod runner;
 pub mod traits;
 
 pub use backoff::Backoff;
-pub use config::ControllerConfig;
+pub use config::{
+    ControllerConfig, DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
+};
 pub use metrics::ControllerMetrics;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
 pub use runner::Controller;

@@ -1,6 +1,6 @@
 //! The work queue contract every queue implementation keeps.
 //!
-//! Guarantees, for every key (SPEC §1):
+//! Guarantees, for every key (docs/contract.md#the-reconcile-model):
 //! - **dedup**: a key enqueued many times before it is claimed is claimed once;
 //! - **exclusive**: at most one claim of a key is live at a time, across every
 //!   handle on the same backing store (replicas);

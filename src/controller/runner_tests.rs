@@ -651,7 +651,7 @@ async fn a_failure_in_a_batch_should_stay_with_its_key() {
     }
 }
 
-// ---- leases that cannot be renewed (SPEC §8) ----
+// ---- leases that cannot be renewed (docs/contract.md#bounds) ----
 
 const LEASE: Duration = Duration::from_secs(30);
 

@@ -22,18 +22,21 @@
 //! and log of the earlier run, while a server started now runs with this
 //! run's, and a fast stop takes well under a second.
 
+mod host;
 mod leftover;
 mod lock;
+mod process;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::time::Duration;
 
 use sqlx::Connection;
 use tokio::process::Command;
 
+use host::{check_reachable, find_bin_dir, prepare_data_dir, run_as_user};
 use leftover::LockFile;
 use lock::{StartLock, UseLock};
+use process::{io_err, log_tail, run};
 
 /// Names the socket file (`.s.PGSQL.5432`) inside our private folder.
 const PORT: u16 = 5432;
@@ -365,162 +368,14 @@ fn socket_url(data_dir: &Path, database: &str) -> String {
     format!("postgres://{USER}@localhost/{database}?{query}")
 }
 
-/// Creates the folder, makes it private and returns its absolute path
-/// (the socket folder setting must be absolute).
-fn prepare_data_dir(data_dir: &Path) -> Result<PathBuf, EmbeddedError> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(data_dir).map_err(io_err(data_dir))?;
-    let data_dir = std::fs::canonicalize(data_dir).map_err(io_err(data_dir))?;
-    std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700))
-        .map_err(io_err(&data_dir))?;
-    Ok(data_dir)
-}
-
-/// The folder holding `initdb` and `pg_ctl`: the version the cluster was
-/// created with if it exists, else the first on PATH, else the newest
-/// Debian-style install.
-fn find_bin_dir(pgdata: &Path) -> Result<PathBuf, EmbeddedError> {
-    let has_tools = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
-    let debian = Path::new("/usr/lib/postgresql");
-    if let Ok(version) = std::fs::read_to_string(pgdata.join("PG_VERSION")) {
-        let dir = debian.join(version.trim()).join("bin");
-        if has_tools(&dir) {
-            return Ok(dir);
-        }
-    }
-    if let Some(path) = std::env::var_os("PATH") {
-        if let Some(dir) = std::env::split_paths(&path).find(|d| has_tools(d)) {
-            return Ok(dir);
-        }
-    }
-    let mut versions: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(debian)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let key: Option<Vec<u32>> = name.split('.').map(|p| p.parse().ok()).collect();
-            Some((key?, entry.path().join("bin")))
-        })
-        .filter(|(_, dir)| has_tools(dir))
-        .collect();
-    versions.sort();
-    versions
-        .pop()
-        .map(|(_, dir)| dir)
-        .ok_or(EmbeddedError::NotInstalled)
-}
-
-/// `None` for a normal user; the `postgres` system user when we are root.
-fn run_as_user() -> Result<Option<SystemUser>, EmbeddedError> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let euid = unsafe { libc::geteuid() };
-    if euid != 0 {
-        return Ok(None);
-    }
-    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-    postgres_user(&passwd)
-        .map(Some)
-        .ok_or(EmbeddedError::RootWithoutPostgresUser)
-}
-
-fn postgres_user(passwd: &str) -> Option<SystemUser> {
-    passwd.lines().find_map(|line| {
-        let mut fields = line.split(':');
-        if fields.next()? != "postgres" {
-            return None;
-        }
-        let _password = fields.next()?;
-        let uid = fields.next()?.parse().ok()?;
-        let gid = fields.next()?.parse().ok()?;
-        (uid != 0).then_some(SystemUser { uid, gid })
-    })
-}
-
-/// Each folder above `data_dir` must let the `postgres` user pass through.
-fn check_reachable(data_dir: &Path, user: SystemUser) -> Result<(), EmbeddedError> {
-    use std::os::unix::fs::MetadataExt;
-    for dir in data_dir.ancestors().skip(1) {
-        let meta = std::fs::metadata(dir).map_err(io_err(dir))?;
-        let mode = meta.mode();
-        let can_enter = mode & 0o001 != 0
-            || (meta.uid() == user.uid && mode & 0o100 != 0)
-            || (meta.gid() == user.gid && mode & 0o010 != 0);
-        if !can_enter {
-            return Err(EmbeddedError::Unreachable {
-                path: dir.to_path_buf(),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Quotes a value for postgresql.conf (backslash escapes, doubled quotes).
 fn conf_quote(value: &str) -> String {
     value.replace('\\', "\\\\").replace('\'', "''")
 }
 
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> EmbeddedError + '_ {
-    move |source| EmbeddedError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-async fn spawn(mut cmd: Command, program: &Path) -> Result<Output, EmbeddedError> {
-    cmd.stdin(std::process::Stdio::null())
-        .output()
-        .await
-        .map_err(|source| EmbeddedError::Spawn {
-            program: program.to_path_buf(),
-            source,
-        })
-}
-
-async fn run(cmd: Command, name: &str) -> Result<(), EmbeddedError> {
-    let program = PathBuf::from(cmd.as_std().get_program());
-    let output = spawn(cmd, &program).await?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_owned();
-    let detail = [text(&output.stderr), text(&output.stdout)]
-        .into_iter()
-        .filter(|s| !s.is_empty())
-        .collect::<Vec<_>>()
-        .join(" / ");
-    Err(EmbeddedError::Command {
-        command: name.to_owned(),
-        status: output.status.to_string(),
-        detail: one_line(&detail),
-    })
-}
-
-/// The last lines of the server log, which say why a start failed.
-fn log_tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().rev().take(5).collect();
-    let tail: Vec<&str> = lines.into_iter().rev().collect();
-    one_line(&tail.join(" / "))
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn postgres_user_should_be_read_from_passwd() {
-        let passwd = "root:x:0:0:root:/root:/bin/bash\n\
-                      postgres:x:101:104:PostgreSQL administrator:/var/lib/postgresql:/bin/bash\n";
-        let user = postgres_user(passwd).unwrap();
-        assert_eq!((user.uid, user.gid), (101, 104));
-        assert!(postgres_user("root:x:0:0::/root:/bin/sh\n").is_none());
-        assert!(postgres_user("postgres:x:0:0::/:/bin/sh\n").is_none());
-    }
 
     #[test]
     fn conf_values_should_be_quoted() {

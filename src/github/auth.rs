@@ -23,7 +23,7 @@ use url::Url;
 use super::error::GithubError;
 use super::http::{error_chain, join, next_link, CallError, Http, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
-use crate::config::GithubAppSettings;
+use super::settings::GithubAppSettings;
 
 /// A token is renewed once it has less than this left, so that no request
 /// (or a listing's last page) goes out with a token about to expire.

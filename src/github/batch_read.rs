@@ -18,7 +18,6 @@ use super::http::CallError;
 use super::read_query::{read_query, slot_of, ReadData, Slot, MAX_PER_QUERY};
 use super::storage::{decode_hint, GithubStorage, Recorded, SUSPENDED_RETRY};
 use crate::controller::Failure;
-use crate::registry::record_node_ids;
 use crate::source::{Observed, RepoId};
 
 /// At most this many REST reads at once for the keys a batch left open.
@@ -89,7 +88,7 @@ impl GithubStorage {
         let mut groups: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
         for &index in unhinted {
             match records.get(&items[index].0).and_then(|r| r.installation) {
-                Some(installation) => groups.entry(installation).or_default().push(index),
+                Some(installation) => groups.entry(installation.0).or_default().push(index),
                 None => open.push(index),
             }
         }
@@ -108,7 +107,7 @@ impl GithubStorage {
                 learnt.extend(node_id.map(|n| (items[index].0, n)));
             }
         }
-        if let Err(error) = record_node_ids(&self.client.pool, &learnt).await {
+        if let Err(error) = self.client.registry.record_node_ids(&learnt).await {
             // Only the next read's way of asking depends on it.
             tracing::warn!(%error, "could not store the repositories' node ids");
         }

@@ -16,7 +16,7 @@ use super::graphql::too_large;
 use super::http::{join, CallError, Reply, Request};
 use super::rate_limit::{Bucket, Resource, Who};
 use super::MAX_FILE_BYTES;
-use crate::checks::evaluate::HeadFile;
+use crate::project::verdict::HeadFile;
 
 /// The check run's name on GitHub.
 pub const CHECK_NAME: &str = "Roster";

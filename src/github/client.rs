@@ -12,6 +12,7 @@ use super::etag::EtagCache;
 use super::graphql::{Answer, GraphqlError};
 use super::http::{CallError, Http, Reply, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
+use crate::registry::RegistryDb;
 
 /// The GitHub App as the source uses it; one per process.
 #[derive(Debug)]
@@ -22,7 +23,8 @@ pub struct Client {
     pub graphql_url: Url,
     /// Path of the project file inside a repository (no leading `/`).
     pub project_file: String,
-    pub pool: PgPool,
+    /// What the registry recorded, for reading GitHub the right way.
+    pub registry: RegistryDb,
     etags: EtagCache,
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
@@ -44,7 +46,7 @@ impl Client {
             api_url,
             graphql_url,
             project_file: project_file.trim_start_matches('/').to_owned(),
-            pool,
+            registry: RegistryDb::new(pool),
             etags: EtagCache::new(etag_capacity),
             installations: Mutex::new(None),
         }

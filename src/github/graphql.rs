@@ -64,15 +64,6 @@ pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $
   }
 }"#;
 
-/// Every GraphQL query Roster sends, by name (checked against the schema).
-/// The batch read's query with aliases is built per batch
-/// ([`super::read_query::read_query`]); its test checks a built one too.
-pub const QUERIES: &[(&str, &str)] = &[
-    ("LIST_REPOSITORIES", LIST_REPOSITORIES),
-    ("READ_REPOSITORIES", super::read_query::READ_REPOSITORIES),
-    ("FILE_AT_COMMIT", super::checks_api::FILE_AT_COMMIT),
-];
-
 /// A GraphQL answer: data, errors, or both.
 #[derive(Debug, Deserialize)]
 pub struct Answer<T> {

@@ -25,8 +25,7 @@ use super::client::Client;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
 use crate::controller::{Enqueue, Failure, Found, Lister, Partition};
-use crate::registry::partition_name;
-use crate::source::{Observed, RepoId};
+use crate::source::{self, InstallationId, Observed, RepoId};
 
 /// At most this many pages (100 repositories each) per installation.
 const MAX_PAGES: usize = 10_000;
@@ -52,7 +51,7 @@ impl GithubLister {
         installation: &Installation,
         found: &Found<RepoId>,
     ) -> Partition<RepoId> {
-        let name = partition_name(Some(installation.id));
+        let name = partition_of(installation.id).to_string();
         if installation.suspended {
             return self.suspended(installation.id, name, found).await;
         }
@@ -162,20 +161,16 @@ impl GithubLister {
         name: String,
         found: &Found<RepoId>,
     ) -> Partition<RepoId> {
-        let known = sqlx::query_scalar::<_, i64>(
-            "select id from repositories where installation_id = $1 and status <> 'removed' order by id",
-        )
-        .bind(installation)
-        .fetch_all(&self.client.pool)
-        .await
-        .unwrap_or_else(|error| {
+        let known = self
+            .client
+            .registry
+            .tracked_ids(partition_of(installation))
+            .await
+            .unwrap_or_else(|error| {
             tracing::warn!(installation, %error, "could not read the suspended installation's repositories");
             Vec::new()
         });
-        let items: Vec<_> = known
-            .into_iter()
-            .map(|id| Enqueue::fresh(RepoId(id)))
-            .collect();
+        let items: Vec<_> = known.into_iter().map(Enqueue::fresh).collect();
         let _ = found.send(items.clone());
         Partition {
             name,
@@ -186,12 +181,7 @@ impl GithubLister {
 
     /// Installations the registry remembers that GitHub no longer lists.
     async fn vanished(&self, listed: &[Installation]) -> Vec<Partition<RepoId>> {
-        let remembered = sqlx::query_scalar::<_, i64>(
-            "select distinct installation_id from repositories
-             where installation_id is not null and status <> 'removed'",
-        )
-        .fetch_all(&self.client.pool)
-        .await;
+        let remembered = self.client.registry.installations().await;
         let remembered = match remembered {
             Ok(ids) => ids,
             Err(error) => {
@@ -199,12 +189,13 @@ impl GithubLister {
                 return Vec::new();
             }
         };
-        let listed: BTreeSet<i64> = listed.iter().map(|i| i.id).collect();
+        let listed: BTreeSet<InstallationId> =
+            listed.iter().map(|i| InstallationId(i.id)).collect();
         remembered
             .into_iter()
             .filter(|id| !listed.contains(id))
             .map(|id| Partition {
-                name: partition_name(Some(id)),
+                name: source::Partition::Installation(id).to_string(),
                 items: Vec::new(),
                 outcome: Ok(()),
             })
@@ -237,6 +228,11 @@ impl Lister for GithubLister {
         partitions.extend(self.vanished(&installations).await);
         Ok(partitions)
     }
+}
+
+/// The partition of an installation's repositories.
+fn partition_of(installation: i64) -> source::Partition {
+    source::Partition::Installation(InstallationId(installation))
 }
 
 /// A key with the observation it was listed with.

@@ -9,6 +9,7 @@ pub mod auth;
 mod batch_read;
 pub mod checks_api;
 mod client;
+mod contents;
 pub mod error;
 pub mod etag;
 pub mod graphql;
@@ -17,17 +18,20 @@ pub mod lister;
 pub mod rate_limit;
 pub mod read_query;
 pub mod redelivery;
+pub mod settings;
 pub mod source;
 pub mod storage;
 pub mod webhook;
 
 pub use auth::Installation;
 pub use error::GithubError;
-pub use graphql::{LIST_REPOSITORIES, QUERIES};
+pub use graphql::LIST_REPOSITORIES;
 pub use http::Reply;
 pub use lister::GithubLister;
+pub use read_query::QUERIES;
+pub use settings::GithubAppSettings;
 pub use source::{GithubOptions, GithubSource};
 pub use storage::GithubStorage;
 
-/// The largest project file Roster reads (SPEC §2: 256 KiB).
+/// The largest project file Roster reads (docs/contract.md#the-project-file: 256 KiB).
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;

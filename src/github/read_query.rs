@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::graphql::{GraphqlError, RepoNode};
+use super::graphql::{GraphqlError, RepoNode, LIST_REPOSITORIES};
 
 /// The fields read per repository; the file at the head commit itself, so
 /// the bytes and the sha they are reported with belong together.
@@ -155,6 +155,15 @@ pub fn slot_of(error: &GraphqlError) -> Option<Slot> {
         _ => None,
     }
 }
+
+/// Every GraphQL query Roster sends, by name (checked against the schema).
+/// The batch read's query with aliases is built per batch ([`read_query`]);
+/// its test checks a built one too.
+pub const QUERIES: &[(&str, &str)] = &[
+    ("LIST_REPOSITORIES", LIST_REPOSITORIES),
+    ("READ_REPOSITORIES", READ_REPOSITORIES),
+    ("FILE_AT_COMMIT", super::checks_api::FILE_AT_COMMIT),
+];
 
 #[cfg(test)]
 mod tests {

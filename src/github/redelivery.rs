@@ -1,4 +1,4 @@
-//! Recovery of missed webhook deliveries (SPEC §6).
+//! Recovery of missed webhook deliveries (docs/contract.md#webhooks).
 //!
 //! GitHub never redelivers a failed delivery by itself: a webhook that found
 //! Roster down, restarting or without its database is lost unless someone
@@ -27,7 +27,10 @@ use url::Url;
 
 use super::http::next_link;
 use super::source::GithubSource;
+use super::webhook::deliveries::{self, DeliveriesError, NewDelivery};
 use crate::controller::Failure;
+use crate::registry::RegistryError;
+use crate::source::RepoId;
 
 /// How far back GitHub keeps deliveries and accepts redelivery requests.
 pub const WINDOW: Duration = Duration::from_secs(3 * 24 * 3600);
@@ -62,6 +65,10 @@ pub enum RedeliveryError {
     Log(Failure),
     #[error("recording redeliveries: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("recording redeliveries: {0}")]
+    Deliveries(#[from] DeliveriesError),
+    #[error("recording redeliveries: {0}")]
+    Registry(#[from] RegistryError),
 }
 
 /// What one pass did.
@@ -184,13 +191,7 @@ pub async fn recover_missed(source: &GithubSource, pool: &PgPool) -> Result<Pass
     let read = attempts.len();
     let mut candidates = missed(attempts);
     let guids: Vec<String> = candidates.iter().map(|a| a.guid.clone()).collect();
-    let known: HashSet<String> =
-        sqlx::query_scalar::<_, String>("select id from deliveries where id = any($1)")
-            .bind(&guids)
-            .fetch_all(pool)
-            .await?
-            .into_iter()
-            .collect();
+    let known = deliveries::known(pool, &guids).await?;
     candidates.retain(|a| !known.contains(&a.guid));
 
     let mut pass = Pass {
@@ -201,12 +202,12 @@ pub async fn recover_missed(source: &GithubSource, pool: &PgPool) -> Result<Pass
     while let Some(attempt) = pending.next() {
         match ask(source, &attempt).await {
             Asked::Requested => {
-                mark(pool, &attempt, OUTCOME_REQUESTED).await?;
+                mark(source, pool, &attempt, OUTCOME_REQUESTED).await?;
                 pass.requested.push(attempt.guid);
             }
             Asked::Refused(message) => {
                 tracing::warn!(delivery = %attempt.guid, %message, "GitHub refused a redelivery");
-                mark(pool, &attempt, OUTCOME_REFUSED).await?;
+                mark(source, pool, &attempt, OUTCOME_REFUSED).await?;
                 pass.refused.push(attempt.guid);
             }
             Asked::Failed(message) => {
@@ -341,23 +342,26 @@ async fn ask(source: &GithubSource, attempt: &LoggedAttempt) -> Asked {
     }
 }
 
-/// Records that Roster asked for `attempt`'s event. A row already there
-/// (the redelivery won the race) keeps its outcome and gains the mark.
-async fn mark(pool: &PgPool, attempt: &LoggedAttempt, outcome: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "insert into deliveries (id, event, action, repo, outcome, redelivery_requested)
-         values ($1, $2, $3,
-                 (select owner || '/' || name from repositories where id = $4),
-                 $5, true)
-         on conflict (id) do update set redelivery_requested = true",
-    )
-    .bind(&attempt.guid)
-    .bind(&attempt.event)
-    .bind(&attempt.action)
-    .bind(attempt.repository_id)
-    .bind(outcome)
-    .execute(pool)
-    .await?;
+/// Records that Roster asked for `attempt`'s event, naming its repository
+/// as the registry knows it.
+async fn mark(
+    source: &GithubSource,
+    pool: &PgPool,
+    attempt: &LoggedAttempt,
+    outcome: &str,
+) -> Result<(), RedeliveryError> {
+    let repo = match attempt.repository_id {
+        Some(id) => source.registry().full_name(RepoId(id)).await?,
+        None => None,
+    };
+    let asked = NewDelivery {
+        id: &attempt.guid,
+        event: &attempt.event,
+        action: attempt.action.as_deref(),
+        repo: repo.as_deref(),
+        outcome,
+    };
+    deliveries::record_redelivery_request(pool, &asked).await?;
     Ok(())
 }
 

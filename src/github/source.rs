@@ -16,8 +16,8 @@ use super::error::GithubError;
 use super::http::{join, CallError, Http, Reply, Request};
 use super::lister::GithubLister;
 use super::rate_limit::{Bucket, Resource, Who};
+use super::settings::GithubAppSettings;
 use super::storage::GithubStorage;
-use crate::config::GithubAppSettings;
 use crate::controller::Failure;
 use crate::metrics::Metrics;
 
@@ -46,6 +46,11 @@ pub struct GithubSource {
 }
 
 impl GithubSource {
+    /// The registry as this source reads it.
+    pub(crate) fn registry(&self) -> &crate::registry::RegistryDb {
+        &self.client.registry
+    }
+
     /// Builds the source with default options; see [`Self::connect_with`].
     pub async fn connect(
         settings: &GithubAppSettings,

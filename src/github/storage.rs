@@ -20,16 +20,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use serde::Deserialize;
 
 use super::auth::Installation;
 use super::client::Client;
-use super::graphql::too_large;
+use super::contents::{file_state, Contents};
 use super::http::{join, CallError, Reply};
-use super::MAX_FILE_BYTES;
 use crate::controller::{Failure, Storage};
-use crate::registry::record_node_ids;
+use crate::registry::RepoRecord;
 use crate::source::{FileState, Observed, RepoId, RepoInfo};
 
 /// Why a repository is removed when no installation sees it any more.
@@ -65,17 +63,8 @@ struct RestOwner {
     login: String,
 }
 
-/// Where the registry last saw a repository: the installation, the name
-/// and default branch its head is most likely found under, and the node id
-/// GitHub's GraphQL API knows it by.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Recorded {
-    pub installation: Option<i64>,
-    pub owner: String,
-    pub name: String,
-    pub default_branch: String,
-    pub node_id: Option<String>,
-}
+/// What the registry recorded about a repository.
+pub(super) type Recorded = RepoRecord;
 
 impl Recorded {
     /// Whether `repo` is where this record says (GitHub's names ignore case).
@@ -84,25 +73,6 @@ impl Recorded {
             && self.name.eq_ignore_ascii_case(&repo.name)
             && self.default_branch == repo.default_branch
     }
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Contents {
-    File(FileContents),
-    Directory(Vec<serde::de::IgnoredAny>),
-}
-
-#[derive(Debug, Deserialize)]
-struct FileContents {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    encoding: Option<String>,
-    #[serde(default)]
-    size: u64,
-    #[serde(default)]
-    content: Option<String>,
 }
 
 impl GithubStorage {
@@ -137,7 +107,7 @@ impl GithubStorage {
         candidates: Vec<i64>,
         tried: &mut Vec<i64>,
     ) -> Result<Option<Observed>, Failure> {
-        let recorded = record.installation;
+        let recorded = record.installation.map(|i| i.0);
         for installation in candidates {
             tried.push(installation);
             let guess = (Some(installation) == recorded).then_some(record);
@@ -201,7 +171,7 @@ impl GithubStorage {
         }
         let rest: RestRepo = parse(&what, &reply)?;
         if let Some(node_id) = rest.node_id.clone() {
-            if let Err(error) = record_node_ids(&self.client.pool, &[(id, node_id)]).await {
+            if let Err(error) = self.client.registry.record_node_ids(&[(id, node_id)]).await {
                 tracing::warn!(repo = %id, %error, "could not store the repository's node id");
             }
         }
@@ -312,36 +282,18 @@ impl GithubStorage {
         &self,
         ids: &[RepoId],
     ) -> Result<HashMap<RepoId, Recorded>, Failure> {
-        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
-        let rows: Vec<(i64, Recorded)> =
-            sqlx::query_as::<_, (i64, Option<i64>, String, String, String, Option<String>)>(
-                "select id, installation_id, owner, name, coalesce(default_branch, ''), node_id
-             from repositories where id = any($1)",
-            )
-            .bind(&ids)
-            .fetch_all(&self.client.pool)
+        self.client
+            .registry
+            .records(ids)
             .await
-            .map_err(|e| Failure::new(format!("registry database: {e}")))?
-            .into_iter()
-            .map(|(id, installation, owner, name, default_branch, node_id)| {
-                let record = Recorded {
-                    installation,
-                    owner,
-                    name,
-                    default_branch,
-                    node_id,
-                };
-                (id, record)
-            })
-            .collect();
-        Ok(rows.into_iter().map(|(id, r)| (RepoId(id), r)).collect())
+            .map_err(|e| Failure::new(e.to_string()))
     }
 
     /// One repository over REST by id: the recorded installation first,
     /// then every other one, before calling it gone.
     pub(super) async fn read_one(&self, key: RepoId) -> Result<Observed, Failure> {
         let record = self.records(&[key]).await?.remove(&key).unwrap_or_default();
-        let recorded = record.installation;
+        let recorded = record.installation.map(|i| i.0);
         let mut tried = Vec::new();
         let known = self
             .client
@@ -400,128 +352,4 @@ impl Storage for GithubStorage {
 
 fn parse<T: for<'de> Deserialize<'de>>(what: &str, reply: &Reply) -> Result<T, CallError> {
     serde_json::from_str(&reply.body).map_err(|e| CallError::unexpected(what, e))
-}
-
-fn file_state(what: &str, sha: String, contents: Contents) -> Result<FileState, CallError> {
-    let file = match contents {
-        Contents::Directory(entries) => {
-            let message = format!(
-                "the path is a directory ({} entries), not a file",
-                entries.len()
-            );
-            return Ok(FileState::Unreadable {
-                sha: Some(sha),
-                message,
-            });
-        }
-        Contents::File(file) => file,
-    };
-    if file.kind != "file" {
-        let message = format!("the path is a {}, not a file", file.kind);
-        return Ok(FileState::Unreadable {
-            sha: Some(sha),
-            message,
-        });
-    }
-    if file.size > MAX_FILE_BYTES {
-        return Ok(FileState::Unreadable {
-            sha: Some(sha),
-            message: too_large(file.size),
-        });
-    }
-    match (file.encoding.as_deref(), file.content) {
-        (Some("base64"), Some(content)) => {
-            let bytes = decode_base64(&content).map_err(|e| CallError::unexpected(what, e))?;
-            Ok(FileState::Found { sha, bytes })
-        }
-        (encoding, _) => {
-            let message = format!(
-                "GitHub did not return the file's content (encoding {:?})",
-                encoding.unwrap_or("none")
-            );
-            Ok(FileState::Unreadable {
-                sha: Some(sha),
-                message,
-            })
-        }
-    }
-}
-
-/// Decodes GitHub's base64, which is wrapped in newlines every 60 chars.
-pub fn decode_base64(content: &str) -> Result<Vec<u8>, base64::DecodeError> {
-    // Some copies of GitHub's examples carry the newlines as literal `\n`;
-    // a backslash is never part of base64, so removing both is safe.
-    let compact: String = content
-        .replace("\\n", "")
-        .chars()
-        .filter(|c| !c.is_ascii_whitespace())
-        .collect();
-    base64::engine::general_purpose::STANDARD.decode(compact)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wrapped_base64_should_decode() {
-        let content = "bmFtZTogY2hlY2tvdXQtYXBpCm93bmVyOiB0ZWFt\nLXBheW1lbnRzCg==\n";
-        assert_eq!(
-            decode_base64(content).unwrap(),
-            b"name: checkout-api\nowner: team-payments\n"
-        );
-    }
-
-    #[test]
-    fn the_published_contents_example_should_decode() {
-        let text = include_str!(
-            "../../tests/fixtures/github/rest/get-repos-owner-repo-contents-path.file.json"
-        );
-        let contents: Contents = serde_json::from_str(text).unwrap();
-        let Contents::File(file) = contents else {
-            panic!("not a file")
-        };
-        let content = file.content.unwrap();
-        // The published example's text was edited by hand (it is not valid
-        // UTF-8 any more), but its wrapping is GitHub's and must go.
-        let bytes = decode_base64(&content).unwrap();
-        assert!(bytes.starts_with(b"# Yoga"));
-    }
-
-    #[test]
-    fn a_large_file_should_be_unreadable_and_name_its_size() {
-        let contents = Contents::File(FileContents {
-            kind: "file".into(),
-            encoding: Some("base64".into()),
-            size: 300_000,
-            content: Some(String::new()),
-        });
-        let state = file_state("x", "abc".into(), contents).unwrap();
-        assert!(
-            matches!(state, FileState::Unreadable { ref message, .. } if message.contains("300000"))
-        );
-    }
-
-    #[test]
-    fn a_file_without_content_should_be_unreadable() {
-        let contents = Contents::File(FileContents {
-            kind: "file".into(),
-            encoding: Some("none".into()),
-            size: 100,
-            content: Some(String::new()),
-        });
-        assert!(matches!(
-            file_state("x", "abc".into(), contents),
-            Ok(FileState::Unreadable { .. })
-        ));
-    }
-
-    #[test]
-    fn a_directory_should_be_unreadable() {
-        let contents: Contents = serde_json::from_str(r#"[{"type":"file","name":"a"}]"#).unwrap();
-        assert!(matches!(
-            file_state("x", "abc".into(), contents),
-            Ok(FileState::Unreadable { .. })
-        ));
-    }
 }

@@ -1,4 +1,4 @@
-//! The bounds of SPEC §8 on one file: at most 100 problems then one line
+//! The bounds of docs/contract.md#bounds on one file: at most 100 problems then one line
 //! counting the rest, at most 100 projects, and no problem line that grows
 //! with the file.
 
@@ -36,7 +36,7 @@ fn projects(count: usize) -> String {
     yaml
 }
 
-/// The attack of SPEC §8: a 256 KiB flow list of empty projects, each of
+/// The attack of docs/contract.md#bounds: a 256 KiB flow list of empty projects, each of
 /// which misses both required fields.
 pub(crate) fn empty_projects_attack() -> String {
     let mut yaml = String::from("projects: [{}");

@@ -1,5 +1,5 @@
 //! The problems a walk of a file finds, kept to the first
-//! [`MAX_PROBLEMS`] in document order (SPEC §8).
+//! [`MAX_PROBLEMS`] in document order (docs/contract.md#bounds).
 //!
 //! A hostile file can break a rule on every line; holding all of them would
 //! cost memory in proportion to the file and, once printed, megabytes of

@@ -1,11 +1,11 @@
-//! The project file (`project.yaml`) and its rules (SPEC §2).
+//! The project file (`project.yaml`) and its rules (docs/contract.md#the-project-file).
 //!
 //! [`parse`] turns the bytes of a file into a [`ProjectFile`], or into every
 //! [`Problem`] found, each with the line and column of the offending YAML
 //! node, like a compiler. Positions come from `saphyr-parser`, a streaming
 //! YAML parser that gives a span for every event; `serde_yaml` has none.
 //!
-//! Choices where SPEC §2 is silent:
+//! Choices the rules leave open (docs/contract.md#the-project-file):
 //! - plain scalars are taken as their text, so `tier: 1` is the label `"1"`
 //!   (the source text is kept, never a re-printed number);
 //! - an empty field (`description:`) counts as absent for optional fields and
@@ -14,7 +14,7 @@
 //! - nesting deeper than 64 levels is refused, as are aliases that would
 //!   expand the document past [`MAX_FILE_BYTES`].
 //!
-//! Bounds (SPEC §8): a file declares at most [`MAX_PROJECTS`] projects, and
+//! Bounds (docs/contract.md#bounds): a file declares at most [`MAX_PROJECTS`] projects, and
 //! reports at most [`MAX_PROBLEMS`] problems, then one line saying how many
 //! more there were; a field or message quoting a long text from the file is
 //! cut (`…`), so that no problem line is longer than about 700 characters.
@@ -23,10 +23,12 @@ mod issues;
 mod model;
 mod name;
 mod positions;
+pub mod preview;
 mod problem;
 mod rules;
 pub mod schema;
 mod tree;
+pub mod verdict;
 
 #[cfg(test)]
 mod bounds_tests;
@@ -119,7 +121,7 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
 }
 
 /// The line that stands for the problems past [`MAX_PROBLEMS`].
-/// Worded as SPEC §8 gives it, "problems" even for one, so that scripts can
+/// Worded as docs/contract.md#bounds gives it, "problems" even for one, so that scripts can
 /// match the line.
 fn more_problems(file: &str, more: usize) -> Problem {
     Problem {
@@ -174,7 +176,7 @@ fn clip(text: String, max: usize) -> String {
     }
 }
 
-/// Each problem prints on one line (SPEC §2), but fields and messages quote
+/// Each problem prints on one line (docs/contract.md#the-project-file), but fields and messages quote
 /// text from the file, which may hold line breaks: those are escaped (`\n`).
 fn one_line(text: String) -> String {
     let breaks = |c: char| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}');

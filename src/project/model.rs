@@ -1,4 +1,4 @@
-//! What a valid project file holds, in the JSON shape the API shows (SPEC §2).
+//! What a valid project file holds, in the JSON shape the API shows (docs/contract.md#the-project-file).
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Rule violations, printed like compiler errors (SPEC §2) so that editors
+//! Rule violations, printed like compiler errors (docs/contract.md#the-project-file) so that editors
 //! and CI logs can jump to them.
 
 use std::fmt;

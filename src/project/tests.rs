@@ -1,4 +1,4 @@
-//! The rules of SPEC §2, one test (at least) per rule, each checking the
+//! The rules of docs/contract.md#the-project-file, one test (at least) per rule, each checking the
 //! exact line a user would read.
 
 use std::collections::BTreeMap;
@@ -215,7 +215,7 @@ fn owner_should_be_required() {
 
 #[test]
 fn owner_should_not_be_empty() {
-    // The example of SPEC §2.
+    // The example of docs/contract.md#the-project-file.
     assert_eq!(
         problems("# a comment\nname: checkout-api\ndescription: x\nowner: \"\"\n"),
         ["project.yaml:4:8: owner: must not be empty"]

@@ -1,4 +1,4 @@
-//! Bounds on the text the registry stores (SPEC §8): a repository's `error`
+//! Bounds on the text the registry stores (docs/contract.md#bounds): a repository's `error`
 //! and each event's message. Whatever a project file or a failing service
 //! says, a row stays small, and so do the answers that show it.
 

@@ -8,7 +8,4 @@ pub enum RegistryError {
     /// A pagination cursor this server did not hand out (the API answers 400).
     #[error("malformed cursor")]
     BadCursor,
-    /// A stored value outside what the schema allows; a bug, not bad input.
-    #[error("registry holds an unexpected value: {0}")]
-    Corrupt(String),
 }

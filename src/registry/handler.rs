@@ -1,25 +1,21 @@
 //! The controller's handler: makes the registry match what a source
-//! observed about one repository (SPEC §3), in one transaction.
+//! observed about one repository (docs/contract.md#repository-statuses), in one transaction.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 
-use super::entries::{self, Changes, Desired};
+use super::decision::decide;
+use super::default_branch_check as default_branch;
 use super::guard::{DeletionGuard, Removal};
-use super::repos::{self, RepoState};
+use super::repos;
 use super::{events, holds, RegistryError, Status};
-use crate::checks::default_branch;
-use crate::config::MaxRemovals;
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
-use crate::source::{FileState, Observed, RepoId};
+use crate::source::{Observed, RepoId};
 
-pub use super::repos::{ensure_known, ensure_known_with_node_ids, mark_error};
-
-/// Applies observations to the registry; see SPEC §3 for what each
+/// Applies observations to the registry; see docs/contract.md#repository-statuses for what each
 /// observation does to a repository's status and entries.
 ///
 /// Generic over the queue only so it can be driven by any [`WorkQueue`]
@@ -33,16 +29,6 @@ pub struct RegistryHandler<Q = PgQueue> {
     guard: DeletionGuard,
     /// Whether a reconcile stores the default branch's check run.
     checks: bool,
-}
-
-/// What one reconcile decided, before it is written.
-struct Decision {
-    state: RepoState,
-    /// Whether the file (or its absence) was applied: moves `last_synced_at`.
-    synced: bool,
-    message: String,
-    /// Names this repository gave up, which others may be waiting for.
-    released: Vec<String>,
 }
 
 /// How a reconcile's transaction ended.
@@ -71,20 +57,17 @@ where
     }
 
     /// Stores, with each reconcile that applies a new commit (or changes
-    /// its status), the intent to post the commit's `Roster` check run.
+    /// its status), the intent to post the commit's `Roster` check run
+    /// (docs/checks.md).
     pub fn with_default_branch_checks(mut self, on: bool) -> Self {
         self.checks = on;
         self
     }
 
-    /// Sets the deletion guard: at most `max_removals` removals per
-    /// partition within `period` (the listing period); further removals are
-    /// held (SPEC §3).
-    pub fn with_deletion_guard(mut self, max_removals: MaxRemovals, period: Duration) -> Self {
-        self.guard = DeletionGuard {
-            max_removals,
-            period,
-        };
+    /// Sets the deletion guard, the one the sweep shares: past its bound
+    /// per partition and period, removals are held (docs/contract.md#repository-statuses).
+    pub fn with_guard(mut self, guard: DeletionGuard) -> Self {
+        self.guard = guard;
         self
     }
 
@@ -131,7 +114,7 @@ where
                     tracing::info!(repo = %id, hold, "deletion guard: hold {hold} cleared, its repositories came back");
                 }
             }
-            Observed::Removed { reason, .. } if old.status != Status::Removed.as_str() => {
+            Observed::Removed { reason, .. } if old.status != Status::Removed => {
                 if let Removal::Held {
                     hold,
                     created,
@@ -161,17 +144,13 @@ where
         let check = match self.checks {
             true => {
                 let sha = old.synced_sha.as_deref();
-                let file = &self.project_file;
-                default_branch::preview(&mut tx, id, &observed, file, &old.status, sha).await?
+                let (file, status) = (&self.project_file, old.status.as_str());
+                default_branch::preview(&mut tx, id, &observed, file, status, sha).await?
             }
             false => None,
         };
-        let decision = self.decide(&mut tx, id, &old, observed).await?;
-        let status = decision
-            .state
-            .status
-            .parse::<Status>()
-            .map_err(|e| RegistryError::Corrupt(e.to_string()))?;
+        let decision = decide(&mut tx, &self.project_file, id, &old, observed).await?;
+        let status = decision.state.status;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
         if let Some(check) = check {
@@ -184,80 +163,12 @@ where
         Ok(Ended::Committed(status.as_str(), decision.released))
     }
 
-    async fn decide(
-        &self,
-        conn: &mut PgConnection,
-        id: RepoId,
-        old: &RepoState,
-        observed: Observed,
-    ) -> Result<Decision, RegistryError> {
-        let file = &self.project_file;
-        Ok(match observed {
-            Observed::Removed { reason, .. } => {
-                let deleted = entries::delete_all(conn, id).await?;
-                Decision {
-                    message: with_deleted(format!("removed: {reason}"), &deleted),
-                    state: cleared(Status::Removed, Some(reason)),
-                    synced: true,
-                    released: deleted,
-                }
-            }
-            Observed::Present {
-                file: FileState::Absent,
-                ..
-            } => {
-                let deleted = entries::delete_all(conn, id).await?;
-                Decision {
-                    message: with_deleted(format!("no {file}"), &deleted),
-                    state: cleared(Status::NoFile, None),
-                    synced: true,
-                    released: deleted,
-                }
-            }
-            Observed::Present {
-                file: FileState::Unreadable { sha, message },
-                ..
-            } => {
-                let at = sha
-                    .as_deref()
-                    .map(|s| format!(" {}", short(s)))
-                    .unwrap_or_default();
-                invalid(old, format!("invalid{at}: {message}"), message)
-            }
-            Observed::Present {
-                file: FileState::Found { sha, bytes },
-                ..
-            } => match crate::project::parse(file, &bytes) {
-                Err(problems) => {
-                    let problems = problems.to_string().trim_end().to_string();
-                    invalid(
-                        old,
-                        format!("invalid {}: {problems}", short(&sha)),
-                        problems,
-                    )
-                }
-                Ok(parsed) => {
-                    let desired: Vec<Desired> =
-                        parsed.projects.iter().map(Desired::from_project).collect();
-                    let changes = entries::apply(conn, id, &sha, &desired).await?;
-                    applied(&sha, changes)
-                }
-            },
-        })
-    }
-
     /// Wakes the repositories that wanted a name this one just released.
     async fn wake_waiting(&self, id: RepoId, released: &[String]) {
         if released.is_empty() {
             return;
         }
-        let waiting: Result<Vec<RepoId>, sqlx::Error> = sqlx::query_scalar(
-            "select id from repositories where conflicts && $1::text[] and id <> $2 order by id",
-        )
-        .bind(released)
-        .bind(id)
-        .fetch_all(&self.pool)
-        .await;
+        let waiting = repos::waiting_for(&self.pool, released, id).await;
         let result = match waiting {
             Ok(ids) if ids.is_empty() => return,
             Ok(ids) => self
@@ -396,139 +307,5 @@ fn lease_lost(key: RepoId) -> Failure {
 fn record_name(name: Option<String>) {
     if let Some(name) = name {
         tracing::Span::current().record("full_name", name);
-    }
-}
-
-/// The state of a repository whose entries are all gone (`removed`, `no_file`).
-fn cleared(status: Status, error: Option<String>) -> RepoState {
-    RepoState {
-        status: status.as_str().to_string(),
-        error,
-        synced_sha: None,
-        attempts: 0,
-        conflicts: Vec::new(),
-    }
-}
-
-/// A file that breaks a rule: entries, `synced_sha` and conflicts are kept
-/// as they were, so `synced_sha` still names the commit the entries reflect.
-fn invalid(old: &RepoState, message: String, error: String) -> Decision {
-    Decision {
-        state: RepoState {
-            status: Status::Invalid.as_str().to_string(),
-            error: Some(error),
-            attempts: 0,
-            ..old.clone()
-        },
-        synced: false,
-        message,
-        released: Vec::new(),
-    }
-}
-
-/// A valid file applied: `synced`, or `conflict` when a name was taken.
-fn applied(sha: &str, changes: Changes) -> Decision {
-    let mut parts = Vec::new();
-    for (verb, names) in [
-        ("created", &changes.created),
-        ("updated", &changes.updated),
-        ("deleted", &changes.deleted),
-    ] {
-        if !names.is_empty() {
-            parts.push(format!("{verb} {}", names.join(", ")));
-        }
-    }
-    let conflict_lines: Vec<String> = changes
-        .conflicts
-        .iter()
-        .map(|c| format!("name \"{}\" is owned by {}", c.name, c.owner_repo))
-        .collect();
-    parts.extend(conflict_lines.iter().cloned());
-    if parts.is_empty() {
-        parts.push("unchanged".to_string());
-    }
-    let status = if conflict_lines.is_empty() {
-        Status::Synced
-    } else {
-        Status::Conflict
-    };
-    Decision {
-        message: format!("{status} {}: {}", short(sha), parts.join("; ")),
-        state: RepoState {
-            status: status.as_str().to_string(),
-            error: (!conflict_lines.is_empty()).then(|| conflict_lines.join("\n")),
-            synced_sha: Some(sha.to_string()),
-            attempts: 0,
-            conflicts: changes.conflicts.into_iter().map(|c| c.name).collect(),
-        },
-        synced: true,
-        released: changes.deleted,
-    }
-}
-
-fn with_deleted(message: String, deleted: &[String]) -> String {
-    if deleted.is_empty() {
-        message
-    } else {
-        format!("{message}; deleted {}", deleted.join(", "))
-    }
-}
-
-/// The abbreviated commit people recognise.
-fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use entries::Conflict;
-
-    #[test]
-    fn applied_should_summarise_every_change_in_one_line() {
-        let changes = Changes {
-            created: vec!["checkout-api".into()],
-            updated: vec!["checkout-worker".into()],
-            deleted: vec!["old-name".into()],
-            conflicts: Vec::new(),
-        };
-        let decision = applied("3f2a1b9c0d", changes);
-        assert_eq!(
-            decision.message,
-            "synced 3f2a1b9: created checkout-api; updated checkout-worker; deleted old-name"
-        );
-        assert_eq!(decision.state.status, "synced");
-        assert_eq!(decision.state.error, None);
-        assert_eq!(decision.released, vec!["old-name".to_string()]);
-    }
-
-    #[test]
-    fn applied_should_name_the_owner_of_each_conflict() {
-        let changes = Changes {
-            conflicts: vec![Conflict {
-                name: "checkout-api".into(),
-                owner_repo: "local/billing".into(),
-            }],
-            ..Changes::default()
-        };
-        let decision = applied("abc", changes);
-        assert_eq!(decision.state.status, "conflict");
-        assert_eq!(
-            decision.state.error.as_deref(),
-            Some("name \"checkout-api\" is owned by local/billing")
-        );
-        assert_eq!(decision.state.conflicts, vec!["checkout-api".to_string()]);
-        assert_eq!(
-            decision.message,
-            "conflict abc: name \"checkout-api\" is owned by local/billing"
-        );
-    }
-
-    #[test]
-    fn applied_should_say_unchanged_when_nothing_moved() {
-        assert_eq!(
-            applied("3f2a1b9c0d", Changes::default()).message,
-            "synced 3f2a1b9: unchanged"
-        );
     }
 }

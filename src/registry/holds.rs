@@ -1,4 +1,4 @@
-//! Holds of the deletion guard (SPEC §3, §5): a hold keeps a partition's
+//! Holds of the deletion guard (docs/contract.md#repository-statuses, docs/contract.md#http-routes): a hold keeps a partition's
 //! repositories from being removed until an operator releases it or the
 //! repositories come back.
 //!
@@ -9,10 +9,11 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
+use std::collections::HashSet;
+
 use super::json::ActiveHoldJson;
-use super::tracker::parse_partition;
 use super::RegistryError;
-use crate::source::RepoId;
+use crate::source::{Partition, RepoId};
 
 /// `holds h` is active: neither released nor cleared.
 const ACTIVE: &str = "h.released_at is null and h.cleared_at is null";
@@ -48,6 +49,37 @@ pub(crate) async fn hold_state(
     })
 }
 
+/// Of `ids`, those whose hold an operator released: their removals go
+/// through.
+pub(crate) async fn released_among(
+    conn: &mut PgConnection,
+    ids: &[RepoId],
+) -> Result<HashSet<RepoId>, sqlx::Error> {
+    let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    let released: Vec<RepoId> = sqlx::query_scalar(
+        "select r.id from repositories r join holds h on h.id = r.hold_id
+         where r.id = any($1) and h.released_at is not null",
+    )
+    .bind(&ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(released.into_iter().collect())
+}
+
+/// Takes the partition's lock until the transaction ends: removals of one
+/// partition are counted and decided one at a time, across workers and
+/// replicas.
+pub(crate) async fn lock_partition(
+    conn: &mut PgConnection,
+    partition: Partition,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("select pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("roster.deletion-guard/{partition}"))
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// The active hold of a partition, found or just opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OpenHold {
@@ -68,7 +100,7 @@ const OPEN_TRIES: usize = 3;
 /// [`clear_empty`]) and then sees them.
 pub(crate) async fn open(
     conn: &mut PgConnection,
-    partition: &str,
+    partition: Partition,
     reason: &str,
 ) -> Result<OpenHold, sqlx::Error> {
     for _ in 0..OPEN_TRIES {
@@ -211,7 +243,7 @@ pub(crate) async fn clear_empty(
 #[derive(sqlx::FromRow)]
 struct HoldRow {
     id: i64,
-    partition: String,
+    partition: Partition,
     since: DateTime<Utc>,
     reason: String,
     repos: Vec<String>,
@@ -228,20 +260,16 @@ pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHoldJson>, Registry
     ))
     .fetch_all(pool)
     .await?;
-    rows.into_iter()
-        .map(|row| {
-            let installation_id = parse_partition(&row.partition).ok_or_else(|| {
-                RegistryError::Corrupt(format!("hold {} has partition {:?}", row.id, row.partition))
-            })?;
-            Ok(ActiveHoldJson {
-                id: row.id,
-                installation_id,
-                repos: row.repos,
-                since: row.since,
-                reason: row.reason,
-            })
+    Ok(rows
+        .into_iter()
+        .map(|row| ActiveHoldJson {
+            id: row.id,
+            installation_id: row.partition.installation(),
+            repos: row.repos,
+            since: row.since,
+            reason: row.reason,
         })
-        .collect()
+        .collect())
 }
 
 /// How many holds are active (the `roster_holds` gauge).

@@ -1,4 +1,4 @@
-//! The JSON shapes of SPEC §5, shared by the API and the dashboard.
+//! The JSON shapes of docs/contract.md#http-routes, shared by the API and the dashboard.
 
 use std::collections::BTreeMap;
 
@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Status;
-use crate::source::RepoId;
+use crate::source::{InstallationId, RepoId};
 
 /// One page of a list, and where the next one starts (`None` on the last).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -44,7 +44,7 @@ pub struct HoldJson {
 pub struct ActiveHoldJson {
     pub id: i64,
     /// `None` for the local folder source.
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     /// `owner/name` of every repository it holds, sorted.
     pub repos: Vec<String>,
     pub since: DateTime<Utc>,
@@ -73,7 +73,7 @@ pub struct EventJson {
     pub count: i64,
 }
 
-/// A registry entry: the fields of SPEC §2 and where it came from.
+/// A registry entry: the fields of docs/contract.md#the-project-file and where it came from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryJson {
     pub name: String,

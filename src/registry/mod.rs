@@ -1,5 +1,5 @@
 //! The project registry in PostgreSQL: tracked repositories and their status
-//! (SPEC §3), the entries they own (SPEC §2), and a short history of
+//! (docs/contract.md#repository-statuses), the entries they own (docs/contract.md#the-project-file), and a short history of
 //! reconciles per repository.
 //!
 //! The write side is [`RegistryHandler`], the controller's handler; the read
@@ -10,6 +10,9 @@ pub mod check_requests;
 pub mod check_runs;
 mod clip;
 mod cursor;
+mod db;
+mod decision;
+pub mod default_branch_check;
 mod entries;
 mod error;
 mod events;
@@ -17,25 +20,30 @@ mod guard;
 pub mod handler;
 mod holds;
 pub mod json;
+mod max_removals;
 mod node_ids;
 pub mod query;
 pub mod read_only;
+mod repo_page;
 mod repos;
 mod status;
 pub mod tracker;
 
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
+pub use db::{RegistryDb, RepoRecord};
 pub use error::RegistryError;
 pub use guard::DeletionGuard;
-pub use handler::{ensure_known, ensure_known_with_node_ids, mark_error, RegistryHandler};
+pub use handler::RegistryHandler;
 pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
 };
+pub use max_removals::MaxRemovals;
 pub use node_ids::record_node_ids;
 pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
+pub use repos::{ensure_known, ensure_known_with_node_ids, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
-pub use tracker::{parse_partition, partition_name, tracked_ids, RegistryTracker};
+pub use tracker::{tracked_ids, RegistryTracker};

@@ -14,7 +14,7 @@ use crate::source::RepoId;
 pub const DEFAULT_LIMIT: u32 = 100;
 /// Largest page size; larger requests are cut to it.
 pub const MAX_LIMIT: u32 = 1000;
-/// Events shown with a repository, newest first: at most 50 (SPEC §8).
+/// Events shown with a repository, newest first: at most 50 (docs/contract.md#bounds).
 const DETAIL_EVENTS: i64 = 50;
 
 /// Which repositories to list.
@@ -72,7 +72,7 @@ struct RepoRow {
     id: RepoId,
     owner: String,
     name: String,
-    status: String,
+    status: Status,
     synced_sha: Option<String>,
     last_synced_at: Option<DateTime<Utc>>,
     error: Option<String>,
@@ -85,14 +85,11 @@ struct RepoRow {
 }
 
 impl RepoRow {
-    fn into_json(self) -> Result<RepoJson, RegistryError> {
-        Ok(RepoJson {
+    fn into_json(self) -> RepoJson {
+        RepoJson {
             id: self.id,
             full_name: format!("{}/{}", self.owner, self.name),
-            status: self
-                .status
-                .parse()
-                .map_err(|e: super::UnknownStatus| RegistryError::Corrupt(e.to_string()))?,
+            status: self.status,
             synced_sha: self.synced_sha,
             last_synced_at: self.last_synced_at,
             error: self.error,
@@ -102,7 +99,7 @@ impl RepoRow {
                 (Some(id), Some(since), Some(reason)) => Some(HoldJson { id, since, reason }),
                 _ => None,
             },
-        })
+        }
     }
 }
 
@@ -121,7 +118,7 @@ fn repo_columns(error: &str) -> String {
 const WHOLE_ERROR: &str = "r.error";
 
 /// What lists show: what is wrong at a glance, in a bounded answer; the
-/// detail route has the rest (SPEC §8).
+/// detail route has the rest (docs/contract.md#bounds).
 const FIRST_LINE_OF_ERROR: &str = "split_part(r.error, E'\\n', 1)";
 
 /// Joins the active hold of each repository `r` as `h` (after `from repositories r`).
@@ -202,10 +199,7 @@ pub async fn list_repos(
     .bind(size + 1)
     .fetch_all(pool)
     .await?;
-    let items = rows
-        .into_iter()
-        .map(RepoRow::into_json)
-        .collect::<Result<Vec<_>, _>>()?;
+    let items = rows.into_iter().map(RepoRow::into_json).collect();
     Ok(paginate(items, size, |repo| {
         let (owner, name) = repo
             .full_name
@@ -277,7 +271,7 @@ pub async fn get_repo(
     .fetch_all(pool)
     .await?;
     Ok(Some(RepoDetailJson {
-        repo: row.into_json()?,
+        repo: row.into_json(),
         events,
         entries: entries.into_iter().map(EntryJson::from).collect(),
     }))
@@ -338,127 +332,18 @@ pub async fn status_counts(pool: &PgPool) -> Result<BTreeMap<String, i64>, Regis
     Ok(counts)
 }
 
-/// The work queue at a glance, for the dashboard's overview.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct QueueSummary {
-    /// Every id in the queue.
-    pub depth: i64,
-    /// Ids a worker may take now but none has taken yet.
-    pub ready: i64,
-    /// Ids waiting out a backoff after a failure.
-    pub retrying: i64,
-    /// Ids a worker is handling now.
-    pub in_progress: i64,
-    /// When the longest-waiting ready id was enqueued: a growing age means
-    /// the workers do not keep up.
-    pub oldest_ready_since: Option<DateTime<Utc>>,
-}
+pub use crate::db::queue::{ListingTimes, QueueSummary};
 
-/// Counts the queue's ids by what they wait for.
+/// Counts the queue's ids by what they wait for (the queue's own reading,
+/// with the registry's error).
 pub async fn queue_summary(pool: &PgPool) -> Result<QueueSummary, RegistryError> {
-    let (depth, ready, retrying, in_progress, oldest_ready_since) = sqlx::query_as(
-        "with q as (
-             select enqueued_at, not_before,
-                    coalesce(claimed_until > now(), false) as busy
-             from queue
-         )
-         select count(*),
-                count(*) filter (where not busy and not_before <= now()),
-                count(*) filter (where not busy and not_before > now()),
-                count(*) filter (where busy),
-                min(enqueued_at) filter (where not busy and not_before <= now())
-         from q",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(QueueSummary {
-        depth,
-        ready,
-        retrying,
-        in_progress,
-        oldest_ready_since,
-    })
+    Ok(crate::db::queue::summary(pool).await?)
 }
 
-/// When the periodic org-wide listing last ran, as the shared schedule
-/// row records it.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ListingTimes {
-    /// `None` before the first listing.
-    pub last_started_at: Option<DateTime<Utc>>,
-    /// The last listing that completed without error; `None` before one has.
-    pub last_finished_at: Option<DateTime<Utc>>,
-    /// An operator asked for a listing that has not started yet.
-    pub requested: bool,
-}
-
-/// Reads the listing schedule (one row, see `migrations/0002_queue.sql`).
+/// When the periodic org-wide listing last ran (the queue's own reading,
+/// with the registry's error).
 pub async fn listing_times(pool: &PgPool) -> Result<ListingTimes, RegistryError> {
-    type Row = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, bool);
-    let row: Option<Row> = sqlx::query_as(
-        "select case when isfinite(last_started_at) then last_started_at end,
-                last_finished_at, requested
-         from listing_schedule",
-    )
-    .fetch_optional(pool)
-    .await?;
-    Ok(row
-        .map(
-            |(last_started_at, last_finished_at, requested)| ListingTimes {
-                last_started_at,
-                last_finished_at,
-                requested,
-            },
-        )
-        .unwrap_or_default())
+    Ok(crate::db::queue::listing_times(pool).await?)
 }
 
-/// A project name a repository declares that another repository owns.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConflictOwner {
-    pub project: String,
-    /// `owner/name` of the owning repository; `None` when the entry has
-    /// gone since the conflict was recorded.
-    pub owner_repo: Option<String>,
-}
-
-/// What the repository page shows beyond the API's JSON: the default
-/// branch (for the link to the project file) and who owns the names it
-/// conflicts on.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RepoSourceInfo {
-    pub default_branch: Option<String>,
-    pub conflicts: Vec<ConflictOwner>,
-}
-
-/// Reads [`RepoSourceInfo`] of one repository (empty when it is unknown).
-pub async fn repo_source_info(pool: &PgPool, id: RepoId) -> Result<RepoSourceInfo, RegistryError> {
-    let Some((default_branch, conflicts)): Option<(Option<String>, Vec<String>)> =
-        sqlx::query_as("select default_branch, conflicts from repositories where id = $1")
-            .bind(id)
-            .fetch_optional(pool)
-            .await?
-    else {
-        return Ok(RepoSourceInfo::default());
-    };
-    let owners: Vec<(String, Option<String>)> = sqlx::query_as(
-        "select c.name, r.owner || '/' || r.name
-         from unnest($1::text[]) as c(name)
-         left join entries e on e.name = c.name collate \"C\"
-         left join repositories r on r.id = e.repo_id
-         order by c.name",
-    )
-    .bind(&conflicts)
-    .fetch_all(pool)
-    .await?;
-    Ok(RepoSourceInfo {
-        default_branch,
-        conflicts: owners
-            .into_iter()
-            .map(|(project, owner_repo)| ConflictOwner {
-                project,
-                owner_repo,
-            })
-            .collect(),
-    })
-}
+pub use super::repo_page::{repo_source_info, ConflictOwner, RepoSourceInfo};

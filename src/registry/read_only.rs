@@ -9,36 +9,8 @@
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::RegistryError;
+use crate::project::preview::{OwnedElsewhere, RegisteredEntry, Snapshot};
 use crate::source::RepoId;
-
-/// An entry as registered now, with the fields a preview compares.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct RegisteredEntry {
-    pub name: String,
-    pub owner: String,
-    pub description: Option<String>,
-    pub lifecycle: Option<String>,
-    pub tags: Vec<String>,
-    pub links: serde_json::Value,
-    pub labels: serde_json::Value,
-}
-
-/// A name another repository owns.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct OwnedElsewhere {
-    pub name: String,
-    /// `owner/name` of the owning repository.
-    pub owner_repo: String,
-}
-
-/// What a preview needs to know about the registry, read at one instant.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The repository's entries, by name.
-    pub entries: Vec<RegisteredEntry>,
-    /// Which of the asked names other repositories own.
-    pub taken: Vec<OwnedElsewhere>,
-}
 
 /// A read-only transaction on the registry; see the module doc.
 pub struct RegistryReader {
@@ -78,14 +50,37 @@ pub(crate) async fn snapshot(
     repo: RepoId,
     names: &[String],
 ) -> Result<Snapshot, RegistryError> {
-    let entries: Vec<RegisteredEntry> = sqlx::query_as(
+    type EntryRow = (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Vec<String>,
+        serde_json::Value,
+        serde_json::Value,
+    );
+    let rows: Vec<EntryRow> = sqlx::query_as(
         "select name, owner, description, lifecycle, tags, links, labels
          from entries where repo_id = $1 order by name",
     )
     .bind(repo)
     .fetch_all(&mut *conn)
     .await?;
-    let taken: Vec<OwnedElsewhere> = if names.is_empty() {
+    let entries = rows
+        .into_iter()
+        .map(
+            |(name, owner, description, lifecycle, tags, links, labels)| RegisteredEntry {
+                name,
+                owner,
+                description,
+                lifecycle,
+                tags,
+                links,
+                labels,
+            },
+        )
+        .collect();
+    let taken: Vec<(String, String)> = if names.is_empty() {
         Vec::new()
     } else {
         sqlx::query_as(
@@ -99,6 +94,10 @@ pub(crate) async fn snapshot(
         .fetch_all(&mut *conn)
         .await?
     };
+    let taken = taken
+        .into_iter()
+        .map(|(name, owner_repo)| OwnedElsewhere { name, owner_repo })
+        .collect();
     Ok(Snapshot { entries, taken })
 }
 

@@ -1,18 +1,19 @@
 //! Writes to the `repositories` table: what the source says about a
 //! repository, and the status a reconcile leaves it in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use super::clip::{clip, MAX_ERROR_BYTES};
 use super::{events, RegistryError, Status};
-use crate::source::{RepoId, RepoInfo};
+use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
 
 /// The fields a reconcile decides, as locked at its start.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub(crate) struct RepoState {
-    pub status: String,
+    pub status: Status,
     pub error: Option<String>,
     pub synced_sha: Option<String>,
     pub attempts: i32,
@@ -112,6 +113,99 @@ where
     Ok(())
 }
 
+/// Which of `ids` the registry knows, on the caller's transaction.
+pub async fn known_ids(
+    conn: &mut PgConnection,
+    ids: &[RepoId],
+) -> Result<BTreeSet<RepoId>, RegistryError> {
+    let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+    let known: Vec<RepoId> = sqlx::query_scalar("select id from repositories where id = any($1)")
+        .bind(&ids)
+        .fetch_all(conn)
+        .await?;
+    Ok(known.into_iter().collect())
+}
+
+/// `owner/name` of a known repository; `None` when unknown.
+pub async fn full_name<'e, E: PgExecutor<'e>>(
+    executor: E,
+    id: RepoId,
+) -> Result<Option<String>, RegistryError> {
+    Ok(
+        sqlx::query_scalar("select owner || '/' || name from repositories where id = $1")
+            .bind(id)
+            .fetch_optional(executor)
+            .await?,
+    )
+}
+
+/// The repositories other than `except` in conflict over one of `names`:
+/// they wait for a name to be released.
+pub(crate) async fn waiting_for(
+    pool: &PgPool,
+    names: &[String],
+    except: RepoId,
+) -> Result<Vec<RepoId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select id from repositories where conflicts && $1::text[] and id <> $2 order by id",
+    )
+    .bind(names)
+    .bind(except)
+    .fetch_all(pool)
+    .await
+}
+
+/// The partition a known repository belongs to.
+pub(crate) async fn partition_of(
+    conn: &mut PgConnection,
+    id: RepoId,
+) -> Result<Partition, sqlx::Error> {
+    let installation: Option<InstallationId> =
+        sqlx::query_scalar("select installation_id from repositories where id = $1")
+            .bind(id)
+            .fetch_one(conn)
+            .await?;
+    Ok(Partition::of(installation))
+}
+
+/// Of a partition's repositories: how many were removed within `period`,
+/// and how many there are counting those (the base of a bound in percent).
+pub(crate) async fn removal_counts(
+    conn: &mut PgConnection,
+    partition: Partition,
+    period: Duration,
+) -> Result<(usize, usize), sqlx::Error> {
+    let (removed, total): (i64, i64) = sqlx::query_as(
+        "select count(*) filter (where status = 'removed'
+                                   and removed_at > now() - make_interval(secs => $2)),
+                count(*) filter (where status <> 'removed'
+                                   or removed_at > now() - make_interval(secs => $2))
+         from repositories where installation_id is not distinct from $1",
+    )
+    .bind(partition.installation())
+    .bind(period.as_secs_f64())
+    .fetch_one(conn)
+    .await?;
+    Ok((
+        usize::try_from(removed).unwrap_or(0),
+        usize::try_from(total).unwrap_or(0),
+    ))
+}
+
+/// Records when a counted removal happened; an uncounted one clears it.
+pub(crate) async fn set_removed_at(
+    conn: &mut PgConnection,
+    id: RepoId,
+    counted: bool,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("update repositories set removed_at = case when $2 then now() end where id = $1")
+        .bind(id)
+        .bind(counted)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// A locked row with what a reconcile needs besides the state it decides:
 /// the names as stored, and the hold on its removal, so that writes which
 /// would change nothing can be skipped.
@@ -188,7 +282,7 @@ pub(crate) async fn write_state(
          where id = $1",
     )
     .bind(id)
-    .bind(&new.status)
+    .bind(new.status)
     .bind(&new.error)
     .bind(&new.synced_sha)
     .bind(new.attempts)
@@ -232,7 +326,7 @@ pub(crate) async fn record_error(
         return Ok(None);
     };
     let new = RepoState {
-        status: Status::Error.as_str().to_string(),
+        status: Status::Error,
         error: Some(message.to_string()),
         attempts: old.attempts.saturating_add(1),
         ..old.clone()
@@ -268,7 +362,7 @@ pub(crate) async fn record_waiting(
         return Ok(None);
     };
     let new = RepoState {
-        status: Status::Pending.as_str().to_string(),
+        status: Status::Pending,
         error: Some(message.to_string()),
         ..old.clone()
     };

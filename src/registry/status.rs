@@ -1,13 +1,17 @@
-//! The one status each tracked repository has (SPEC §3).
+//! The one status each tracked repository has (docs/contract.md#repository-statuses).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// A repository's status; stored as its [`Status::as_str`] text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// A repository's status; stored as its [`Status::as_str`] text, and read
+/// back from a row straight into this type.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, sqlx::Type,
+)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
 pub enum Status {
     /// Known, not handled yet.
     Pending,
@@ -53,6 +57,13 @@ impl Status {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Compares with a status name, as stored and shown.
+impl PartialEq<&str> for Status {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 

@@ -2,58 +2,46 @@
 
 use sqlx::PgPool;
 
-use super::guard;
-use crate::config::MaxRemovals;
+use super::{DeletionGuard, RegistryError};
 use crate::controller::{Failure, Tracker};
-use crate::source::RepoId;
+use crate::source::{InstallationId, Partition, RepoId};
 
-const LOCAL: &str = "local";
-const INSTALLATION: &str = "installation/";
-
-/// The repositories tracked for an installation (`None`: the local folder),
-/// except those already removed: nothing is left to reconcile for them.
-/// The sweep and the uninstall/suspend webhooks share this notion.
+/// The repositories tracked in a partition, except those already removed:
+/// nothing is left to reconcile for them. The sweep and the
+/// uninstall/suspend webhooks share this notion.
 pub async fn tracked_ids<'e, E: sqlx::PgExecutor<'e>>(
     executor: E,
-    installation: Option<i64>,
+    partition: Partition,
 ) -> Result<Vec<RepoId>, sqlx::Error> {
     sqlx::query_scalar(
         "select id from repositories
          where installation_id is not distinct from $1 and status <> 'removed'
          order by id",
     )
-    .bind(installation)
+    .bind(partition.installation())
     .fetch_all(executor)
     .await
 }
 
-/// The partition a repository belongs to: `local` for the local folder
-/// source, `installation/<id>` for a GitHub App installation. Sources name
-/// their listing partitions with it so the sweep compares like with like.
-pub fn partition_name(installation_id: Option<i64>) -> String {
-    match installation_id {
-        None => LOCAL.to_string(),
-        Some(id) => format!("{INSTALLATION}{id}"),
-    }
-}
-
-/// The inverse of [`partition_name`]; `None` for a name it does not make.
-pub fn parse_partition(name: &str) -> Option<Option<i64>> {
-    if name == LOCAL {
-        return Some(None);
-    }
-    let id = name.strip_prefix(INSTALLATION)?;
-    // Only the canonical spelling, so that names round-trip.
-    let parsed = id.parse::<i64>().ok()?;
-    (parsed.to_string() == id).then_some(Some(parsed))
+/// The installations some repository not yet removed belongs to: the
+/// listing compares them with the installations GitHub still lists.
+pub async fn remembered_installations<'e, E: sqlx::PgExecutor<'e>>(
+    executor: E,
+) -> Result<Vec<InstallationId>, RegistryError> {
+    Ok(sqlx::query_scalar(
+        "select distinct installation_id from repositories
+         where installation_id is not null and status <> 'removed'",
+    )
+    .fetch_all(executor)
+    .await?)
 }
 
 /// The repositories the registry tracks, per partition (removed ones
-/// excluded), and the sweep's deletion guard (SPEC §3).
+/// excluded), and the sweep's deletion guard (docs/contract.md#repository-statuses).
 #[derive(Debug, Clone)]
 pub struct RegistryTracker {
     pool: PgPool,
-    max_removals: MaxRemovals,
+    guard: DeletionGuard,
 }
 
 impl RegistryTracker {
@@ -61,77 +49,51 @@ impl RegistryTracker {
     pub fn new(pool: PgPool) -> Self {
         Self {
             pool,
-            max_removals: MaxRemovals::Default,
+            guard: DeletionGuard::default(),
         }
     }
 
-    /// Sets the sweep guard's bound (`ROSTER_MAX_REMOVALS`).
-    pub fn with_max_removals(mut self, max_removals: MaxRemovals) -> Self {
-        self.max_removals = max_removals;
+    /// Sets the sweep's deletion guard: the one the handler shares
+    /// (`ROSTER_MAX_REMOVALS`).
+    pub fn with_guard(mut self, guard: DeletionGuard) -> Self {
+        self.guard = guard;
         self
     }
+}
+
+/// A partition named by the controller, which got the name from a lister.
+fn partition(name: &str) -> Result<Partition, Failure> {
+    name.parse()
+        .map_err(|e: crate::source::UnknownPartition| Failure::new(e.to_string()))
 }
 
 impl Tracker for RegistryTracker {
     type Key = RepoId;
 
-    async fn tracked(&self, partition: &str) -> Result<Vec<RepoId>, Failure> {
-        let installation = parse_partition(partition)
-            .ok_or_else(|| Failure::new(format!("unknown listing partition {partition:?}")))?;
-        tracked_ids(&self.pool, installation)
+    async fn tracked(&self, partition_name: &str) -> Result<Vec<RepoId>, Failure> {
+        tracked_ids(&self.pool, partition(partition_name)?)
             .await
             .map_err(|e| Failure::new(format!("registry database: {e}")))
     }
 
     /// Holds every vanished repository when more than the bound vanished;
-    /// listed repositories leave their holds. See [`guard::sweep`].
+    /// listed repositories leave their holds. See [`DeletionGuard::sweep`].
     async fn guard_sweep(
         &self,
-        partition: &str,
+        partition_name: &str,
         tracked: usize,
         listed: &[RepoId],
         gone: Vec<RepoId>,
     ) -> Result<Vec<RepoId>, Failure> {
-        guard::sweep(
-            &self.pool,
-            self.max_removals,
-            partition,
-            tracked,
-            listed,
-            gone,
-        )
-        .await
-        .map_err(|e| Failure::new(e.to_string()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn partition_names_should_round_trip() {
-        for installation in [None, Some(0), Some(42), Some(i64::MAX)] {
-            assert_eq!(
-                parse_partition(&partition_name(installation)),
-                Some(installation)
-            );
-        }
-        assert_eq!(partition_name(Some(7)), "installation/7");
-        assert_eq!(partition_name(None), "local");
-    }
-
-    #[test]
-    fn parse_partition_should_reject_other_names() {
-        for name in [
-            "",
-            "Local",
-            "installation/",
-            "installation/x",
-            "installation/007",
-            "org/1",
-        ] {
-            assert_eq!(parse_partition(name), None, "{name}");
-        }
+        self.guard
+            .sweep(
+                &self.pool,
+                partition(partition_name)?,
+                tracked,
+                listed,
+                gone,
+            )
+            .await
+            .map_err(|e| Failure::new(e.to_string()))
     }
 }

@@ -3,6 +3,9 @@
 //! Sources only observe; the registry handler decides what to do with it.
 
 pub mod dir;
+mod partition;
+
+pub use partition::{InstallationId, Partition, UnknownPartition};
 
 use std::fmt;
 

@@ -1,4 +1,4 @@
-//! `GET /api/v1/deliveries`: recent webhook deliveries, newest first (SPEC §5).
+//! `GET /api/v1/deliveries`: recent webhook deliveries, newest first (docs/contract.md#http-routes).
 
 use axum::extract::State;
 use axum::Json;

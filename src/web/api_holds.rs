@@ -1,4 +1,4 @@
-//! The deletion guard's holds (SPEC §3, §5): which removals wait for an
+//! The deletion guard's holds (docs/contract.md#repository-statuses, docs/contract.md#http-routes): which removals wait for an
 //! operator, and the release that lets them proceed.
 
 use axum::extract::State;

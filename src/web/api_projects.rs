@@ -1,4 +1,4 @@
-//! `GET /api/v1/projects` and `GET /api/v1/projects/{name}` (SPEC §5).
+//! `GET /api/v1/projects` and `GET /api/v1/projects/{name}` (docs/contract.md#http-routes).
 
 use axum::extract::State;
 use axum::Json;

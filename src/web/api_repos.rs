@@ -1,9 +1,9 @@
-//! `GET /api/v1/repos` and `GET /api/v1/repos/{owner}/{name}` (SPEC §5).
+//! `GET /api/v1/repos` and `GET /api/v1/repos/{owner}/{name}` (docs/contract.md#http-routes).
 
 use axum::extract::State;
 use axum::Json;
 
-use super::error::ApiError;
+use super::error::{repo_not_found, ApiError};
 use super::extract::{ApiPath, ApiQuery};
 use super::params::RepoParams;
 use super::state::AppState;
@@ -46,8 +46,4 @@ pub async fn project_schema() -> impl axum::response::IntoResponse {
         [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
         crate::project::schema::PROJECT_SCHEMA,
     )
-}
-
-pub(super) fn repo_not_found(owner: &str, name: &str) -> ApiError {
-    ApiError::NotFound(format!("repository {owner}/{name} not found"))
 }

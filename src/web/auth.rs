@@ -1,5 +1,5 @@
-//! Bearer-token check for the write API (SPEC §5), under the failure
-//! throttle it shares with the dashboard's sign-in (SPEC §8).
+//! Bearer-token check for the write API (docs/contract.md#http-routes), under the failure
+//! throttle it shares with the dashboard's sign-in (docs/contract.md#bounds).
 
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
 //! Who a request comes from, as the failure throttle counts clients
-//! (SPEC §8): one IPv4 address, or one IPv6 /64. A single IPv6 host is
+//! (docs/contract.md#bounds): one IPv4 address, or one IPv6 /64. A single IPv6 host is
 //! usually given a whole /64, so counting its addresses one by one would
 //! give it more tries than there are atoms; an IPv4-mapped IPv6 address
 //! (a dual-stack listener's view of an IPv4 client) is that IPv4 address.
@@ -8,12 +8,11 @@ use std::convert::Infallible;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 
 use super::forwarded::client_address;
 use super::serve::ClientAddr;
-use super::state::AppState;
 
 /// A client as the throttle counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -56,11 +55,22 @@ impl fmt::Display for ClientKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Client(pub ClientKey);
 
-impl FromRequestParts<AppState> for Client {
+/// Whether `X-Forwarded-*` headers name the client (`ROSTER_TRUST_PROXY`):
+/// what [`Client`] needs of the server's state, so the extractor works on
+/// any state that can give it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrustProxy(pub bool);
+
+impl<S> FromRequestParts<S> for Client
+where
+    TrustProxy: FromRef<S>,
+    S: Send + Sync,
+{
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Infallible> {
-        Ok(Self(client_of(parts, state.trust_proxy)))
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Infallible> {
+        let TrustProxy(trust) = TrustProxy::from_ref(state);
+        Ok(Self(client_of(parts, trust)))
     }
 }
 

@@ -1,5 +1,5 @@
 //! The API's errors: every one answers `{"error": "…"}` with a fitting
-//! status (SPEC §5). Internal details are logged, never sent.
+//! status (docs/contract.md#http-routes). Internal details are logged, never sent.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +20,7 @@ pub enum ApiError {
     /// No bearer token, or the wrong one.
     #[error("missing or wrong bearer token")]
     Unauthorized,
-    /// The client presented too many wrong tokens (SPEC §8); it may try
+    /// The client presented too many wrong tokens (docs/contract.md#bounds); it may try
     /// again after `wait`.
     #[error("too many wrong tokens from this client: try again in {} s", retry_after(*.wait))]
     TooManyTries { wait: std::time::Duration },
@@ -62,10 +62,6 @@ impl From<RegistryError> for ApiError {
                 Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
             }
             RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
-            RegistryError::Corrupt(detail) => {
-                tracing::error!(error = %detail, "registry holds an unexpected value");
-                Self::Internal
-            }
         }
     }
 }
@@ -109,6 +105,12 @@ impl IntoResponse for ApiError {
 pub fn retry_after(wait: std::time::Duration) -> u64 {
     let whole = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
     whole.max(1)
+}
+
+/// The 404 of a repository the registry does not know, the same from the
+/// API and the dashboard.
+pub fn repo_not_found(owner: &str, name: &str) -> ApiError {
+    ApiError::NotFound(format!("repository {owner}/{name} not found"))
 }
 
 /// Answers routes that do not exist with the same JSON shape.

@@ -1,6 +1,6 @@
 //! What a request says about its client, its host and its scheme, taking
 //! the `X-Forwarded-*` headers into account only when the operator said a
-//! proxy writes them (`ROSTER_TRUST_PROXY=true`, SPEC §8). Without a proxy
+//! proxy writes them (`ROSTER_TRUST_PROXY=true`, docs/contract.md#bounds). Without a proxy
 //! anyone can write those headers, so trusting them would let a client pick
 //! its own address (and escape the failure throttle) or its own host (and
 //! pass the same-origin check from another site).

@@ -1,4 +1,4 @@
-//! Liveness and readiness probes (SPEC §5).
+//! Liveness and readiness probes (docs/contract.md#http-routes).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `GET /metrics`: the Prometheus exposition (SPEC §7).
+//! `GET /metrics`: the Prometheus exposition (docs/operations.md#metrics).
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};

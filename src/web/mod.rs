@@ -1,12 +1,13 @@
 //! HTTP: the read and write API, the dashboard, probes and `/metrics`
-//! (SPEC §5, §7). The webhook route lives with the GitHub code and is merged
-//! in through [`router_with`].
+//! (docs/contract.md#http-routes, docs/operations.md#metrics). The webhook route lives with the GitHub code and is merged
+//! in through [`router_with`] (`router.rs` wires the routes; every handler
+//! shares [`AppState`]).
 
 mod api_deliveries;
 mod api_holds;
 mod api_projects;
 mod api_repos;
-pub(crate) mod api_write;
+mod api_write;
 mod assets;
 mod auth;
 pub mod client;
@@ -18,7 +19,9 @@ mod health;
 mod metrics_route;
 mod origin;
 mod params;
+mod resync;
 mod revocation;
+pub mod router;
 pub mod serve;
 mod session;
 pub mod state;
@@ -26,4 +29,5 @@ pub mod throttle;
 mod view;
 
 pub use error::ApiError;
-pub use state::{router, router_with, AppState, BODY_LIMIT, REQUEST_TIMEOUT};
+pub use router::{router, router_with, BODY_LIMIT, REQUEST_TIMEOUT};
+pub use state::AppState;

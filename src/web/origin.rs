@@ -1,5 +1,5 @@
 //! Where a dashboard form was sent from, and over what: the dashboard's
-//! guard against cross-site requests (SPEC §5) and its choice of a
+//! guard against cross-site requests (docs/contract.md#http-routes) and its choice of a
 //! `Secure` cookie. The host a request was sent to is `Host`, or what a
 //! trusted proxy says (see [`crate::web::forwarded`]).
 

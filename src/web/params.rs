@@ -1,5 +1,5 @@
 //! Query-string parameters of the lists, parsed once into the registry's
-//! filters; the API and the dashboard share them so they agree (SPEC §5).
+//! filters; the API and the dashboard share them so they agree (docs/contract.md#http-routes).
 //!
 //! Every value is taken as text and checked here, so a bad value gets a
 //! message naming the parameter instead of a deserializer's wording.

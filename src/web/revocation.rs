@@ -1,5 +1,5 @@
 //! Sessions ended by signing out, in PostgreSQL so that every replica
-//! refuses their cookies (SPEC §8). A row lives until the cookie would have
+//! refuses their cookies (docs/contract.md#bounds). A row lives until the cookie would have
 //! expired anyway; each sign-out prunes the rows past that.
 
 use chrono::{DateTime, Utc};

@@ -1,4 +1,4 @@
-//! Dashboard sign-in (SPEC §5): an operator signs in with the API token and
+//! Dashboard sign-in (docs/contract.md#http-routes): an operator signs in with the API token and
 //! gets a session cookie signed by the server, so the pages can offer resync
 //! buttons while the browser never keeps the token itself.
 //!
@@ -6,7 +6,7 @@
 //! expiry and the session id under a key derived from the API token, so
 //! every replica configured with the same token accepts it, and changing the
 //! token signs everybody out. Signing out records the id as revoked in
-//! PostgreSQL until the cookie would have expired (SPEC §8, see
+//! PostgreSQL until the cookie would have expired (docs/contract.md#bounds, see
 //! [`crate::web::revocation`]): the one thing the server stores, and only
 //! for sessions that ended early. The per-session CSRF token is an HMAC of
 //! the id, so it needs no storage either.

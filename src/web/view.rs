@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::github::webhook::deliveries::DeliveryJson;
 use crate::registry::Status;
 
 /// A status as the dashboard shows it: its name always, a symbol and a
@@ -201,6 +202,35 @@ pub fn project_file_link(
 pub fn http_url(url: &str) -> Option<String> {
     let parsed = url::Url::parse(url).ok()?;
     matches!(parsed.scheme(), "http" | "https").then(|| parsed.to_string())
+}
+
+/// A webhook delivery, on a repository's page and on `/deliveries`.
+pub struct DeliveryView {
+    pub at: TimeView,
+    pub id: String,
+    /// `event.action`, or the event alone.
+    pub event: String,
+    /// (dashboard link, `owner/name`).
+    pub repo: Option<(String, String)>,
+    pub outcome: String,
+    pub redelivery_requested: bool,
+}
+
+impl DeliveryView {
+    pub fn new(delivery: DeliveryJson, now: DateTime<Utc>) -> Self {
+        let event = match delivery.action {
+            Some(action) => format!("{}.{action}", delivery.event),
+            None => delivery.event,
+        };
+        Self {
+            at: TimeView::new(delivery.at, now),
+            id: delivery.id,
+            event,
+            repo: delivery.repo.map(|repo| (repo_href(&repo), repo)),
+            outcome: delivery.outcome,
+            redelivery_requested: delivery.redelivery_requested,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! How many webhook bodies are read and verified at once (SPEC §8).
+//! How many webhook bodies are read and verified at once (docs/contract.md#bounds).
 //!
 //! A body is in memory from its first byte until its signature is checked,
 //! and whoever can reach the port can send one: 20 senders of 25 MiB each

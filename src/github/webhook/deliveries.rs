@@ -1,6 +1,8 @@
 //! The delivery log: one row per `X-GitHub-Delivery` that passed the
 //! signature check, for the dashboard and `GET /api/v1/deliveries`.
 
+use std::collections::HashSet;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -9,10 +11,10 @@ use sqlx::{PgExecutor, PgPool};
 
 use crate::registry::Page;
 
-/// The most items one page holds (SPEC §5).
+/// The most items one page holds (docs/contract.md#http-routes).
 pub const MAX_LIMIT: u32 = 1000;
 
-/// One delivery as the API shows it (SPEC §5).
+/// One delivery as the API shows it (docs/contract.md#http-routes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
 pub struct DeliveryJson {
     /// GitHub's `X-GitHub-Delivery`.
@@ -99,6 +101,37 @@ where
     .bind(repos)
     .bind(outcomes)
     .execute(executor)
+    .await?;
+    Ok(())
+}
+
+/// Which of the delivery ids `ids` the log holds (received, or asked for).
+pub async fn known(pool: &PgPool, ids: &[String]) -> Result<HashSet<String>, DeliveriesError> {
+    let known: Vec<String> = sqlx::query_scalar("select id from deliveries where id = any($1)")
+        .bind(ids)
+        .fetch_all(pool)
+        .await?;
+    Ok(known.into_iter().collect())
+}
+
+/// Records that Roster asked GitHub to redeliver `delivery`, marked
+/// `redelivery_requested`. A row already there (the redelivery won the
+/// race) keeps its outcome and gains the mark.
+pub async fn record_redelivery_request(
+    pool: &PgPool,
+    delivery: &NewDelivery<'_>,
+) -> Result<(), DeliveriesError> {
+    sqlx::query(
+        "insert into deliveries (id, event, action, repo, outcome, redelivery_requested)
+         values ($1, $2, $3, $4, $5, true)
+         on conflict (id) do update set redelivery_requested = true",
+    )
+    .bind(delivery.id)
+    .bind(delivery.event)
+    .bind(delivery.action)
+    .bind(delivery.repo)
+    .bind(delivery.outcome)
+    .execute(pool)
     .await?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! The webhook route's decisions that need neither the database nor the
-//! network (SPEC §6, §8): the headers before any of the body is read, then,
+//! network (docs/contract.md#webhooks, docs/contract.md#bounds): the headers before any of the body is read, then,
 //! once it is, the signature, the delivery's headers and the payload.
 //!
 //! Pure functions, so a fuzzer can drive them with any headers and body;

@@ -1,13 +1,16 @@
-//! GitHub webhook intake (SPEC §6): verify the signature, parse the event
+//! GitHub webhook intake (docs/contract.md#webhooks): verify the signature, parse the event
 //! into Roster's own [`WebhookEvent`], enqueue what it implies, record the
 //! delivery, answer 202.
 //!
 //! Verify-then-parse: nothing reads the body before its signature matched.
-//! Bounded (SPEC §8): a declared length over 25 MiB or a missing signature
+//! The checks make up the [`VerifiedDelivery`] extractor ([`verified`]);
+//! the route's handler ([`route`]) only persists and answers.
+//! Bounded (docs/contract.md#bounds): a declared length over 25 MiB or a missing signature
 //! is refused before the body is read, a request waits for a turn to read
 //! one ([`admission`]), and the delivery log is pruned ([`retention`]).
 
 pub mod admission;
+mod answer;
 pub mod body;
 pub mod deliveries;
 pub mod envelope;
@@ -15,14 +18,18 @@ pub mod event;
 pub mod gate;
 pub mod group;
 pub mod intake;
-pub mod pull_request;
+mod plan;
 pub mod retention;
 pub mod route;
 pub mod signature;
+pub mod state;
+pub mod verified;
 
 pub use admission::WebhookLimits;
 pub use deliveries::{list_deliveries, DeliveriesError, DeliveryJson};
 pub use event::{ParsedDelivery, WebhookEvent};
 pub use gate::MAX_BODY_BYTES;
-pub use route::{router, router_with_admission, WebhookState, PATH};
+pub use route::{router, router_with_admission, PATH};
 pub use signature::sign;
+pub use state::WebhookState;
+pub use verified::VerifiedDelivery;

@@ -1,4 +1,4 @@
-//! Pruning of the delivery log (SPEC §8): rows older than
+//! Pruning of the delivery log (docs/contract.md#bounds): rows older than
 //! `ROSTER_DELIVERY_RETENTION` (default 7 days) go, and so do the oldest
 //! past [`MAX_ROWS`], so that deliveries, signed or not, cannot fill the
 //! disk.

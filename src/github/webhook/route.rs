@@ -1,26 +1,24 @@
-//! `POST /webhooks/github` (SPEC §6, §8): the headers, then a turn to read
-//! the body, then signature, headers and JSON; then everything the event
-//! implies is persisted before the answer.
+//! `POST /webhooks/github` (docs/contract.md#webhooks, docs/contract.md#bounds). The [`VerifiedDelivery`]
+//! extractor takes the delivery through its checks (the headers, a turn to
+//! read the body, signature, headers and JSON) and answers refusals; the
+//! handler persists everything the event implies, then answers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
-use secrecy::SecretString;
-use serde_json::{json, Value};
-use sqlx::PgPool;
+use serde_json::json;
 
-use super::admission::{Admission, Busy, WebhookLimits};
-use super::body::{self, BodyError};
-use super::deliveries::{self, NewDelivery};
-use super::gate::{self, Accepted, Refusal};
+use super::admission::Admission;
+use super::answer;
+use super::gate::Accepted;
 use super::group::{GroupCommit, GroupError, GroupLimits};
-use crate::db::queue::PgQueue;
-use crate::metrics::{Metrics, OTHER_EVENT};
+use super::state::{Route, WebhookState};
+use super::verified::VerifiedDelivery;
 
 /// Where GitHub sends deliveries.
 pub const PATH: &str = "/webhooks/github";
@@ -28,24 +26,6 @@ pub const PATH: &str = "/webhooks/github";
 /// GitHub gives up after 10 s; answering 503 before then keeps its log
 /// truthful (a failure a redelivery recovers) even when the database hangs.
 pub const PERSIST_TIMEOUT: Duration = Duration::from_secs(8);
-
-/// What the webhook route needs.
-#[derive(Clone)]
-pub struct WebhookState {
-    pub pool: PgPool,
-    pub queue: Arc<PgQueue>,
-    pub secret: SecretString,
-    pub metrics: Arc<Metrics>,
-    /// How many bodies are read at once, and how long the rest wait.
-    pub limits: WebhookLimits,
-}
-
-/// The state and the turns it hands out.
-struct Route {
-    state: WebhookState,
-    admission: Arc<Admission>,
-    group: GroupCommit,
-}
 
 /// The webhook route alone, to be merged into the server's router. Its
 /// bounds are `state.limits`: tests shorten the wait there.
@@ -73,36 +53,12 @@ pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
     (router, admission)
 }
 
-async fn receive(State(route): State<Arc<Route>>, request: Request) -> Response {
-    let state = &route.state;
-    let (parts, body) = request.into_parts();
-    let declared = match gate::before_body(&parts.headers) {
-        Ok(declared) => declared,
-        Err(refusal) => return refuse(state, refusal).await,
-    };
-    // The turn is taken before a byte of the body is read, and given back
-    // once the body is verified and parsed (the body is dropped with it).
-    let turn = match route.admission.admit(declared.length).await {
-        Ok(turn) => turn,
-        Err(busy) => {
-            state.metrics.webhook(OTHER_EVENT, "busy");
-            return busy_answer(busy);
-        }
-    };
-    let decided = match body::read(body, declared.length).await {
-        Ok(bytes) => gate::after_body(&state.secret, &parts.headers, &bytes),
-        Err(BodyError::TooLarge) => Err(gate::too_large()),
-        Err(e @ BodyError::Broken(_)) => {
-            state.metrics.webhook(OTHER_EVENT, "rejected");
-            return error(StatusCode::BAD_REQUEST, &e.to_string());
-        }
-    };
-    drop(turn);
-    let accepted = match decided {
-        Ok(accepted) => accepted,
-        Err(refusal) => return refuse(state, refusal).await,
-    };
-
+/// Records what a verified delivery implies and answers: 202 once it is
+/// committed, 503 when it could not be (GitHub then shows it failed).
+async fn receive(
+    State(route): State<Arc<Route>>,
+    VerifiedDelivery(accepted): VerifiedDelivery,
+) -> Response {
     let (delivery_id, event) = (accepted.delivery_id.clone(), accepted.event.clone());
     let persisted = tokio::time::timeout(PERSIST_TIMEOUT, persist(&route, accepted))
         .await
@@ -112,8 +68,8 @@ async fn receive(State(route): State<Arc<Route>>, request: Request) -> Response 
         Err(e) => {
             tracing::error!(delivery = %delivery_id, event,
                 error = %e, "webhook not persisted; GitHub will show it failed");
-            state.metrics.webhook(&event, "error");
-            error(
+            route.state.metrics.webhook(&event, "error");
+            answer::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "could not persist the delivery; redeliver it later",
             )
@@ -169,53 +125,20 @@ async fn persist(route: &Route, accepted: Accepted) -> Result<Response, PersistE
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
-/// Answers a refusal, recording a signed delivery that could not be
-/// understood. The record is best effort: the answer is 400 whatever the
-/// database says, since redelivering it cannot help.
-async fn refuse(state: &WebhookState, refusal: Refusal) -> Response {
-    state.metrics.webhook(refusal.event, refusal.outcome);
-    if let Some((id, event)) = &refusal.record {
-        reject(&state.pool, id, event).await;
-    }
-    error(refusal.status, &refusal.message)
-}
-
-async fn reject(pool: &PgPool, id: &str, event: &str) {
-    let delivery = NewDelivery {
-        id,
-        event,
-        action: None,
-        repo: None,
-        outcome: "rejected",
-    };
-    if let Err(e) = deliveries::record(pool, &delivery).await {
-        tracing::warn!(delivery = %id, error = %e, "rejected delivery not recorded");
-    }
-}
-
-fn busy_answer(busy: Busy) -> Response {
-    let mut answer = error(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string());
-    answer.headers_mut().insert(
-        header::RETRY_AFTER,
-        HeaderValue::from(busy.retry_after.as_secs()),
-    );
-    answer
-}
-
-fn error(status: StatusCode, message: &str) -> Response {
-    let body: Value = json!({ "error": message });
-    (status, Json(body)).into_response()
-}
-
 #[cfg(test)]
 mod tests {
     use axum::body::Body;
     use axum::http::Request;
     use prometheus_client::metrics::counter::Counter;
+    use secrecy::SecretString;
+    use sqlx::PgPool;
     use tower::ServiceExt;
 
     use super::*;
+    use crate::db::queue::PgQueue;
+    use crate::github::webhook::admission::WebhookLimits;
     use crate::github::webhook::signature::{sign, SIGNATURE_HEADER};
+    use crate::metrics::Metrics;
 
     const SECRET: &str = "route test secret";
 

@@ -1,9 +1,9 @@
 //! Lists the local folders as repositories.
 
 use crate::controller::{Enqueue, Failure, Lister, Partition};
-use crate::source::RepoId;
+use crate::source::{self, RepoId};
 
-use super::{repo_id, DirSource, PARTITION};
+use super::{repo_id, DirSource};
 
 /// The folder list is the listing; it is always complete when readable.
 #[derive(Debug, Clone)]
@@ -20,7 +20,7 @@ impl Lister for DirLister {
         })?;
         let items = folders.iter().map(|f| Enqueue::fresh(repo_id(f))).collect();
         Ok(vec![Partition {
-            name: PARTITION.to_owned(),
+            name: source::Partition::Local.to_string(),
             items,
             outcome: Ok(()),
         }])

@@ -1,7 +1,7 @@
 //! The local `dir:` source: each sub-folder of a folder stands for a
 //! repository, so Roster runs end to end without GitHub.
 //!
-//! A repository's owner is `local`, its name the folder's name (SPEC §3), its
+//! A repository's owner is `local`, its name the folder's name (docs/contract.md#repository-statuses), its
 //! id a stable hash of that name, and its "commit" a digest of the file.
 
 mod lister;
@@ -21,9 +21,6 @@ use super::RepoId;
 
 /// The owner every local repository has.
 pub const LOCAL_OWNER: &str = "local";
-
-/// The listing partition of the local source (there is only one).
-pub const PARTITION: &str = "local";
 
 /// Ids of local repositories start here, far above GitHub's, so the two
 /// can never collide in one registry.

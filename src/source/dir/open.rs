@@ -1,5 +1,5 @@
 //! Opens a repository's project file without ever leaving the source folder
-//! or blocking (SPEC §8).
+//! or blocking (docs/contract.md#bounds).
 //!
 //! The path is walked one component at a time from an open handle on the
 //! folder, each step with `O_NOFOLLOW`: no symbolic link is followed, not even

@@ -12,7 +12,7 @@ use super::open::{open_project_file, Opened};
 use super::{repo_id, DirSource, LOCAL_OWNER};
 
 /// Why a project file that is a link, a FIFO, a device or a folder is
-/// refused (SPEC §8); the repository turns `invalid` and keeps its entries.
+/// refused (docs/contract.md#bounds); the repository turns `invalid` and keeps its entries.
 pub const NOT_REGULAR: &str = "not a regular file inside the source folder";
 
 /// Storage of the local source: the folder, then its project file.

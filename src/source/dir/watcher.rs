@@ -38,7 +38,7 @@ where
         Err(e) => tracing::warn!(error = %e, "folder watch error"),
     };
     // Never follow a link: a link to `/` would otherwise make the watch walk
-    // and hold the whole file system (SPEC §8). Changing the link itself is
+    // and hold the whole file system (docs/contract.md#bounds). Changing the link itself is
     // still an event of the folder holding it.
     let config = notify::Config::default().with_follow_symlinks(false);
     let mut watcher =

@@ -6,15 +6,15 @@ use askama_web::WebTemplate;
 use axum::extract::State;
 use chrono::Utc;
 
-use super::repo::DeliveryView;
-use super::{Chrome, PageError};
+use super::chrome::Chrome;
+use super::error_page::PageError;
 use crate::github::webhook::deliveries::list_deliveries;
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
 use crate::web::params::DeliveryParams;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
-use crate::web::view::href_with;
+use crate::web::view::{href_with, DeliveryView};
 
 #[derive(Template, WebTemplate)]
 #[template(path = "deliveries.html")]

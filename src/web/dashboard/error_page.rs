@@ -5,7 +5,7 @@ use askama_web::WebTemplate;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
-use super::Chrome;
+use super::chrome::Chrome;
 use crate::github::webhook::deliveries::DeliveriesError;
 use crate::registry::RegistryError;
 use crate::web::error::ApiError;

@@ -1,4 +1,4 @@
-//! The dashboard: server-rendered pages for people (SPEC §5), from the same
+//! The dashboard: server-rendered pages for people (docs/contract.md#http-routes), from the same
 //! registry queries as the API. Templates live in `templates/`; askama
 //! escapes every value, and repository data is never marked safe.
 //!
@@ -6,6 +6,7 @@
 //! open page current. Signed-in operators (see [`crate::web::session`]) get
 //! resync forms, each guarded against cross-site requests.
 
+mod action;
 mod chrome;
 mod deliveries;
 mod error_page;
@@ -20,9 +21,6 @@ use axum::http::{header, HeaderValue};
 use axum::routing::{get, post};
 use axum::Router;
 use tower_http::set_header::SetResponseHeaderLayer;
-
-pub use chrome::Chrome;
-pub use error_page::PageError;
 
 use super::state::AppState;
 

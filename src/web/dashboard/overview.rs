@@ -9,8 +9,8 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use chrono::{DateTime, Utc};
 
-use super::chrome::DoneParam;
-use super::{Chrome, PageError};
+use super::chrome::{Chrome, DoneParam};
+use super::error_page::PageError;
 use crate::registry::query::{listing_times, queue_summary, ListingTimes, QueueSummary};
 use crate::registry::{self, RepoJson, Status};
 use crate::web::error::ApiError;

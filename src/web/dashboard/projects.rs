@@ -4,7 +4,8 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 
-use super::{Chrome, PageError};
+use super::chrome::Chrome;
+use super::error_page::PageError;
 use crate::registry::{self, EntryJson};
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;

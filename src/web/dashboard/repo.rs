@@ -8,20 +8,20 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use chrono::{DateTime, Utc};
 
-use super::chrome::DoneParam;
-use super::{Chrome, PageError};
+use super::chrome::{Chrome, DoneParam};
+use super::error_page::PageError;
 use crate::controller::{ItemStatus, WorkQueue};
-use crate::github::webhook::deliveries::{list_deliveries, DeliveryJson};
+use crate::github::webhook::deliveries::list_deliveries;
 use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
 use crate::registry::{self, EntryJson, EventJson, Status};
-use crate::web::error::ApiError;
+use crate::web::error::{repo_not_found, ApiError};
 use crate::web::extract::ApiPath;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{
-    commit_link, duration_text, href_with, http_url, project_file_link, repo_href, short_sha,
-    web_link, StatusView, TimeView,
+    commit_link, duration_text, format_time, href_with, http_url, project_file_link, repo_href,
+    short_sha, web_link, DeliveryView, StatusView, TimeView,
 };
 
 /// Deliveries shown on the page; the rest are one link away.
@@ -150,35 +150,6 @@ impl EventView {
     }
 }
 
-/// A webhook delivery, on this page and on `/deliveries`.
-pub struct DeliveryView {
-    pub at: TimeView,
-    pub id: String,
-    /// `event.action`, or the event alone.
-    pub event: String,
-    /// (dashboard link, `owner/name`).
-    pub repo: Option<(String, String)>,
-    pub outcome: String,
-    pub redelivery_requested: bool,
-}
-
-impl DeliveryView {
-    pub fn new(delivery: DeliveryJson, now: DateTime<Utc>) -> Self {
-        let event = match delivery.action {
-            Some(action) => format!("{}.{action}", delivery.event),
-            None => delivery.event,
-        };
-        Self {
-            at: TimeView::new(delivery.at, now),
-            id: delivery.id,
-            event,
-            repo: delivery.repo.map(|repo| (repo_href(&repo), repo)),
-            outcome: delivery.outcome,
-            redelivery_requested: delivery.redelivery_requested,
-        }
-    }
-}
-
 fn explanation(status: Status) -> &'static str {
     match status {
         Status::Pending => "Known, not handled yet: a worker reads it shortly.",
@@ -227,7 +198,7 @@ fn retry_text(item: &ItemStatus, now: DateTime<Utc>) -> String {
         format!(
             "Next retry in {} (at {}){attempts}.",
             duration_text(item.ready_in.as_secs()),
-            crate::web::view::format_time(Some(at))
+            format_time(Some(at))
         )
     }
 }
@@ -241,7 +212,7 @@ pub async fn repo_detail(
     let ApiPath((owner, name)) = path?;
     let detail = registry::get_repo(&state.pool, &owner, &name)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("repository {owner}/{name} not found")))?;
+        .ok_or_else(|| repo_not_found(&owner, &name))?;
     let repo = detail.repo;
     let now = Utc::now();
     let (info, deliveries, checks) = tokio::try_join!(

@@ -12,8 +12,9 @@ use chrono::Utc;
 use serde::Deserialize;
 use std::time::Instant;
 
-use super::forms::{check_action, ActionForm};
-use super::{Chrome, PageError};
+use super::action::{check_action, ActionForm};
+use super::chrome::Chrome;
+use super::error_page::PageError;
 use crate::web::auth::tokens_match;
 use crate::web::client::Client;
 use crate::web::error::{retry_after, ApiError};

@@ -10,14 +10,15 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::event::{ignored, WebhookEvent};
+use super::payload::ignored;
+use super::WebhookEvent;
 use crate::github::checks_api::CHECK_NAME;
 use crate::registry::check_requests::CheckRequest;
 use crate::source::RepoId;
 
 #[derive(Deserialize)]
 struct Repository {
-    #[serde(deserialize_with = "super::event::repository_id")]
+    #[serde(deserialize_with = "super::payload::repository_id")]
     id: i64,
     name: String,
     owner: Owner,
@@ -31,7 +32,7 @@ struct Owner {
 
 #[derive(Deserialize)]
 struct Installation {
-    #[serde(deserialize_with = "super::event::installation_id")]
+    #[serde(deserialize_with = "super::payload::installation_id")]
     id: i64,
 }
 

@@ -5,10 +5,10 @@
 
 use sqlx::PgConnection;
 
-use super::evaluate::{evaluate, HeadFile, Parsed, Verdict};
-use crate::registry::check_runs::{self, CheckIntent};
-use crate::registry::read_only::snapshot;
-use crate::registry::RegistryError;
+use super::check_runs::{self, CheckIntent};
+use super::read_only::snapshot;
+use super::RegistryError;
+use crate::project::verdict::{evaluate, HeadFile, Parsed, Verdict};
 use crate::source::{FileState, Observed, RepoId};
 
 /// What a reconcile previewed before applying, to be posted once its

@@ -4,8 +4,36 @@
 
 use std::collections::BTreeMap;
 
-use crate::project::Project;
-use crate::registry::read_only::RegisteredEntry;
+use super::Project;
+
+/// An entry as registered now, with the fields a preview compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredEntry {
+    pub name: String,
+    pub owner: String,
+    pub description: Option<String>,
+    pub lifecycle: Option<String>,
+    pub tags: Vec<String>,
+    pub links: serde_json::Value,
+    pub labels: serde_json::Value,
+}
+
+/// A name another repository owns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedElsewhere {
+    pub name: String,
+    /// `owner/name` of the owning repository.
+    pub owner_repo: String,
+}
+
+/// What a preview needs to know about the registry, read at one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The repository's entries, by name.
+    pub entries: Vec<RegisteredEntry>,
+    /// Which of the asked names other repositories own.
+    pub taken: Vec<OwnedElsewhere>,
+}
 
 /// An entry's fields as text, in the order people read them.
 pub type Fields = Vec<(&'static str, String)>;
@@ -267,7 +295,7 @@ mod tests {
     }
 
     fn projects(text: &str) -> Vec<Project> {
-        crate::project::parse("project.yaml", text.as_bytes())
+        super::super::parse("project.yaml", text.as_bytes())
             .expect("valid")
             .projects
     }

@@ -1,12 +1,11 @@
-//! Evaluates a project file at one commit against the registry as it is
-//! now, with the reconcile's own rules (the file's rules, then name
+//! Evaluates a project file at one commit against a snapshot of the
+//! registry, with the reconcile's own rules (the file's rules, then name
 //! ownership), into what the `Roster` check run says.
 
 use serde_json::{json, Value};
 
-use super::preview::{plural, Preview};
-use crate::project::{self, Problem, ProjectFile, MORE_PREFIX};
-use crate::registry::read_only::Snapshot;
+use super::preview::{plural, Preview, Snapshot};
+use super::{name_positions, parse, Problem, ProjectFile, MORE_PREFIX};
 
 /// GitHub's limit on a check run's `output.summary`, in characters.
 pub const MAX_SUMMARY_CHARS: usize = 65_535;
@@ -44,7 +43,7 @@ impl Parsed {
                 field: "file".into(),
                 message,
             }]),
-            HeadFile::Found(bytes) => match project::parse(project_file, &bytes) {
+            HeadFile::Found(bytes) => match parse(project_file, &bytes) {
                 Err(problems) => Parsed::Problems(problems.0),
                 Ok(file) => Parsed::Valid {
                     file,
@@ -142,7 +141,7 @@ pub fn evaluate(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snaps
                     annotations: Vec::new(),
                 };
             }
-            let positions = project::name_positions(text);
+            let positions = name_positions(text);
             let problems: Vec<Problem> = registry
                 .taken
                 .iter()
@@ -230,7 +229,7 @@ pub fn clip_summary(summary: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::read_only::OwnedElsewhere;
+    use crate::project::preview::OwnedElsewhere;
 
     fn run(text: &str, registry: &Snapshot) -> Verdict {
         let parsed = Parsed::read("project.yaml", HeadFile::Found(text.as_bytes().to_vec()));

@@ -1,0 +1,153 @@
+//! What each source brings to the server: its lister and storage, its
+//! routes, the links to its website and its background work. One function
+//! per source builds them.
+
+use std::path::Path;
+
+use axum::Router;
+use tokio::task::JoinHandle;
+
+use super::shared::Shared;
+use crate::checks::ChecksWorker;
+use crate::config::{ConfigError, Settings};
+use crate::github::webhook::retention::{self, Retention};
+use crate::github::webhook::{self, WebhookLimits, WebhookState};
+use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
+use crate::shutdown::{self, Stop};
+use crate::source::dir::{DirLister, DirSource, DirStorage};
+
+/// A source, wired: what the controller and the server need from it.
+pub struct SourceParts<L, S> {
+    pub lister: L,
+    pub storage: S,
+    /// The source's own routes (the webhook), merged into the server's.
+    pub routes: Router,
+    /// Base of links to repositories on the source's website, if it has one.
+    pub web_url: Option<String>,
+    /// Background work, awaited once the server has stopped.
+    pub tasks: Vec<JoinHandle<()>>,
+    /// Asked once the server has stopped: what background work must go on
+    /// while requests in flight finish.
+    pub stop_when_served: Vec<Stop>,
+    /// What must live as long as the server (the folder watcher).
+    pub held: Vec<Box<dyn Send>>,
+}
+
+/// The `dir:` source: a local folder, watched for changes.
+pub fn dir(
+    path: &Path,
+    settings: &Settings,
+    shared: &Shared,
+) -> Result<SourceParts<DirLister, DirStorage>, ConfigError> {
+    let root = std::fs::canonicalize(path).map_err(|e| {
+        ConfigError::new(
+            "ROSTER_SOURCE",
+            format!("cannot open {}: {e}", path.display()),
+        )
+    })?;
+    let source = DirSource::new(root, settings.project_file.clone());
+    let watcher = crate::source::dir::watch(source.clone(), shared.queue.clone())
+        .map_err(|e| ConfigError::new("ROSTER_SOURCE", e.to_string()))?;
+    Ok(SourceParts {
+        lister: DirLister {
+            source: source.clone(),
+        },
+        storage: DirStorage { source },
+        routes: Router::new(),
+        web_url: None,
+        tasks: Vec::new(),
+        stop_when_served: Vec::new(),
+        held: vec![Box::new(watcher)],
+    })
+}
+
+/// The `github` source: the App's installations, the webhook route, the
+/// recovery of missed deliveries and the pruning of the delivery log.
+pub async fn github(
+    settings: &Settings,
+    shared: &Shared,
+) -> Result<SourceParts<GithubLister, GithubStorage>, ConfigError> {
+    let app = settings
+        .github
+        .as_ref()
+        .ok_or_else(|| ConfigError::new("GITHUB_APP_ID", "the github source needs a GitHub App"))?;
+    let (pool, metrics) = (shared.pool.clone(), shared.metrics.clone());
+    let source = GithubSource::connect(app, &settings.project_file, pool, metrics)
+        .await
+        .map_err(|e| ConfigError::new(e.setting(), e.message()))?;
+    let routes = webhook::router(WebhookState {
+        pool: shared.pool.clone(),
+        queue: shared.queue.clone(),
+        secret: app.webhook_secret.clone(),
+        metrics: shared.metrics.clone(),
+        limits: WebhookLimits {
+            concurrency: settings.webhook_concurrency,
+            ..WebhookLimits::default()
+        },
+    });
+    let (lister, storage) = (source.lister(), source.storage());
+    // Check runs on GitHub (docs/checks.md), until the server has stopped.
+    let (stop_checks, checks_stopped) = shutdown::channel();
+    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks);
+    let checks = tokio::spawn(checks.run(checks_stopped.wait()));
+    // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
+    // it half-way is safe: each redelivery is recorded once asked, and an
+    // unasked one is asked on the next pass.
+    let redelivery = tokio::spawn(redelivery::run_redelivery_loop(
+        source,
+        shared.pool.clone(),
+        redelivery::DEFAULT_INTERVAL,
+        shared.shutdown.wait(),
+    ));
+    // The delivery log's bounds (docs/contract.md#bounds), kept until the server has stopped.
+    let (stop_pruning, pruning_stopped) = shutdown::channel();
+    let pruning = tokio::spawn(retention::run_pruning_loop(
+        shared.pool.clone(),
+        Retention::new(settings.delivery_retention),
+        retention::PRUNE_INTERVAL,
+        pruning_stopped.wait(),
+    ));
+    Ok(SourceParts {
+        lister,
+        storage,
+        routes,
+        web_url: Some(web_url(&app.api_url)),
+        tasks: vec![redelivery, pruning, checks],
+        stop_when_served: vec![stop_pruning, stop_checks],
+        held: Vec::new(),
+    })
+}
+
+/// Where people see repositories: `https://github.com` for the public API,
+/// the host itself for GitHub Enterprise Server (`https://host/api/v3`).
+fn web_url(api: &url::Url) -> String {
+    match api.host_str() {
+        Some("api.github.com") | None => "https://github.com".to_owned(),
+        Some(host) => {
+            let port = api.port().map(|p| format!(":{p}")).unwrap_or_default();
+            format!("{}://{host}{port}", api.scheme())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn web_url_should_follow_the_api_host() {
+        let url = |s: &str| url::Url::parse(s).expect("url");
+        assert_eq!(
+            web_url(&url("https://api.github.com")),
+            "https://github.com"
+        );
+        assert_eq!(
+            web_url(&url("https://ghe.example.com/api/v3")),
+            "https://ghe.example.com"
+        );
+        assert_eq!(
+            web_url(&url("http://127.0.0.1:9000/")),
+            "http://127.0.0.1:9000"
+        );
+    }
+}

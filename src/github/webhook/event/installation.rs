@@ -1,0 +1,107 @@
+//! `installation` and `installation_repositories`: the App installed,
+//! uninstalled, suspended, or given repositories, which those payloads list
+//! without their default branch or URL.
+
+use serde::Deserialize;
+
+use super::payload::{ignored, installation_id, read, repository_id, Account};
+use super::{InstallationAction, PayloadRepo, WebhookEvent};
+use crate::source::{RepoId, RepoInfo};
+
+pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct InstallationEvent {
+        action: String,
+        installation: InstallationWithAccount,
+        #[serde(default)]
+        repositories: Vec<ListedRepository>,
+    }
+    let event: InstallationEvent = read(body)?;
+    let action = match event.action.as_str() {
+        "created" => InstallationAction::Created,
+        "deleted" => InstallationAction::Deleted,
+        "suspend" => InstallationAction::Suspend,
+        "unsuspend" => InstallationAction::Unsuspend,
+        "new_permissions_accepted" => InstallationAction::NewPermissionsAccepted,
+        other => return Ok(ignored(format!("installation {other} does not matter"))),
+    };
+    let installation = &event.installation;
+    Ok(WebhookEvent::Installation {
+        action,
+        installation_id: installation.id,
+        repos: listed(event.repositories, installation),
+    })
+}
+
+pub(super) fn parse_installation_repositories(
+    body: &[u8],
+) -> Result<WebhookEvent, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct InstallationRepositoriesEvent {
+        action: String,
+        installation: InstallationWithAccount,
+        #[serde(default)]
+        repositories_added: Vec<ListedRepository>,
+        #[serde(default)]
+        repositories_removed: Vec<ListedRepository>,
+    }
+    let event: InstallationRepositoriesEvent = read(body)?;
+    if !matches!(event.action.as_str(), "added" | "removed") {
+        return Ok(ignored(format!(
+            "installation_repositories {} does not matter",
+            event.action
+        )));
+    }
+    let installation = &event.installation;
+    Ok(WebhookEvent::InstallationRepositories {
+        installation_id: installation.id,
+        added: listed(event.repositories_added, installation),
+        removed: listed(event.repositories_removed, installation),
+    })
+}
+
+#[derive(Deserialize)]
+struct InstallationWithAccount {
+    #[serde(deserialize_with = "installation_id")]
+    id: i64,
+    account: Option<Account>,
+}
+
+/// A repository as installation payloads list it: id, name, `owner/name`.
+#[derive(Deserialize)]
+struct ListedRepository {
+    #[serde(deserialize_with = "repository_id")]
+    id: i64,
+    node_id: Option<String>,
+    name: String,
+    full_name: Option<String>,
+}
+
+fn listed(
+    repos: Vec<ListedRepository>,
+    installation: &InstallationWithAccount,
+) -> Vec<PayloadRepo> {
+    repos
+        .into_iter()
+        .map(|repo| {
+            let owner = repo
+                .full_name
+                .as_deref()
+                .and_then(|full| full.split_once('/'))
+                .map(|(owner, _)| owner.to_owned())
+                .or_else(|| installation.account.as_ref().map(|a| a.login.clone()))
+                .unwrap_or_default();
+            PayloadRepo {
+                id: RepoId(repo.id),
+                info: RepoInfo {
+                    owner,
+                    name: repo.name,
+                    installation_id: Some(installation.id),
+                    default_branch: String::new(),
+                    html_url: None,
+                },
+                node_id: repo.node_id,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,370 @@
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::*;
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github/webhooks")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn event_of(name: &str) -> WebhookEvent {
+    let kind = name.split('.').next().unwrap_or_default();
+    match parse(kind, &fixture(name)) {
+        Ok(parsed) => parsed.event,
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+fn hello_world(id: i64, owner: &str, installation_id: Option<i64>) -> PayloadRepo {
+    PayloadRepo {
+        id: RepoId(id),
+        info: RepoInfo {
+            owner: owner.to_owned(),
+            name: "Hello-World".to_owned(),
+            installation_id,
+            default_branch: "master".to_owned(),
+            html_url: Some(format!("https://github.com/{owner}/Hello-World")),
+        },
+        node_id: Some(legacy_node_id(id)),
+    }
+}
+
+/// GitHub's older node ids: base64 of `010:Repository<id>`, as the
+/// fixtures carry them.
+fn legacy_node_id(id: i64) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(format!("010:Repository{id}"))
+}
+
+fn listed_repo(id: i64, owner: &str, name: &str, installation_id: i64) -> PayloadRepo {
+    listed_with_node(id, owner, name, installation_id, &legacy_node_id(id))
+}
+
+fn listed_with_node(
+    id: i64,
+    owner: &str,
+    name: &str,
+    installation_id: i64,
+    node_id: &str,
+) -> PayloadRepo {
+    PayloadRepo {
+        id: RepoId(id),
+        info: RepoInfo {
+            owner: owner.to_owned(),
+            name: name.to_owned(),
+            installation_id: Some(installation_id),
+            default_branch: String::new(),
+            html_url: None,
+        },
+        node_id: Some(node_id.to_owned()),
+    }
+}
+
+fn is_ignored(event: &WebhookEvent) -> bool {
+    matches!(event, WebhookEvent::Ignored { .. })
+}
+
+#[test]
+fn ping_fixtures_should_parse_as_ping() {
+    assert_eq!(event_of("ping.json"), WebhookEvent::Ping);
+    assert_eq!(event_of("ping.with-app_id.json"), WebhookEvent::Ping);
+}
+
+#[test]
+fn push_to_the_default_branch_should_name_the_repository() {
+    let expected = WebhookEvent::DefaultBranchPush {
+        repo: hello_world(186853002, "Codertocat", Some(1)),
+    };
+    assert_eq!(event_of("push.default-branch-created.json"), expected);
+    assert_eq!(
+        event_of("push.default-branch-no-username-committer.json"),
+        expected
+    );
+}
+
+#[test]
+fn deleted_tag_push_should_be_ignored_with_or_without_installation() {
+    assert!(is_ignored(&event_of("push.tag-deleted.json")));
+    assert!(is_ignored(&event_of(
+        "push.tag-deleted.with-installation.json"
+    )));
+}
+
+#[test]
+fn push_to_another_branch_should_be_ignored() {
+    let mut value: Value =
+        serde_json::from_slice(&fixture("push.default-branch-created.json")).unwrap_or_default();
+    value["ref"] = Value::from("refs/heads/feature");
+    let body = serde_json::to_vec(&value).unwrap_or_default();
+    let parsed = parse("push", &body).map(|p| p.event);
+    assert!(
+        matches!(parsed, Ok(WebhookEvent::Ignored { reason }) if reason.contains("refs/heads/feature"))
+    );
+}
+
+#[test]
+fn deletion_of_the_default_branch_should_be_ignored() {
+    let mut value: Value =
+        serde_json::from_slice(&fixture("push.default-branch-created.json")).unwrap_or_default();
+    value["deleted"] = Value::from(true);
+    let body = serde_json::to_vec(&value).unwrap_or_default();
+    assert!(matches!(
+        parse("push", &body).map(|p| p.event),
+        Ok(WebhookEvent::Ignored { .. })
+    ));
+}
+
+#[test]
+fn repository_fixtures_should_parse_into_their_actions() {
+    let cases = [
+        ("repository.created.json", RepositoryAction::Created, None),
+        (
+            "repository.created.with-installation.json",
+            RepositoryAction::Created,
+            Some(1),
+        ),
+        (
+            "repository.renamed.json",
+            RepositoryAction::Renamed,
+            Some(1),
+        ),
+        (
+            "repository.transferred.json",
+            RepositoryAction::Transferred,
+            None,
+        ),
+        (
+            "repository.transferred.with-installation.json",
+            RepositoryAction::Transferred,
+            Some(1),
+        ),
+        (
+            "repository.edited.with-default_branch-edit.json",
+            RepositoryAction::DefaultBranchChanged,
+            None,
+        ),
+    ];
+    for (name, action, installation) in cases {
+        assert_eq!(
+            event_of(name),
+            WebhookEvent::Repository {
+                action,
+                repo: hello_world(186853261, "Octocoders", installation),
+            },
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn repository_deleted_should_name_the_deleted_repository() {
+    match event_of("repository.deleted.json") {
+        WebhookEvent::Repository { action, repo } => {
+            assert_eq!(action, RepositoryAction::Deleted);
+            assert_eq!(repo.id, RepoId(120));
+            assert_eq!(repo.info.full_name(), "Octocoders/Hello-World");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn edit_that_keeps_the_default_branch_should_be_ignored() {
+    assert!(is_ignored(&event_of("repository.edited.json")));
+}
+
+#[test]
+fn installation_fixtures_should_parse_into_their_actions() {
+    let hello = vec![listed_repo(186853002, "Codertocat", "Hello-World", 957387)];
+    let cases = [
+        (
+            "installation.created.json",
+            InstallationAction::Created,
+            957387,
+            hello.clone(),
+        ),
+        (
+            "installation.created.with-requester.json",
+            InstallationAction::Created,
+            957387,
+            hello.clone(),
+        ),
+        (
+            "installation.deleted.json",
+            InstallationAction::Deleted,
+            2,
+            vec![listed_with_node(
+                1296269,
+                "octocat",
+                "Hello-World",
+                2,
+                "MDEwOlJlcG9zaXRvcnkxODY4NTMwMDc=",
+            )],
+        ),
+        (
+            "installation.new_permissions_accepted.json",
+            InstallationAction::NewPermissionsAccepted,
+            957387,
+            hello,
+        ),
+        (
+            "installation.suspend.json",
+            InstallationAction::Suspend,
+            16598467,
+            vec![],
+        ),
+        (
+            "installation.unsuspend.json",
+            InstallationAction::Unsuspend,
+            16598467,
+            vec![],
+        ),
+    ];
+    for (name, action, installation_id, repos) in cases {
+        assert_eq!(
+            event_of(name),
+            WebhookEvent::Installation {
+                action,
+                installation_id,
+                repos,
+            },
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn installation_repositories_fixtures_should_list_added_and_removed() {
+    assert_eq!(
+        event_of("installation_repositories.added.json"),
+        WebhookEvent::InstallationRepositories {
+            installation_id: 957387,
+            added: vec![listed_repo(186853007, "Codertocat", "Space", 957387)],
+            removed: vec![],
+        }
+    );
+    assert_eq!(
+        event_of("installation_repositories.removed.json"),
+        WebhookEvent::InstallationRepositories {
+            installation_id: 2,
+            added: vec![],
+            removed: vec![listed_with_node(
+                1296269,
+                "octocat",
+                "Hello-World",
+                2,
+                "MDEwOlJlcG9zaXRvcnkxODY4NTMwMDI=",
+            )],
+        }
+    );
+}
+
+#[test]
+fn other_events_should_be_ignored_but_keep_action_and_repo() {
+    for name in [
+        "check_suite.requested.json",
+        "check_suite.requested.with-organization.json",
+    ] {
+        let kind = name.split('.').next().unwrap_or_default();
+        let parsed = parse(kind, &fixture(name)).map_err(|e| e.to_string());
+        let parsed = parsed.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(is_ignored(&parsed.event), "{name}");
+        assert!(parsed.action.is_some(), "{name}");
+        assert_eq!(parsed.repo.as_deref(), Some("Codertocat/Hello-World"));
+    }
+}
+
+#[test]
+fn delivery_should_carry_action_and_repo_for_the_log() {
+    let parsed = parse("repository", &fixture("repository.renamed.json"));
+    let parsed = parsed.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(parsed.action.as_deref(), Some("renamed"));
+    assert_eq!(parsed.repo.as_deref(), Some("Octocoders/Hello-World"));
+}
+
+#[test]
+fn body_that_is_not_json_should_be_refused() {
+    assert!(matches!(
+        parse("push", b"not json"),
+        Err(ParseError::NotJson(_))
+    ));
+}
+
+#[test]
+fn payload_without_a_needed_field_should_say_which() {
+    let err = parse("push", br#"{"ref": "refs/heads/main"}"#).err();
+    let message = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("push payload"), "{message}");
+    assert!(message.contains("repository"), "{message}");
+}
+
+#[test]
+fn payload_of_the_wrong_shape_should_be_an_error_not_a_panic() {
+    assert!(parse(
+        "installation",
+        br#"{"action": "created", "installation": 5}"#
+    )
+    .is_err());
+    assert!(parse("repository", br#"[]"#).is_err());
+    assert!(parse("installation_repositories", br#"{"action": "added"}"#).is_err());
+}
+
+#[test]
+fn zero_or_negative_ids_should_be_refused_naming_the_id() {
+    let repository = |id: i64| {
+        format!(
+            r#"{{"ref": "refs/heads/main", "repository": {{"id": {id}, "name": "r",
+            "owner": {{"login": "acme"}}, "default_branch": "main"}}}}"#
+        )
+    };
+    let listed = |repo: i64, installation: i64| {
+        format!(
+            r#"{{"action": "added", "installation": {{"id": {installation}}},
+            "repositories_added": [{{"id": {repo}, "name": "r", "full_name": "acme/r"}}]}}"#
+        )
+    };
+    let cases = [
+        (
+            "push",
+            repository(0),
+            "repository id must be a positive integer, not 0",
+        ),
+        (
+            "push",
+            repository(-7),
+            "repository id must be a positive integer, not -7",
+        ),
+        (
+            "installation_repositories",
+            listed(-1, 5),
+            "repository id must be a positive integer, not -1",
+        ),
+        (
+            "installation_repositories",
+            listed(1, 0),
+            "installation id must be a positive integer, not 0",
+        ),
+        (
+            "installation",
+            r#"{"action": "created", "installation": {"id": -3}}"#.to_owned(),
+            "installation id must be a positive integer, not -3",
+        ),
+    ];
+    for (event, body, expected) in cases {
+        let message = parse(event, body.as_bytes())
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(message.contains(expected), "{event}: {message}");
+    }
+}
+
+#[test]
+fn unknown_event_with_odd_json_should_be_ignored() {
+    let parsed = parse("star", br#"[1, 2, 3]"#).map(|p| p.event);
+    assert!(matches!(parsed, Ok(WebhookEvent::Ignored { .. })));
+}

@@ -1,0 +1,33 @@
+//! What the webhook route needs: the settings it is built from, and what
+//! it builds from them once (the turns to read a body, the group commit).
+
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use sqlx::PgPool;
+
+use super::admission::{Admission, WebhookLimits};
+use super::group::GroupCommit;
+use crate::db::queue::PgQueue;
+use crate::metrics::Metrics;
+
+/// What the webhook route needs.
+#[derive(Clone)]
+pub struct WebhookState {
+    pub pool: PgPool,
+    pub queue: Arc<PgQueue>,
+    pub secret: SecretString,
+    pub metrics: Arc<Metrics>,
+    /// How many bodies are read at once, and how long the rest wait.
+    pub limits: WebhookLimits,
+}
+
+/// The state and the turns it hands out: the route's axum state, shared by
+/// the extractor of verified deliveries and the handler.
+pub struct Route {
+    pub state: WebhookState,
+    /// The turns to read a body, taken before its first byte.
+    pub admission: Arc<Admission>,
+    /// Commits the deliveries that arrive together in one transaction.
+    pub group: GroupCommit,
+}

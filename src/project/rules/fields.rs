@@ -1,0 +1,222 @@
+//! The rules of each field of a project: name, owner, description,
+//! lifecycle, tags, links and labels.
+
+use super::*;
+
+impl<'t> Walk<'t> {
+    pub(super) fn name(&mut self, id: NodeId, field: &str) -> Option<ProjectName> {
+        let text = self.string(id, field)?;
+        match ProjectName::parse(text) {
+            Ok(name) => Some(name),
+            Err(error) => {
+                self.issue(id, field, error.to_string());
+                None
+            }
+        }
+    }
+
+    pub(super) fn owner(&mut self, id: NodeId, field: &str) -> Option<String> {
+        let text = self.string(id, field)?;
+        let chars = text.chars().count();
+        if text.trim().is_empty() {
+            self.issue(id, field, "must not be empty");
+        } else if chars > MAX_OWNER_CHARS {
+            self.issue(
+                id,
+                field,
+                format!("must be at most {MAX_OWNER_CHARS} characters, found {chars}"),
+            );
+        } else {
+            return Some(text.to_owned());
+        }
+        None
+    }
+
+    pub(super) fn description(&mut self, id: NodeId, field: &str) -> Option<String> {
+        if matches!(self.value(id), Value::Null) {
+            return None;
+        }
+        let text = self.string(id, field)?;
+        let chars = text.chars().count();
+        if chars > MAX_DESCRIPTION_CHARS {
+            let message =
+                format!("must be at most {MAX_DESCRIPTION_CHARS} characters, found {chars}");
+            self.issue(id, field, message);
+            return None;
+        }
+        Some(text.to_owned())
+    }
+
+    pub(super) fn lifecycle(&mut self, id: NodeId, field: &str) -> Option<Lifecycle> {
+        if matches!(self.value(id), Value::Null) {
+            return None;
+        }
+        let text = self.string(id, field)?;
+        match text.parse() {
+            Ok(lifecycle) => Some(lifecycle),
+            Err(error) => {
+                self.issue(id, field, error.to_string());
+                None
+            }
+        }
+    }
+
+    pub(super) fn tags(&mut self, id: NodeId, field: &str) -> Vec<String> {
+        let Some(items) = self.list(id, field) else {
+            return Vec::new();
+        };
+        if items.len() > MAX_TAGS {
+            let message = format!("at most {MAX_TAGS} tags are allowed, found {}", items.len());
+            self.issue(id, field, message);
+        }
+        let mut tags = Vec::with_capacity(items.len());
+        for (index, &item) in items.iter().enumerate() {
+            let item_field = format!("{field}[{index}]");
+            let Some(text) = self.string(item, &item_field) else {
+                continue;
+            };
+            match check_name(text) {
+                Ok(()) => tags.push(text.to_owned()),
+                Err(error) => self.issue(item, item_field, error.to_string()),
+            }
+        }
+        tags
+    }
+
+    pub(super) fn links(&mut self, id: NodeId, field: &str) -> Vec<Link> {
+        let Some(items) = self.list(id, field) else {
+            return Vec::new();
+        };
+        if items.len() > MAX_LINKS {
+            let message = format!(
+                "at most {MAX_LINKS} links are allowed, found {}",
+                items.len()
+            );
+            self.issue(id, field, message);
+        }
+        let mut links = Vec::with_capacity(items.len());
+        for (index, &item) in items.iter().enumerate() {
+            links.extend(self.link(item, &format!("{field}[{index}]")));
+        }
+        links
+    }
+
+    fn link(&mut self, id: NodeId, prefix: &str) -> Option<Link> {
+        let Value::Map(map) = self.value(id) else {
+            let found = self.describe(id);
+            self.issue(
+                id,
+                prefix,
+                format!("must be a mapping with title and url, found {found}"),
+            );
+            return None;
+        };
+        let before = self.issues.found();
+        let (mut title, mut url) = (None, None);
+        let (mut seen_title, mut seen_url) = (false, false);
+        for (key, key_id, value) in self.entries(map, prefix) {
+            let field = join(prefix, key);
+            match key {
+                "title" => {
+                    seen_title = true;
+                    title = self.title(value, &field);
+                }
+                "url" => {
+                    seen_url = true;
+                    url = self.url(value, &field);
+                }
+                _ => self.issue(
+                    key_id,
+                    field,
+                    format!("unknown field (expected one of {LINK_FIELDS})"),
+                ),
+            }
+        }
+        for (seen, key) in [(seen_title, "title"), (seen_url, "url")] {
+            if !seen {
+                self.issue(id, join(prefix, key), "missing required field");
+            }
+        }
+        if self.issues.found() != before {
+            return None;
+        }
+        Some(Link {
+            title: title?,
+            url: url?,
+        })
+    }
+
+    fn title(&mut self, id: NodeId, field: &str) -> Option<String> {
+        let text = self.string(id, field)?;
+        if text.trim().is_empty() {
+            self.issue(id, field, "must not be empty");
+            return None;
+        }
+        Some(text.to_owned())
+    }
+
+    fn url(&mut self, id: NodeId, field: &str) -> Option<String> {
+        let text = self.string(id, field)?;
+        if text.trim().is_empty() {
+            self.issue(id, field, "must not be empty");
+            return None;
+        }
+        match url::Url::parse(text) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => return Some(text.to_owned()),
+            Ok(_) => self.issue(
+                id,
+                field,
+                format!("must be an http or https URL, found \"{text}\""),
+            ),
+            Err(error) => self.issue(
+                id,
+                field,
+                format!("must be an http or https URL, found \"{text}\" ({error})"),
+            ),
+        }
+        None
+    }
+
+    pub(super) fn labels(&mut self, id: NodeId, field: &str) -> BTreeMap<String, String> {
+        let map = match self.value(id) {
+            Value::Null => return BTreeMap::new(),
+            Value::Map(map) => map,
+            _ => {
+                let found = self.describe(id);
+                let message = format!("must be a mapping of strings to strings, found {found}");
+                self.issue(id, field, message);
+                return BTreeMap::new();
+            }
+        };
+        if map.len() > MAX_LABELS {
+            let message = format!(
+                "at most {MAX_LABELS} labels are allowed, found {}",
+                map.len()
+            );
+            self.issue(id, field, message);
+        }
+        let mut labels = BTreeMap::new();
+        for (key, _, value) in self.entries(map, field) {
+            let label_field = join(field, key);
+            match self.value(value) {
+                Value::Text(text) => {
+                    labels.insert(key.to_owned(), text.to_owned());
+                }
+                Value::Null => self.issue(
+                    value,
+                    label_field,
+                    "must be a string, found nothing (write \"\" for an empty value)",
+                ),
+                _ => {
+                    let found = self.describe(value);
+                    self.issue(
+                        value,
+                        label_field,
+                        format!("must be a string, found {found}"),
+                    );
+                }
+            }
+        }
+        labels
+    }
+}

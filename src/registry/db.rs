@@ -1,0 +1,86 @@
+//! The registry as a source sees it: what was recorded about repositories
+//! (to ask GitHub the right way), which ones it tracks, and the node ids a
+//! source learns. Sources hold this handle, never the database itself, so
+//! every statement on the registry's tables stays in this module.
+
+use std::collections::HashMap;
+
+use sqlx::PgPool;
+
+use super::tracker::{remembered_installations, tracked_ids};
+use super::{record_node_ids, RegistryError};
+use crate::source::{InstallationId, Partition, RepoId};
+
+/// Where the registry last saw a repository: the installation, the name
+/// and default branch its head is most likely found under, and the node id
+/// GitHub's GraphQL API knows it by.
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct RepoRecord {
+    /// The installation that saw it (`None`: the local folder).
+    pub installation: Option<InstallationId>,
+    pub owner: String,
+    pub name: String,
+    /// Empty when not known yet.
+    pub default_branch: String,
+    /// GitHub's GraphQL node id, when learnt.
+    pub node_id: Option<String>,
+}
+
+/// A handle on the registry for the sources; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct RegistryDb {
+    pool: PgPool,
+}
+
+impl RegistryDb {
+    /// The handle on the registry in `pool`.
+    pub fn new(pool: PgPool) -> Self {
+        Self { pool }
+    }
+
+    /// What the registry recorded for each of `ids` (unknown ids are absent).
+    pub async fn records(
+        &self,
+        ids: &[RepoId],
+    ) -> Result<HashMap<RepoId, RepoRecord>, RegistryError> {
+        #[derive(sqlx::FromRow)]
+        struct Row {
+            id: RepoId,
+            #[sqlx(flatten)]
+            record: RepoRecord,
+        }
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+        let rows: Vec<Row> = sqlx::query_as(
+            "select id, installation_id as installation, owner, name,
+                    coalesce(default_branch, '') as default_branch, node_id
+             from repositories where id = any($1)",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|row| (row.id, row.record)).collect())
+    }
+
+    /// The repositories tracked in `partition`, removed ones excluded.
+    pub async fn tracked_ids(&self, partition: Partition) -> Result<Vec<RepoId>, RegistryError> {
+        Ok(tracked_ids(&self.pool, partition).await?)
+    }
+
+    /// The installations some tracked repository still belongs to.
+    pub async fn installations(&self) -> Result<Vec<InstallationId>, RegistryError> {
+        remembered_installations(&self.pool).await
+    }
+
+    /// Stores node ids learnt for known repositories (see [`record_node_ids`]).
+    pub async fn record_node_ids(
+        &self,
+        node_ids: &[(RepoId, String)],
+    ) -> Result<(), RegistryError> {
+        record_node_ids(&self.pool, node_ids).await
+    }
+
+    /// `owner/name` of a known repository.
+    pub async fn full_name(&self, id: RepoId) -> Result<Option<String>, RegistryError> {
+        super::repos::full_name(&self.pool, id).await
+    }
+}

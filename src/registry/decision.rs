@@ -1,0 +1,218 @@
+//! What one reconcile decides from an observation (docs/contract.md#repository-statuses): the status,
+//! error and message a repository is left with, and the entries it keeps,
+//! creates or gives up. The handler writes the decision and commits.
+
+use sqlx::PgConnection;
+
+use super::entries::{self, Changes, Desired};
+use super::repos::RepoState;
+use super::{RegistryError, Status};
+use crate::source::{FileState, Observed, RepoId};
+
+/// What one reconcile decided, before it is written.
+pub(super) struct Decision {
+    pub state: RepoState,
+    /// Whether the file (or its absence) was applied: moves `last_synced_at`.
+    pub synced: bool,
+    pub message: String,
+    /// Names this repository gave up, which others may be waiting for.
+    pub released: Vec<String>,
+}
+
+/// Decides what `observed` does to repository `id`, whose state was `old`;
+/// entries are written on `conn` as decided, the rest is left to the caller.
+pub(super) async fn decide(
+    conn: &mut PgConnection,
+    project_file: &str,
+    id: RepoId,
+    old: &RepoState,
+    observed: Observed,
+) -> Result<Decision, RegistryError> {
+    let file = project_file;
+    Ok(match observed {
+        Observed::Removed { reason, .. } => {
+            let deleted = entries::delete_all(conn, id).await?;
+            Decision {
+                message: with_deleted(format!("removed: {reason}"), &deleted),
+                state: cleared(Status::Removed, Some(reason)),
+                synced: true,
+                released: deleted,
+            }
+        }
+        Observed::Present {
+            file: FileState::Absent,
+            ..
+        } => {
+            let deleted = entries::delete_all(conn, id).await?;
+            Decision {
+                message: with_deleted(format!("no {file}"), &deleted),
+                state: cleared(Status::NoFile, None),
+                synced: true,
+                released: deleted,
+            }
+        }
+        Observed::Present {
+            file: FileState::Unreadable { sha, message },
+            ..
+        } => {
+            let at = sha
+                .as_deref()
+                .map(|s| format!(" {}", short(s)))
+                .unwrap_or_default();
+            invalid(old, format!("invalid{at}: {message}"), message)
+        }
+        Observed::Present {
+            file: FileState::Found { sha, bytes },
+            ..
+        } => match crate::project::parse(file, &bytes) {
+            Err(problems) => {
+                let problems = problems.to_string().trim_end().to_string();
+                invalid(
+                    old,
+                    format!("invalid {}: {problems}", short(&sha)),
+                    problems,
+                )
+            }
+            Ok(parsed) => {
+                let desired: Vec<Desired> =
+                    parsed.projects.iter().map(Desired::from_project).collect();
+                let changes = entries::apply(conn, id, &sha, &desired).await?;
+                applied(&sha, changes)
+            }
+        },
+    })
+}
+
+/// The state of a repository whose entries are all gone (`removed`, `no_file`).
+fn cleared(status: Status, error: Option<String>) -> RepoState {
+    RepoState {
+        status,
+        error,
+        synced_sha: None,
+        attempts: 0,
+        conflicts: Vec::new(),
+    }
+}
+
+/// A file that breaks a rule: entries, `synced_sha` and conflicts are kept
+/// as they were, so `synced_sha` still names the commit the entries reflect.
+fn invalid(old: &RepoState, message: String, error: String) -> Decision {
+    Decision {
+        state: RepoState {
+            status: Status::Invalid,
+            error: Some(error),
+            attempts: 0,
+            ..old.clone()
+        },
+        synced: false,
+        message,
+        released: Vec::new(),
+    }
+}
+
+/// A valid file applied: `synced`, or `conflict` when a name was taken.
+fn applied(sha: &str, changes: Changes) -> Decision {
+    let mut parts = Vec::new();
+    for (verb, names) in [
+        ("created", &changes.created),
+        ("updated", &changes.updated),
+        ("deleted", &changes.deleted),
+    ] {
+        if !names.is_empty() {
+            parts.push(format!("{verb} {}", names.join(", ")));
+        }
+    }
+    let conflict_lines: Vec<String> = changes
+        .conflicts
+        .iter()
+        .map(|c| format!("name \"{}\" is owned by {}", c.name, c.owner_repo))
+        .collect();
+    parts.extend(conflict_lines.iter().cloned());
+    if parts.is_empty() {
+        parts.push("unchanged".to_string());
+    }
+    let status = if conflict_lines.is_empty() {
+        Status::Synced
+    } else {
+        Status::Conflict
+    };
+    Decision {
+        message: format!("{status} {}: {}", short(sha), parts.join("; ")),
+        state: RepoState {
+            status,
+            error: (!conflict_lines.is_empty()).then(|| conflict_lines.join("\n")),
+            synced_sha: Some(sha.to_string()),
+            attempts: 0,
+            conflicts: changes.conflicts.into_iter().map(|c| c.name).collect(),
+        },
+        synced: true,
+        released: changes.deleted,
+    }
+}
+
+fn with_deleted(message: String, deleted: &[String]) -> String {
+    if deleted.is_empty() {
+        message
+    } else {
+        format!("{message}; deleted {}", deleted.join(", "))
+    }
+}
+
+/// The abbreviated commit people recognise.
+fn short(sha: &str) -> &str {
+    sha.get(..7).unwrap_or(sha)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use entries::Conflict;
+
+    #[test]
+    fn applied_should_summarise_every_change_in_one_line() {
+        let changes = Changes {
+            created: vec!["checkout-api".into()],
+            updated: vec!["checkout-worker".into()],
+            deleted: vec!["old-name".into()],
+            conflicts: Vec::new(),
+        };
+        let decision = applied("3f2a1b9c0d", changes);
+        assert_eq!(
+            decision.message,
+            "synced 3f2a1b9: created checkout-api; updated checkout-worker; deleted old-name"
+        );
+        assert_eq!(decision.state.status, "synced");
+        assert_eq!(decision.state.error, None);
+        assert_eq!(decision.released, vec!["old-name".to_string()]);
+    }
+
+    #[test]
+    fn applied_should_name_the_owner_of_each_conflict() {
+        let changes = Changes {
+            conflicts: vec![Conflict {
+                name: "checkout-api".into(),
+                owner_repo: "local/billing".into(),
+            }],
+            ..Changes::default()
+        };
+        let decision = applied("abc", changes);
+        assert_eq!(decision.state.status, "conflict");
+        assert_eq!(
+            decision.state.error.as_deref(),
+            Some("name \"checkout-api\" is owned by local/billing")
+        );
+        assert_eq!(decision.state.conflicts, vec!["checkout-api".to_string()]);
+        assert_eq!(
+            decision.message,
+            "conflict abc: name \"checkout-api\" is owned by local/billing"
+        );
+    }
+
+    #[test]
+    fn applied_should_say_unchanged_when_nothing_moved() {
+        assert_eq!(
+            applied("3f2a1b9c0d", Changes::default()).message,
+            "synced 3f2a1b9: unchanged"
+        );
+    }
+}
