@@ -16,13 +16,7 @@
 
 #[path = "../tests/support/mod.rs"]
 mod support;
-
-#[path = "../tests/support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "../tests/support/github_app.rs"]
-mod github_app;
-#[path = "../tests/support/pull_requests.rs"]
-mod pull_requests;
+use support::{fake_github, github_app, pull_requests};
 
 use std::time::{Duration, Instant};
 

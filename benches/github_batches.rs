@@ -20,11 +20,8 @@
 
 #[path = "../tests/support/mod.rs"]
 mod support;
-
-#[path = "../tests/support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "../tests/support/github_app.rs"]
-mod github_app;
+use support::fake_github;
+use support::github_app;
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,9 @@
 //! Targets: at most 120 requests and 15 s. Run with
 //! `cargo bench --bench github_full_sync` (needs PostgreSQL, as the tests).
 
-#[path = "../tests/support/fake_github/mod.rs"]
-mod fake_github;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::fake_github;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 //! [`crate::shutdown::STOP_DEADLINE`]). What every source shares is built in
 //! `app/shared.rs`, each source's own parts in `app/source.rs`.
 
+mod history;
 mod shared;
 mod source;
 
@@ -16,6 +17,7 @@ use crate::controller::{Controller, Lister, Storage};
 use crate::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
 use crate::shutdown::{self, Stop};
 use crate::source::{Observed, RepoId};
+use crate::web::api_changes;
 use crate::web::{router_with, AppState};
 use shared::Shared;
 use source::SourceParts;
@@ -86,9 +88,10 @@ where
         queue,
         metrics,
         controller_metrics,
-        registry,
+        mut registry,
         config,
     } = parts;
+    let history = history::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
         .with_guard(guard)
@@ -117,7 +120,7 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes);
+    let app = router_with(state, extra_routes).merge(api_changes::routes(history.feed));
     let waiting = shutdown::stop_on_signal(stop);
     let server = crate::web::serve::serve(listener, app, signal.wait());
     let controller = controller.run(signal.wait());
@@ -126,7 +129,7 @@ where
     for stop in &stop_when_served {
         stop.stop();
     }
-    for task in tasks {
+    for task in tasks.into_iter().chain(history.tasks) {
         let _ = task.await;
     }
     drop(held);

@@ -10,6 +10,7 @@ pub mod db;
 pub mod github;
 pub mod logging;
 pub mod metrics;
+pub mod notify;
 pub mod project;
 pub mod registry;
 pub mod shutdown;

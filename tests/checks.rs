@@ -3,11 +3,7 @@
 //! fresh PostgreSQL, and the fake GitHub's checks API as the observer.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/pull_requests.rs"]
-mod pull_requests;
+use support::{fake_github, pull_requests};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,11 +8,8 @@
 //! hidden `ROSTER_LEASE` setting so the test does not wait a minute.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/github_server.rs"]
-mod github_server;
+use support::fake_github;
+use support::github_server;
 
 use std::time::{Duration, Instant};
 

@@ -4,9 +4,7 @@
 //! whatever the workers are doing.
 
 mod support;
-
-#[path = "support/stall_proxy.rs"]
-mod stall_proxy;
+use support::stall_proxy;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;

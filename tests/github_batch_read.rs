@@ -3,8 +3,8 @@
 //! repositories, and the REST read by id for whatever that query cannot
 //! decide, so that only a 404 by id removes a repository.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
+mod support;
+use support::fake_github;
 
 use std::sync::Arc;
 

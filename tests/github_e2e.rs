@@ -3,11 +3,8 @@
 //! renames and GitHub misbehaving, each observed through the HTTP API.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/github_app.rs"]
-mod github_app;
+use support::fake_github;
+use support::github_app;
 
 use std::time::{Duration, Instant};
 

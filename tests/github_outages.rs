@@ -5,11 +5,8 @@
 //! with growing delays, and no worker stays stuck.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/github_server.rs"]
-mod github_server;
+use support::fake_github;
+use support::github_server;
 
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,8 @@
 //! (docs/contract.md#bounds); other installations go on. Against the fake GitHub, which logs
 //! when each request reached it.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
+mod support;
+use support::fake_github;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! org-wide listing, reading repositories by id, and every way GitHub
 //! answers badly.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
+mod support;
+use support::fake_github;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -2,12 +2,8 @@
 //! server with one line naming the setting, like any other misconfiguration.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-
-#[path = "support/github_app.rs"]
-mod github_app;
+use support::fake_github;
+use support::github_app;
 
 use std::process::Command;
 

@@ -443,6 +443,14 @@ async fn an_empty_listing_should_hold_every_removal_until_an_operator_releases_i
     assert_eq!(f.drain().await, BTreeMap::from([("removed", 40)]));
     assert_eq!(f.statuses().await, statuses(&[("removed", 40)]));
     assert_eq!(f.entry_count().await, 0);
+    // The change log says why they went, each with its last version.
+    let removed = roster::registry::changes::recently_removed(&f.pool, 100)
+        .await
+        .expect("removed");
+    assert_eq!(removed.len(), 40);
+    assert!(removed
+        .iter()
+        .all(|c| c.cause == "hold_released" && c.before.is_some()));
     assert_eq!(
         f.json("/api/v1/holds").await["items"],
         serde_json::json!([])

@@ -4,9 +4,7 @@
 //! registry, and the id is never handled by two workers at once.
 
 mod support;
-
-#[path = "support/pg_proxy.rs"]
-mod pg_proxy;
+use support::pg_proxy;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -3,8 +3,8 @@
 //! exactly the events no attempt delivered, and that Roster never received,
 //! are asked for once; what was asked shows in the deliveries list.
 
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
+mod support;
+use support::fake_github;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

@@ -6,11 +6,8 @@
 //! repository overlapped, in one process or across processes.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/github_server.rs"]
-mod github_server;
+use support::fake_github;
+use support::github_server;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

@@ -5,11 +5,8 @@
 //! it from stopping on SIGTERM.
 
 mod support;
-
-#[path = "support/fake_github/mod.rs"]
-mod fake_github;
-#[path = "support/github_server.rs"]
-mod github_server;
+use support::fake_github;
+use support::github_server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -29,6 +29,9 @@ const OWNERS: &[(&str, &[&str])] = &[
     ),
     ("redelivery_schedule", &["github/redelivery.rs"]),
     ("revoked_sessions", &["web/revocation.rs"]),
+    ("changes", &["registry/changes/"]),
+    ("change_head", &["registry/changes/"]),
+    ("notify_targets", &["notify/outbox.rs"]),
     ("check_requests", &["registry/check_requests.rs"]),
     (
         "check_runs",

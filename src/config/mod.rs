@@ -16,6 +16,7 @@ use secrecy::SecretString;
 use url::Url;
 
 mod github_app;
+mod history;
 mod parse;
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,7 @@ use crate::github::webhook::admission::DEFAULT_CONCURRENCY;
 use crate::github::webhook::retention::DEFAULT_RETENTION;
 pub use crate::registry::MaxRemovals;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
+pub use history::{redact_url, NotifySettings};
 use parse::{
     duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
     parse_log_format, parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
@@ -178,6 +180,17 @@ pub struct ServeArgs {
     /// wait a minute for the claim to run out.
     #[arg(long, env = "ROSTER_LEASE", hide = true)]
     pub lease: Option<String>,
+
+    /// How long the change log keeps a change (`90d`, `30d`); at least 1h.
+    #[arg(long, env = "ROSTER_HISTORY_RETENTION", default_value = "90d")]
+    pub history_retention: String,
+    /// Comma-separated URLs that receive every change as a signed POST.
+    #[arg(long, env = "ROSTER_NOTIFY_URLS")]
+    pub notify_urls: Option<String>,
+    /// The HMAC-SHA256 key that signs notifications; required with
+    /// ROSTER_NOTIFY_URLS.
+    #[arg(long, env = "ROSTER_NOTIFY_SECRET", hide_env_values = true)]
+    pub notify_secret: Option<String>,
 }
 
 /// Where repositories come from.
@@ -225,6 +238,10 @@ pub struct Settings {
     pub webhook_concurrency: usize,
     /// How long the delivery log keeps a delivery.
     pub delivery_retention: Duration,
+    /// How long the change log keeps a change.
+    pub history_retention: Duration,
+    /// Where changes are POSTed, and the secret that signs them.
+    pub notify: NotifySettings,
     /// Which check runs are posted (`ROSTER_CHECKS`).
     pub checks: crate::checks::ChecksMode,
 }
@@ -283,6 +300,8 @@ impl ServeArgs {
         };
         let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;
         let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
+        let history_retention = history::parse_history_retention(&self.history_retention)?;
+        let notify = history::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
         let checks = match non_empty(Some(self.checks)) {
             None => crate::checks::ChecksMode::default(),
             Some(raw) => raw
@@ -306,6 +325,8 @@ impl ServeArgs {
             lease,
             webhook_concurrency,
             delivery_retention,
+            history_retention,
+            notify,
             checks,
         })
     }

@@ -2,6 +2,8 @@
 //! error and message a repository is left with, and the entries it keeps,
 //! creates or gives up. The handler writes the decision and commits.
 
+use std::collections::BTreeSet;
+
 use sqlx::PgConnection;
 
 use super::entries::{self, Changes, Desired};
@@ -17,16 +19,21 @@ pub(super) struct Decision {
     pub message: String,
     /// Names this repository gave up, which others may be waiting for.
     pub released: Vec<String>,
+    /// Whether an entry was created, updated or deleted (for the change log).
+    pub entries_changed: bool,
 }
 
 /// Decides what `observed` does to repository `id`, whose state was `old`;
 /// entries are written on `conn` as decided, the rest is left to the caller.
+/// `owned`: the names the repository owns, when the caller read them in
+/// this transaction already.
 pub(super) async fn decide(
     conn: &mut PgConnection,
     project_file: &str,
     id: RepoId,
     old: &RepoState,
     observed: Observed,
+    owned: Option<BTreeSet<String>>,
 ) -> Result<Decision, RegistryError> {
     let file = project_file;
     Ok(match observed {
@@ -36,6 +43,7 @@ pub(super) async fn decide(
                 message: with_deleted(format!("removed: {reason}"), &deleted),
                 state: cleared(Status::Removed, Some(reason)),
                 synced: true,
+                entries_changed: !deleted.is_empty(),
                 released: deleted,
             }
         }
@@ -48,6 +56,7 @@ pub(super) async fn decide(
                 message: with_deleted(format!("no {file}"), &deleted),
                 state: cleared(Status::NoFile, None),
                 synced: true,
+                entries_changed: !deleted.is_empty(),
                 released: deleted,
             }
         }
@@ -76,7 +85,7 @@ pub(super) async fn decide(
             Ok(parsed) => {
                 let desired: Vec<Desired> =
                     parsed.projects.iter().map(Desired::from_project).collect();
-                let changes = entries::apply(conn, id, &sha, &desired).await?;
+                let changes = entries::apply(conn, id, &sha, &desired, owned).await?;
                 applied(&sha, changes)
             }
         },
@@ -107,6 +116,7 @@ fn invalid(old: &RepoState, message: String, error: String) -> Decision {
         synced: false,
         message,
         released: Vec::new(),
+        entries_changed: false,
     }
 }
 
@@ -136,7 +146,10 @@ fn applied(sha: &str, changes: Changes) -> Decision {
     } else {
         Status::Conflict
     };
+    let entries_changed =
+        !(changes.created.is_empty() && changes.updated.is_empty() && changes.deleted.is_empty());
     Decision {
+        entries_changed,
         message: format!("{status} {}: {}", short(sha), parts.join("; ")),
         state: RepoState {
             status,

@@ -78,11 +78,14 @@ pub(crate) async fn delete_all(
 /// when another repository owns it.
 ///
 /// Must run inside the transaction that locked the repository row.
+/// `owned` is the names the repository owned before, when the caller read
+/// them already in this transaction (saves reading them again).
 pub(crate) async fn apply(
     conn: &mut PgConnection,
     repo: RepoId,
     sha: &str,
     desired: &[Desired],
+    owned: Option<BTreeSet<String>>,
 ) -> Result<Changes, sqlx::Error> {
     let mut changes = Changes::default();
     let wanted: Vec<&str> = desired.iter().map(|d| d.name.as_str()).collect();
@@ -95,12 +98,20 @@ pub(crate) async fn apply(
     .await?;
     changes.deleted.sort();
 
-    let owned: BTreeSet<String> = sqlx::query_scalar("select name from entries where repo_id = $1")
-        .bind(repo)
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .collect();
+    let owned: BTreeSet<String> = match owned {
+        Some(mut owned) => {
+            for name in &changes.deleted {
+                owned.remove(name);
+            }
+            owned
+        }
+        None => sqlx::query_scalar("select name from entries where repo_id = $1")
+            .bind(repo)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect(),
+    };
 
     let mut sorted: Vec<&Desired> = desired.iter().collect();
     sorted.sort_by(|a, b| a.name.cmp(&b.name));

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
+use super::changes::record::{self, Cause};
 use super::decision::decide;
 use super::default_branch_check as default_branch;
 use super::guard::{DeletionGuard, Removal};
@@ -27,6 +28,9 @@ pub struct RegistryHandler<Q = PgQueue> {
     queue: Arc<Q>,
     project_file: String,
     guard: DeletionGuard,
+    /// Whether reconciles record their changes (always, but in the
+    /// benchmark that measures what the log costs).
+    change_log: bool,
     /// Whether a reconcile stores the default branch's check run.
     checks: bool,
 }
@@ -52,6 +56,7 @@ where
             queue,
             project_file: project_file.into(),
             guard: DeletionGuard::default(),
+            change_log: true,
             checks: false,
         }
     }
@@ -68,6 +73,14 @@ where
     /// per partition and period, removals are held (docs/contract.md#repository-statuses).
     pub fn with_guard(mut self, guard: DeletionGuard) -> Self {
         self.guard = guard;
+        self
+    }
+
+    /// Stops recording changes. Only for the benchmark that measures what
+    /// the change log adds to a reconcile: without it, the feed, history
+    /// and notifications miss every change this handler makes.
+    pub fn without_change_log(mut self) -> Self {
+        self.change_log = false;
         self
     }
 
@@ -141,6 +154,13 @@ where
             }
             Observed::Removed { .. } => {}
         }
+        let (cause, sha) = Cause::of(&observed, hold_id.is_some(), claim);
+        let before = if self.change_log {
+            record::snapshot(&mut tx, id).await?
+        } else {
+            record::Snapshot::new()
+        };
+        let owned = self.change_log.then(|| before.keys().cloned().collect());
         let check = match self.checks {
             true => {
                 let sha = old.synced_sha.as_deref();
@@ -149,7 +169,13 @@ where
             }
             false => None,
         };
-        let decision = decide(&mut tx, &self.project_file, id, &old, observed).await?;
+        let decision = decide(&mut tx, &self.project_file, id, &old, observed, owned).await?;
+        let changes = if decision.entries_changed && self.change_log {
+            let after = record::snapshot(&mut tx, id).await?;
+            record::diff(&before, &after, id, sha.as_deref(), cause)
+        } else {
+            Vec::new()
+        };
         let status = decision.state.status;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
@@ -157,7 +183,7 @@ where
             let error = decision.state.error.as_deref();
             default_branch::record(&mut tx, check, status.as_str(), error).await?;
         }
-        if !commit_if_held(&*self.queue, tx, claim).await? {
+        if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
         Ok(Ended::Committed(status.as_str(), decision.released))

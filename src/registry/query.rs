@@ -277,6 +277,21 @@ pub async fn get_repo(
     }))
 }
 
+/// One repository's entries, sorted by name, on the caller's connection
+/// (inside a reconcile's transaction, for the change log).
+pub(crate) async fn entries_of(
+    conn: &mut sqlx::PgConnection,
+    id: RepoId,
+) -> Result<Vec<EntryJson>, sqlx::Error> {
+    let rows: Vec<EntryRow> = sqlx::query_as(&format!(
+        "{ENTRY_SELECT} where e.repo_id = $1 order by e.name"
+    ))
+    .bind(id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(EntryJson::from).collect())
+}
+
 /// Lists entries ordered by name, one page at a time.
 pub async fn list_projects(
     pool: &PgPool,

@@ -3,6 +3,7 @@
 //! in through [`router_with`] (`router.rs` wires the routes; every handler
 //! shares [`AppState`]).
 
+pub mod api_changes;
 mod api_deliveries;
 mod api_holds;
 mod api_projects;

@@ -49,6 +49,11 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/resync", post(api_write::resync_all))
         .route("/api/v1/projects", get(api_projects::list))
         .route("/api/v1/projects/{name}", get(api_projects::detail))
+        .route(
+            "/api/v1/projects/{name}/history",
+            get(super::api_changes::history),
+        )
+        .route("/api/v1/notify", get(super::api_changes::notify_targets))
         .route("/api/v1/deliveries", get(api_deliveries::list))
         .route("/api/v1/holds", get(api_holds::list))
         .route("/api/v1/holds/{id}/release", post(api_holds::release))

@@ -1,16 +1,11 @@
 //! Drives the real `roster serve` as a GitHub App against the fake GitHub:
 //! the environment that points it there, and signed webhook deliveries
 //! built from GitHub's own example payloads with the fake's ids and names.
-//!
-//! Mount it next to `support` with
-//! `#[path = "support/github_app.rs"] mod github_app;`.
-
-#![allow(dead_code)]
 
 use axum::http::Method;
 use serde_json::{json, Value};
 
-use crate::support::http::{send, Answer};
+use super::http::{send, Answer};
 
 /// The secret the server checks webhook signatures with.
 pub const WEBHOOK_SECRET: &str = "e2e-webhook-secret";

@@ -1,12 +1,6 @@
 //! `roster serve` on the GitHub source against the fake GitHub: its
 //! settings, signed webhooks to send it, its API to read, and its JSON log
 //! lines to parse.
-//!
-//! Use it from a test crate that also declares `mod support;` and
-//! `#[path = "support/fake_github/mod.rs"] mod fake_github;`, with
-//! `#[path = "support/github_server.rs"] mod github_server;`.
-
-#![allow(dead_code)]
 
 use std::path::Path;
 use std::time::Duration;
@@ -15,9 +9,9 @@ use axum::http::Method;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::fake_github::{FakeGithub, APP_ID, PRIVATE_KEY};
-use crate::support::http::{self, Answer};
-use crate::support::server::eventually;
+use super::fake_github::{FakeGithub, APP_ID, PRIVATE_KEY};
+use super::http::{self, Answer};
+use super::server::eventually;
 
 /// The webhook secret of [`FakeGithub::settings`].
 pub const WEBHOOK_SECRET: &str = "fake-webhook-secret";

@@ -1,7 +1,5 @@
 //! A small HTTP client for tests that talk to a real server over TCP.
 
-#![allow(dead_code)]
-
 use std::time::Duration;
 
 use axum::body::Body;

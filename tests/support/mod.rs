@@ -1,4 +1,16 @@
-//! Helpers shared by the end-to-end tests.
+//! The test kit shared by the integration tests and benchmarks: a fake
+//! GitHub, the real server as a child process, HTTP helpers, and proxies
+//! that stall or cut connections. Each test binary uses part of it, hence
+//! the one `dead_code` allowance here.
+#![allow(dead_code)]
+
+pub mod fake_github;
+pub mod github_app;
+pub mod github_server;
 pub mod http;
+pub mod pg_proxy;
+pub mod pull_requests;
+pub mod receiver;
 pub mod router;
 pub mod server;
+pub mod stall_proxy;

@@ -7,8 +7,6 @@
 //! and never answered: the client sees a database that no longer answers,
 //! with no error to react to.
 
-#![allow(dead_code)]
-
 use tokio::io::copy_bidirectional;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;

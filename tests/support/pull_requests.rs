@@ -2,9 +2,7 @@
 //! from GitHub's own example payloads (`tests/fixtures/github/webhooks`),
 //! with the fake GitHub's ids, names and commits.
 //!
-//! Mount it with `#[path = "support/pull_requests.rs"] mod pull_requests;`.
-
-#![allow(dead_code)]
+//! Use it as `support::pull_requests`.
 
 use serde_json::{json, Value};
 

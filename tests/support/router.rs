@@ -1,8 +1,6 @@
 //! The real router on a fresh database, driven in process (no TCP): for
 //! tests of what the routes answer.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 use std::time::Duration;
 

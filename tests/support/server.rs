@@ -1,7 +1,5 @@
 //! Runs the real `roster` binary for end-to-end tests.
 
-#![allow(dead_code)]
-
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

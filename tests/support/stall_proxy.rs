@@ -7,8 +7,6 @@
 //! string (a value only one query carries), so a test can stop the database
 //! exactly in the middle of the work it cares about.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -11,6 +11,7 @@ mod chrome;
 mod deliveries;
 mod error_page;
 mod forms;
+mod history;
 mod overview;
 mod projects;
 mod repo;
@@ -33,6 +34,8 @@ pub fn routes() -> Router<AppState> {
         .route("/repos/{owner}/{name}/resync", post(forms::resync_repo))
         .route("/resync", post(forms::resync_all))
         .route("/projects", get(projects::projects))
+        .route("/projects/{name}/history", get(history::entry_history))
+        .route("/changes", get(history::changes_page))
         .route("/deliveries", get(deliveries::deliveries))
         .route("/signin", get(signin::form).post(signin::sign_in))
         .route("/signout", post(signin::sign_out))

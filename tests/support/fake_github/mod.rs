@@ -5,12 +5,9 @@
 //! installation tokens and injectable faults. Every request is counted by
 //! route so tests can assert request budgets.
 //!
-//! Use it from a test crate with
-//! `#[path = "support/fake_github/mod.rs"] mod fake_github;`.
+//! Use it from a test crate with `mod support; use support::fake_github;`.
 //! It also answers under GitHub Enterprise Server's layout (`/api/v3/...`
 //! and `/api/graphql`), see [`FakeGithub::enterprise_settings`].
-
-#![allow(dead_code)]
 
 pub mod checks;
 pub mod fault;

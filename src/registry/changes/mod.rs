@@ -1,0 +1,21 @@
+//! The change log: every create, change and removal of a registry entry,
+//! with a strictly increasing `seq`, written in the transaction that made
+//! the change (see docs/architecture.md, "The change log").
+//!
+//! - [`record`]: what a reconcile changed, and the append at the end of its
+//!   transaction that takes the `seq`s.
+//! - [`read`]: the feed after a cursor, an entry's history, recently removed
+//!   entries.
+//! - [`wake`]: wakes long-polling readers when changes commit.
+//! - [`prune`]: retention, in small batches.
+
+mod json;
+pub mod prune;
+pub mod read;
+pub(crate) mod record;
+pub mod wake;
+
+pub use json::{ChangeJson, ChangeKind};
+pub use read::{changes_after, head, history, oldest_kept, recently_removed, Feed, FeedError};
+pub use record::Cause;
+pub use wake::{ChangeWaker, CHANNEL};

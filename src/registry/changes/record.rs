@@ -1,0 +1,268 @@
+//! Writing the change log from inside a reconcile: the entries before and
+//! after, what differs, and the append that takes the `seq`s last thing
+//! before the commit.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use sqlx::{PgConnection, Postgres, Transaction};
+
+use super::wake::CHANNEL;
+use super::ChangeKind;
+use crate::controller::Claim;
+use crate::db::fence::ClaimFence;
+use crate::registry::query::entries_of;
+use crate::registry::EntryJson;
+use crate::source::{FileState, Observed, RepoId};
+
+/// Why a reconcile ran, as far as the writer can tell.
+///
+/// The queue carries repository ids only, so a reconcile does not know
+/// which trigger woke it; it says what it can tell for sure: a listing's
+/// prefetch came with the claim (`listing`), an operator released the hold
+/// the removal waited on (`hold_released`), the source reported the
+/// repository gone (`repo_removed`); anything else (a push or other
+/// webhook, a resync, a file change under a `dir:` folder) is `reconcile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    Listing,
+    HoldReleased,
+    RepoRemoved,
+    Reconcile,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Listing => "listing",
+            Cause::HoldReleased => "hold_released",
+            Cause::RepoRemoved => "repo_removed",
+            Cause::Reconcile => "reconcile",
+        }
+    }
+
+    /// The cause of a reconcile of `observed` (`held`: the repository
+    /// waited on a hold, which was released since, or its removal would
+    /// still be held), and the commit it applies, if any.
+    pub(crate) fn of(
+        observed: &Observed,
+        held: bool,
+        claim: Option<&Claim<RepoId>>,
+    ) -> (Self, Option<String>) {
+        let cause = match (observed, claim) {
+            (Observed::Removed { .. }, _) if held => Cause::HoldReleased,
+            (Observed::Removed { .. }, _) => Cause::RepoRemoved,
+            (Observed::Present { .. }, Some(claim)) if claim.hint.is_some() => Cause::Listing,
+            (Observed::Present { .. }, _) => Cause::Reconcile,
+        };
+        let sha = match observed {
+            Observed::Present {
+                file: FileState::Found { sha, .. },
+                ..
+            } => Some(sha.clone()),
+            _ => None,
+        };
+        (cause, sha)
+    }
+}
+
+/// One change, before it has its `seq`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Pending {
+    pub kind: ChangeKind,
+    pub name: String,
+    pub repo: String,
+    pub repo_id: RepoId,
+    pub sha: Option<String>,
+    pub cause: Cause,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+/// A repository's entries by name, as the change log stores them.
+pub(crate) type Snapshot = BTreeMap<String, EntryJson>;
+
+/// The repository's entries now, read in the caller's transaction (which
+/// holds the repository's row lock, so they cannot move under it).
+pub(crate) async fn snapshot(conn: &mut PgConnection, id: RepoId) -> Result<Snapshot, sqlx::Error> {
+    Ok(entries_of(conn, id)
+        .await?
+        .into_iter()
+        .map(|e| (e.name.clone(), e))
+        .collect())
+}
+
+/// What differs between two snapshots of one repository, in name order:
+/// one change per entry created, changed or removed; nothing when equal.
+pub(crate) fn diff(
+    before: &Snapshot,
+    after: &Snapshot,
+    repo_id: RepoId,
+    sha: Option<&str>,
+    cause: Cause,
+) -> Vec<Pending> {
+    let names: std::collections::BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let mut changes = Vec::new();
+    for name in names {
+        let (old, new) = (before.get(name), after.get(name));
+        let kind = match (old, new) {
+            (None, Some(_)) => ChangeKind::Created,
+            (Some(_), None) => ChangeKind::Removed,
+            (Some(a), Some(b)) if a != b => ChangeKind::Changed,
+            _ => continue,
+        };
+        let repo = new.or(old).map(|e| e.repo.clone()).unwrap_or_default();
+        changes.push(Pending {
+            kind,
+            name: name.clone(),
+            repo,
+            repo_id,
+            sha: sha.map(str::to_owned),
+            cause,
+            before: old.map(to_value),
+            after: new.map(to_value),
+        });
+    }
+    changes
+}
+
+fn to_value(entry: &EntryJson) -> Value {
+    serde_json::to_value(entry).unwrap_or(Value::Null)
+}
+
+/// Takes `changes.len()` numbers from the head and appends the changes, in
+/// one statement, and announces them on [`CHANNEL`] (delivered at commit).
+///
+/// Must be the last statement before the commit: the head's row lock it
+/// takes is held until then, so no other transaction takes numbers in
+/// between, and transactions become visible in the order of their numbers.
+/// Returns the last `seq` written (`None` when there was nothing to write).
+pub(crate) async fn append(
+    conn: &mut PgConnection,
+    changes: &[Pending],
+) -> Result<Option<i64>, sqlx::Error> {
+    if changes.is_empty() {
+        return Ok(None);
+    }
+    let n = i64::try_from(changes.len()).unwrap_or(i64::MAX);
+    let column = |f: fn(&Pending) -> String| changes.iter().map(f).collect::<Vec<_>>();
+    let kinds = column(|c| c.kind.as_str().to_owned());
+    let names = column(|c| c.name.clone());
+    let repos = column(|c| c.repo.clone());
+    let causes = column(|c| c.cause.as_str().to_owned());
+    let ids: Vec<i64> = changes.iter().map(|c| c.repo_id.0).collect();
+    let shas: Vec<Option<String>> = changes.iter().map(|c| c.sha.clone()).collect();
+    let befores: Vec<Option<Value>> = changes.iter().map(|c| c.before.clone()).collect();
+    let afters: Vec<Option<Value>> = changes.iter().map(|c| c.after.clone()).collect();
+    let last: i64 = sqlx::query_scalar(&format!(
+        "with head as (update change_head set seq = seq + $1 returning seq),
+         written as (
+             insert into changes (seq, kind, name, repo, repo_id, sha, cause, before, after)
+             select head.seq - $1 + c.ord, c.kind, c.name, c.repo, c.repo_id, c.sha, c.cause,
+                    c.before, c.after
+             from head,
+                  unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
+                         $7::text[], $8::jsonb[], $9::jsonb[])
+                  with ordinality as c(kind, name, repo, repo_id, sha, cause, before, after, ord)
+             returning seq),
+         last as (select max(seq) as seq from written)
+         select last.seq from last cross join lateral pg_notify('{CHANNEL}', last.seq::text)"
+    ))
+    .bind(n)
+    .bind(&kinds)
+    .bind(&names)
+    .bind(&repos)
+    .bind(&ids)
+    .bind(&shas)
+    .bind(&causes)
+    .bind(&befores)
+    .bind(&afters)
+    .fetch_one(conn)
+    .await?;
+    Ok(Some(last))
+}
+
+/// Commits a reconcile's transaction with its changes: the claim is
+/// checked first (as [`crate::db::fence::commit_if_held`] does), then the
+/// changes are appended, then the transaction commits. Returns whether it
+/// committed.
+///
+/// The order keeps the head's lock as short as it can be: the append and
+/// the commit, nothing else.
+pub(crate) async fn commit_with_changes<Q: ClaimFence>(
+    queue: &Q,
+    mut tx: Transaction<'_, Postgres>,
+    claim: Option<&Claim<RepoId>>,
+    changes: &[Pending],
+) -> Result<bool, sqlx::Error> {
+    if let Some(claim) = claim {
+        if !queue.holds(&mut tx, claim).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+    }
+    append(&mut tx, changes).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+
+    use super::*;
+
+    fn entry(name: &str, owner: &str) -> EntryJson {
+        let at = chrono::DateTime::<Utc>::from_timestamp(0, 0).unwrap_or_default();
+        EntryJson {
+            name: name.into(),
+            owner: owner.into(),
+            description: None,
+            lifecycle: None,
+            tags: Vec::new(),
+            links: Vec::new(),
+            labels: BTreeMap::new(),
+            repo: "acme/app".into(),
+            repo_id: RepoId(7),
+            source_sha: "abc".into(),
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    fn snap(entries: &[EntryJson]) -> Snapshot {
+        entries
+            .iter()
+            .map(|e| (e.name.clone(), e.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn diff_should_name_each_created_changed_and_removed_entry() {
+        let before = snap(&[entry("a", "x"), entry("b", "x"), entry("c", "x")]);
+        let after = snap(&[entry("b", "y"), entry("c", "x"), entry("d", "x")]);
+        let changes = diff(&before, &after, RepoId(7), Some("sha1"), Cause::Listing);
+        let kinds: Vec<(&str, ChangeKind)> =
+            changes.iter().map(|c| (c.name.as_str(), c.kind)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("a", ChangeKind::Removed),
+                ("b", ChangeKind::Changed),
+                ("d", ChangeKind::Created)
+            ]
+        );
+        assert!(changes[0].after.is_none() && changes[0].before.is_some());
+        assert_eq!(
+            changes[1].after.as_ref().map(|v| &v["owner"]),
+            Some(&Value::from("y"))
+        );
+        assert!(changes.iter().all(|c| c.sha.as_deref() == Some("sha1")));
+    }
+
+    #[test]
+    fn diff_should_find_nothing_when_the_entries_are_equal() {
+        let same = snap(&[entry("a", "x")]);
+        assert!(diff(&same, &same, RepoId(7), None, Cause::Reconcile).is_empty());
+    }
+}

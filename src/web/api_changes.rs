@@ -1,0 +1,207 @@
+//! The change feed and history: `GET /api/v1/changes` (a long poll),
+//! `GET /api/v1/projects/{name}/history` and `GET /api/v1/notify`.
+//!
+//! The feed has its own router: a long poll may last up to [`MAX_WAIT`],
+//! past the 30 s every other request gets, so it is merged beside the main
+//! router with a timeout of its own.
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::json;
+use sqlx::PgPool;
+use tokio::sync::watch;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use super::error::ApiError;
+use super::extract::{ApiPath, ApiQuery};
+use super::state::AppState;
+use crate::registry::changes::{self, wake, ChangeJson, ChangeWaker, Feed, FeedError};
+
+/// Longest `wait` a reader may ask for.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// Changes a read answers when it does not say.
+pub const DEFAULT_FEED_LIMIT: i64 = 100;
+
+/// What the feed's route needs.
+#[derive(Clone)]
+pub struct ChangesState {
+    pub pool: PgPool,
+    pub waker: ChangeWaker,
+    /// Turns `true` at shutdown: waiting readers are answered at once.
+    pub stop: watch::Receiver<bool>,
+}
+
+/// The feed's router, with a timeout above [`MAX_WAIT`].
+pub fn routes(state: ChangesState) -> Router {
+    Router::new()
+        .route("/api/v1/changes", get(feed))
+        .with_state(state)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            MAX_WAIT + Duration::from_secs(15),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// `?after=&limit=&wait=`, taken as text and checked here.
+#[derive(Debug, Default, Deserialize)]
+pub struct FeedParams {
+    pub after: Option<String>,
+    pub limit: Option<String>,
+    pub wait: Option<String>,
+}
+
+fn given(value: &Option<String>) -> Option<&str> {
+    value.as_deref().map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// A checked feed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeedRequest {
+    pub after: i64,
+    pub limit: i64,
+    pub wait: Duration,
+}
+
+impl FeedParams {
+    pub fn check(&self) -> Result<FeedRequest, ApiError> {
+        let after = match given(&self.after) {
+            None => 0,
+            Some(v) => v.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+                ApiError::BadRequest(format!(
+                    "after: {v:?} is not a seq (a whole number, 0 or more)"
+                ))
+            })?,
+        };
+        let limit = match given(&self.limit) {
+            None => DEFAULT_FEED_LIMIT,
+            Some(v) => v
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=changes::read::MAX_FEED_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "limit: {v:?} is not a whole number from 1 to {}",
+                        changes::read::MAX_FEED_LIMIT
+                    ))
+                })?,
+        };
+        let wait = match given(&self.wait) {
+            None => Duration::ZERO,
+            Some(v) => humantime::parse_duration(v)
+                .ok()
+                .filter(|d| *d <= MAX_WAIT)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!(
+                        "wait: {v:?} is not a duration of at most 60s (like 30s)"
+                    ))
+                })?,
+        };
+        Ok(FeedRequest { after, limit, wait })
+    }
+}
+
+/// `GET /api/v1/changes`: the changes after `after`, oldest first; with
+/// `wait`, held until one commits or the wait ends.
+async fn feed(
+    State(state): State<ChangesState>,
+    params: Result<ApiQuery<FeedParams>, ApiError>,
+) -> Response {
+    let request = match params.and_then(|ApiQuery(p)| p.check()) {
+        Ok(request) => request,
+        Err(error) => return error.into_response(),
+    };
+    match long_poll(&state, request).await {
+        Ok(feed) => Json(feed).into_response(),
+        Err(FeedError::Gone { after, oldest }) => (
+            StatusCode::GONE,
+            Json(json!({
+                "error": format!(
+                    "changes after {after} are no longer kept; read the registry afresh \
+                     and continue after {}", oldest - 1
+                ),
+                "oldest_seq": oldest,
+            })),
+        )
+            .into_response(),
+        Err(FeedError::Registry(error)) => ApiError::from(error).into_response(),
+    }
+}
+
+/// Reads; when nothing is new, waits for a commit (or the fallback poll)
+/// and reads again, until the wait ends or the server stops.
+async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, FeedError> {
+    let deadline = tokio::time::Instant::now() + request.wait;
+    let mut waiter = state.waker.waiter();
+    let mut stop = state.stop.clone();
+    loop {
+        let feed = changes::changes_after(&state.pool, request.after, request.limit).await?;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if !feed.items.is_empty() || left.is_zero() || *stop.borrow() {
+            return Ok(feed);
+        }
+        tokio::select! {
+            () = waiter.wait(left.min(wake::FALLBACK_POLL)) => {}
+            _ = stop.wait_for(|s| *s) => {}
+        }
+    }
+}
+
+/// `?before=&limit=` of an entry's history.
+#[derive(Debug, Default, Deserialize)]
+pub struct HistoryParams {
+    pub before: Option<String>,
+    pub limit: Option<String>,
+}
+
+/// `GET /api/v1/projects/{name}/history`: the name's changes, newest
+/// first, also after it was removed; `404` when it never had one.
+pub async fn history(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiQuery(params): ApiQuery<HistoryParams>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let check = FeedParams {
+        after: params.before.clone(),
+        limit: params.limit.clone(),
+        wait: None,
+    }
+    .check()
+    .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", "before:", 1)))?;
+    let before = params.before.as_ref().map(|_| check.after);
+    let items: Vec<ChangeJson> = changes::history(&state.pool, &name, before, check.limit).await?;
+    if items.is_empty() && before.is_none() {
+        return Err(ApiError::NotFound(format!("project {name} has no history")));
+    }
+    let next_cursor = (items.len() as i64 == check.limit)
+        .then(|| items.last().map(|c| c.seq.to_string()))
+        .flatten();
+    Ok(Json(json!({ "items": items, "next_cursor": next_cursor })))
+}
+
+/// `GET /api/v1/notify`: each notification target's backlog and last error.
+pub async fn notify_targets(
+    State(state): State<AppState>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let targets = crate::notify::outbox::status(&state.pool)
+        .await
+        .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
+    Ok(Json(json!({ "items": targets })))
+}

@@ -1,0 +1,219 @@
+//! `GET /projects/{name}/history`: an entry's changes, newest first, each
+//! with its field diff, commit and cause; also after the entry was removed.
+//! `GET /changes`: notification targets (backlog, last error) and the
+//! entries removed most recently, each with its last version.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::State;
+use chrono::Utc;
+use serde_json::Value;
+
+use super::chrome::Chrome;
+use super::error_page::PageError;
+use crate::notify::outbox::{self, TargetStatus};
+use crate::registry::changes::{self, ChangeJson};
+use crate::web::error::ApiError;
+use crate::web::extract::ApiPath;
+use crate::web::session::Viewer;
+use crate::web::state::AppState;
+use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
+
+/// Changes an entry's page shows.
+const HISTORY_ROWS: i64 = 100;
+
+/// Removed entries `/changes` lists.
+const REMOVED_ROWS: i64 = 50;
+
+/// Fields of an entry a diff leaves out: they move with every change.
+const BOOKKEEPING: [&str; 4] = ["created_at", "updated_at", "source_sha", "repo_id"];
+
+#[derive(Template, WebTemplate)]
+#[template(path = "history.html")]
+pub struct HistoryTemplate {
+    chrome: Chrome,
+    name: String,
+    /// The entry's repository page, while the entry exists.
+    current_href: Option<String>,
+    rows: Vec<ChangeRow>,
+}
+
+/// One change as a row: what, when, why, and which fields moved.
+pub struct ChangeRow {
+    seq: i64,
+    kind: &'static str,
+    at: TimeView,
+    cause: String,
+    name: String,
+    repo: String,
+    repo_href: String,
+    sha: String,
+    sha_href: Option<String>,
+    diff: Vec<FieldDiff>,
+}
+
+/// One field that differs: its old and new values as short text.
+pub struct FieldDiff {
+    field: String,
+    before: String,
+    after: String,
+}
+
+impl ChangeRow {
+    fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
+        let sha = change.sha.clone().unwrap_or_default();
+        Self {
+            seq: change.seq,
+            kind: change.kind.as_str(),
+            at: TimeView::new(change.at, now),
+            sha_href: commit_link(web, &change.repo, &sha),
+            sha: short_sha(Some(&sha)),
+            repo_href: repo_href(&change.repo),
+            diff: field_diff(change.before.as_ref(), change.after.as_ref()),
+            cause: change.cause,
+            name: change.name,
+            repo: change.repo,
+        }
+    }
+}
+
+/// The fields whose values differ between two versions of an entry, in
+/// name order; a missing version counts as every field empty.
+pub fn field_diff(before: Option<&Value>, after: Option<&Value>) -> Vec<FieldDiff> {
+    let fields = |v: Option<&Value>| {
+        v.and_then(Value::as_object)
+            .map(|o| o.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
+    let mut names: Vec<String> = fields(before);
+    names.extend(fields(after));
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| !BOOKKEEPING.contains(&name.as_str()))
+        .filter_map(|name| {
+            let old = before.and_then(|v| v.get(&name)).unwrap_or(&Value::Null);
+            let new = after.and_then(|v| v.get(&name)).unwrap_or(&Value::Null);
+            (old != new).then(|| FieldDiff {
+                before: show(old),
+                after: show(new),
+                field: name,
+            })
+        })
+        .collect()
+}
+
+/// A value as one line of text: strings bare, nothing as "—".
+fn show(value: &Value) -> String {
+    match value {
+        Value::Null => "—".to_owned(),
+        Value::String(s) => s.clone(),
+        Value::Array(a) if a.is_empty() => "—".to_owned(),
+        Value::Object(o) if o.is_empty() => "—".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+pub async fn entry_history(
+    State(state): State<AppState>,
+    viewer: Viewer,
+    path: Result<ApiPath<String>, ApiError>,
+) -> Result<HistoryTemplate, PageError> {
+    let ApiPath(name) = path?;
+    let history = changes::history(&state.pool, &name, None, HISTORY_ROWS).await?;
+    if history.is_empty() {
+        return Err(ApiError::NotFound(format!("project {name} has no history")).into());
+    }
+    let current = crate::registry::get_project(&state.pool, &name).await?;
+    let now = Utc::now();
+    let web = state.github_web_url.as_deref();
+    Ok(HistoryTemplate {
+        chrome: Chrome::for_viewer(viewer),
+        current_href: current.map(|e| format!("{}#entry-{}", repo_href(&e.repo), e.name)),
+        rows: history
+            .into_iter()
+            .map(|c| ChangeRow::new(c, web, now))
+            .collect(),
+        name,
+    })
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "changes.html")]
+pub struct ChangesTemplate {
+    chrome: Chrome,
+    targets: Vec<TargetRow>,
+    removed: Vec<ChangeRow>,
+}
+
+/// A notification target as a row.
+pub struct TargetRow {
+    target: String,
+    backlog: i64,
+    last_error: String,
+    last_error_at: Option<TimeView>,
+    last_sent_at: Option<TimeView>,
+}
+
+impl TargetRow {
+    fn new(t: TargetStatus, now: chrono::DateTime<Utc>) -> Self {
+        Self {
+            target: t.target,
+            backlog: t.backlog,
+            last_error: t.last_error.unwrap_or_default(),
+            last_error_at: TimeView::maybe(t.last_error_at, now),
+            last_sent_at: TimeView::maybe(t.last_sent_at, now),
+        }
+    }
+}
+
+pub async fn changes_page(
+    State(state): State<AppState>,
+    viewer: Viewer,
+) -> Result<ChangesTemplate, PageError> {
+    let targets = outbox::status(&state.pool)
+        .await
+        .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
+    let removed = changes::recently_removed(&state.pool, REMOVED_ROWS).await?;
+    let now = Utc::now();
+    let web = state.github_web_url.as_deref();
+    Ok(ChangesTemplate {
+        chrome: Chrome::for_viewer(viewer),
+        targets: targets
+            .into_iter()
+            .map(|t| TargetRow::new(t, now))
+            .collect(),
+        removed: removed
+            .into_iter()
+            .map(|c| ChangeRow::new(c, web, now))
+            .collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn field_diff_should_list_only_the_fields_that_moved() {
+        let before = json!({"name": "api", "owner": "a", "tags": [], "updated_at": "1"});
+        let after = json!({"name": "api", "owner": "b", "tags": ["x"], "updated_at": "2"});
+        let diff = field_diff(Some(&before), Some(&after));
+        let shown: Vec<(&str, &str, &str)> = diff
+            .iter()
+            .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
+            .collect();
+        assert_eq!(shown, vec![("owner", "a", "b"), ("tags", "—", "[\"x\"]")]);
+    }
+
+    #[test]
+    fn field_diff_of_a_creation_should_show_every_field_set() {
+        let after = json!({"name": "api", "owner": "b", "description": null});
+        let diff = field_diff(None, Some(&after));
+        let fields: Vec<&str> = diff.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(fields, vec!["name", "owner"]);
+    }
+}

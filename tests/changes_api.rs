@@ -1,0 +1,276 @@
+//! The change feed and history over HTTP: parameters checked with a 400,
+//! a long poll answered as soon as a change commits, 410 past retention,
+//! an entry's history after its removal.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use roster::controller::Handler;
+use roster::registry::changes::prune::prune_once;
+use roster::registry::changes::ChangeWaker;
+use roster::registry::RegistryHandler;
+use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::web::api_changes::{routes, ChangesState};
+use support::http::Answer;
+use support::router::{fixture, send, Options};
+
+fn found(sha: &str, owner: &str) -> Observed {
+    Observed::Present {
+        repo: RepoInfo {
+            owner: "acme".to_string(),
+            name: "app".to_string(),
+            installation_id: Some(7),
+            default_branch: "main".to_string(),
+            html_url: None,
+        },
+        file: FileState::Found {
+            sha: sha.to_string(),
+            bytes: format!("projects:\n  - name: api\n    owner: {owner}\n").into_bytes(),
+        },
+    }
+}
+
+async fn get(app: &Router, uri: &str) -> Answer {
+    send(app, Request::get(uri).body(Body::empty()).expect("request")).await
+}
+
+struct Feed {
+    main: Router,
+    feed: Router,
+    handler: RegistryHandler,
+    pool: sqlx::PgPool,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+async fn feed_fixture() -> Feed {
+    let f = fixture(
+        Options {
+            api_token: None,
+            github_web_url: None,
+        },
+        |_, _| {},
+    )
+    .await;
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let feed = routes(ChangesState {
+        pool: f.pool.clone(),
+        waker: ChangeWaker::start(f.pool.clone()),
+        stop: stop_rx,
+    });
+    let handler = RegistryHandler::new(f.pool.clone(), f.queue.clone(), "project.yaml");
+    Feed {
+        main: f.app,
+        feed,
+        handler,
+        pool: f.pool,
+        _stop: stop,
+    }
+}
+
+#[tokio::test]
+async fn bad_parameters_should_get_a_400_naming_them() {
+    let f = feed_fixture().await;
+    for (uri, names) in [
+        ("/api/v1/changes?after=-1", "after"),
+        ("/api/v1/changes?after=abc", "after"),
+        ("/api/v1/changes?after=1.5", "after"),
+        ("/api/v1/changes?limit=0", "limit"),
+        ("/api/v1/changes?limit=1001", "limit"),
+        ("/api/v1/changes?wait=61s", "wait"),
+        ("/api/v1/changes?wait=forever", "wait"),
+    ] {
+        let answer = get(&f.feed, uri).await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{uri}");
+        let error = answer.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(error.starts_with(names), "{uri}: {error}");
+    }
+    let ok = get(&f.feed, "/api/v1/changes?after=0&limit=5").await;
+    assert_eq!(ok.status, StatusCode::OK);
+    assert_eq!(
+        ok.json(),
+        serde_json::json!({"items": [], "next_cursor": 0})
+    );
+}
+
+#[tokio::test]
+async fn a_long_poll_should_answer_as_soon_as_a_change_commits() {
+    let f = feed_fixture().await;
+    let feed = f.feed.clone();
+    let started = Instant::now();
+    let poll = tokio::spawn(async move { get(&feed, "/api/v1/changes?after=0&wait=30s").await });
+    // Give the poll time to find nothing and start waiting; not needed
+    // for correctness, only so the commit does wake a waiting request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let committed = Instant::now();
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha1", "team-a")))
+        .await
+        .expect("reconcile");
+    let answer = poll.await.expect("poll");
+    let after_commit = committed.elapsed();
+    assert_eq!(answer.status, StatusCode::OK);
+    let body = answer.json();
+    assert_eq!(body["next_cursor"], 1);
+    assert_eq!(body["items"][0]["kind"], "created");
+    assert_eq!(body["items"][0]["name"], "api");
+    assert_eq!(body["items"][0]["after"]["owner"], "team-a");
+    // Well under the 30 s it could have waited.
+    assert!(after_commit < Duration::from_secs(5), "{after_commit:?}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+#[tokio::test]
+async fn a_commit_should_wake_a_waiter_by_notification_not_by_polling() {
+    let f = feed_fixture().await;
+    let waker = ChangeWaker::start(f.pool.clone());
+    waker.listening().await;
+    let mut waiter = waker.waiter();
+    let committed = Instant::now();
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha1", "team-a")))
+        .await
+        .expect("reconcile");
+    // The waiter itself never polls: it returns before 30 s only because
+    // the commit's NOTIFY reached the listener.
+    waiter.wait(Duration::from_secs(30)).await;
+    assert!(
+        committed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        committed.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_long_poll_with_nothing_new_should_end_empty_after_the_wait() {
+    let f = feed_fixture().await;
+    let started = Instant::now();
+    let answer = get(&f.feed, "/api/v1/changes?after=0&wait=300ms").await;
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert_eq!(
+        answer.json(),
+        serde_json::json!({"items": [], "next_cursor": 0})
+    );
+}
+
+#[tokio::test]
+async fn a_cursor_older_than_retention_should_get_410_with_the_oldest_kept() {
+    let f = feed_fixture().await;
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha1", "team-a")))
+        .await
+        .expect("reconcile");
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha2", "team-b")))
+        .await
+        .expect("reconcile");
+    prune_once(&f.pool, Duration::ZERO, 1).await.expect("prune");
+    let answer = get(&f.feed, "/api/v1/changes?after=0").await;
+    assert_eq!(answer.status, StatusCode::GONE);
+    assert_eq!(answer.json()["oldest_seq"], 2);
+    let answer = get(&f.feed, "/api/v1/changes?after=1").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.json()["items"][0]["seq"], 2);
+}
+
+#[tokio::test]
+async fn history_should_list_an_entrys_changes_newest_first_also_after_removal() {
+    let f = feed_fixture().await;
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha1", "team-a")))
+        .await
+        .expect("reconcile");
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha2", "team-b")))
+        .await
+        .expect("reconcile");
+    let gone = Observed::Removed {
+        repo: None,
+        reason: "repository deleted".into(),
+    };
+    f.handler.apply(&RepoId(1), Ok(gone)).await.expect("remove");
+
+    let answer = get(&f.main, "/api/v1/projects/api/history").await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let body = answer.json();
+    let kinds: Vec<&str> = body["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|c| c["kind"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kinds, vec!["removed", "changed", "created"]);
+    assert_eq!(body["items"][1]["sha"], "sha2");
+    // The entry itself is gone; its history is not.
+    let entry = get(&f.main, "/api/v1/projects/api").await;
+    assert_eq!(entry.status, StatusCode::NOT_FOUND);
+
+    let page = get(&f.main, "/api/v1/projects/api/history?limit=2")
+        .await
+        .json();
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(2));
+    let next = page["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let rest = get(
+        &f.main,
+        &format!("/api/v1/projects/api/history?before={next}"),
+    )
+    .await;
+    assert_eq!(rest.json()["items"][0]["kind"], "created");
+
+    let unknown = get(&f.main, "/api/v1/projects/nothing/history").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let bad = get(&f.main, "/api/v1/projects/api/history?before=x").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.json()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("before"));
+}
+
+#[tokio::test]
+async fn the_dashboard_should_show_an_entrys_diffs_and_the_recently_removed() {
+    let f = feed_fixture().await;
+    f.handler
+        .apply(&RepoId(1), Ok(found("1111111aaaa", "team-a")))
+        .await
+        .expect("reconcile");
+    f.handler
+        .apply(&RepoId(1), Ok(found("2222222bbbb", "team-b")))
+        .await
+        .expect("reconcile");
+    let page = get(&f.main, "/projects/api/history").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        page.body.contains("<del>team-a</del> → <ins>team-b</ins>"),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("2222222"));
+    assert!(page.body.contains("<code>reconcile</code>"));
+    assert!(page.body.contains("Current version"));
+
+    let gone = Observed::Removed {
+        repo: None,
+        reason: "repository deleted".into(),
+    };
+    f.handler.apply(&RepoId(1), Ok(gone)).await.expect("remove");
+    let page = get(&f.main, "/changes").await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("/projects/api/history"), "{}", page.body);
+    assert!(page.body.contains("<code>repo_removed</code>"));
+    assert!(page.body.contains("<code>owner</code>: team-b"));
+    let page = get(&f.main, "/projects/api/history").await;
+    assert!(page.body.contains("Removed: no current version"));
+
+    let missing = get(&f.main, "/projects/nothing/history").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}
