@@ -93,8 +93,9 @@ where
     } = parts;
     let history = history::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
-    let handler =
-        RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file).with_guard(guard);
+    let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
+        .with_guard(guard)
+        .with_default_branch_checks(settings.checks.default_branch());
     let tracker = RegistryTracker::new(pool.clone()).with_guard(guard);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(

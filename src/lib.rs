@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod check;
+pub mod checks;
 pub mod config;
 pub mod controller;
 pub mod db;

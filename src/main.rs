@@ -39,6 +39,8 @@ enum Command {
         #[arg(default_value = "project.yaml")]
         file: PathBuf,
     },
+    /// Print the project file's JSON Schema (for editors).
+    Schema,
 }
 
 /// A failure that ends the process: what to print and the exit code.
@@ -69,6 +71,10 @@ fn main() -> ExitCode {
         Command::Check { file } => {
             let code = roster::check::run(&file, &mut std::io::stdout());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Command::Schema => {
+            print!("{}", roster::project::schema::PROJECT_SCHEMA);
+            return ExitCode::SUCCESS;
         }
         Command::Serve(args) => with_runtime(|| serve(*args)),
         Command::Migrate(args) => with_runtime(|| migrate(args)),

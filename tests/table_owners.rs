@@ -32,6 +32,12 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("changes", &["registry/changes/"]),
     ("change_head", &["registry/changes/"]),
     ("notify_targets", &["notify/outbox.rs"]),
+    ("check_requests", &["registry/check_requests.rs"]),
+    (
+        "check_runs",
+        &["registry/check_runs.rs", "registry/check_requests.rs"],
+    ),
+    ("check_permissions", &["registry/check_runs.rs"]),
 ];
 
 const SQL_WORDS: &[&str] = &["from", "into", "update", "join", "table"];

@@ -180,8 +180,26 @@ const FIXTURES: &[(&str, &[i64], bool, &str)] = &[
     ),
     ("ping.json", &[], false, "ignored"),
     ("ping.with-app_id.json", &[], false, "ignored"),
-    ("pull_request.opened.json", &[], false, "ignored"),
-    ("pull_request.synchronize.json", &[], false, "ignored"),
+    // A pull request into the default branch asks for a check run, not a
+    // reconcile.
+    ("pull_request.opened.json", &[], false, "queued"),
+    ("pull_request.synchronize.json", &[], false, "queued"),
+    ("pull_request.reopened.json", &[], false, "queued"),
+    (
+        "pull_request.edited.base-changed.json",
+        &[],
+        false,
+        "queued",
+    ),
+    ("check_suite.rerequested.json", &[], false, "queued"),
+    // Another App's run is not Roster's to redo.
+    ("check_run.rerequested.json", &[], false, "ignored"),
+    (
+        "check_run.rerequested.roster-run.json",
+        &[],
+        false,
+        "queued",
+    ),
     (
         "push.default-branch-created.json",
         &[186853002],

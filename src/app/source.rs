@@ -8,6 +8,7 @@ use axum::Router;
 use tokio::task::JoinHandle;
 
 use super::shared::Shared;
+use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings};
 use crate::github::webhook::retention::{self, Retention};
 use crate::github::webhook::{self, WebhookLimits, WebhookState};
@@ -85,6 +86,10 @@ pub async fn github(
         },
     });
     let (lister, storage) = (source.lister(), source.storage());
+    // Check runs on GitHub (docs/checks.md), until the server has stopped.
+    let (stop_checks, checks_stopped) = shutdown::channel();
+    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks);
+    let checks = tokio::spawn(checks.run(checks_stopped.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an
     // unasked one is asked on the next pass.
@@ -107,8 +112,8 @@ pub async fn github(
         storage,
         routes,
         web_url: Some(web_url(&app.api_url)),
-        tasks: vec![redelivery, pruning],
-        stop_when_served: vec![stop_pruning],
+        tasks: vec![redelivery, pruning, checks],
+        stop_when_served: vec![stop_pruning, stop_checks],
         held: Vec::new(),
     })
 }

@@ -170,6 +170,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_DELIVERY_RETENTION", default_value_t = duration_text(DEFAULT_RETENTION))]
     pub delivery_retention: String,
 
+    /// Which `Roster` check runs are posted on GitHub: `all` (pull
+    /// requests and the default branch), `pull_requests`, or `off`.
+    #[arg(long, env = "ROSTER_CHECKS", default_value = "all")]
+    pub checks: String,
+
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
     /// wait a minute for the claim to run out.
@@ -237,6 +242,8 @@ pub struct Settings {
     pub history_retention: Duration,
     /// Where changes are POSTed, and the secret that signs them.
     pub notify: NotifySettings,
+    /// Which check runs are posted (`ROSTER_CHECKS`).
+    pub checks: crate::checks::ChecksMode,
 }
 
 /// A setting that is missing or wrong; shown as `SETTING: message`.
@@ -295,6 +302,12 @@ impl ServeArgs {
         let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
         let history_retention = history::parse_history_retention(&self.history_retention)?;
         let notify = history::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
+        let checks = match non_empty(Some(self.checks)) {
+            None => crate::checks::ChecksMode::default(),
+            Some(raw) => raw
+                .parse()
+                .map_err(|m| ConfigError::new("ROSTER_CHECKS", m))?,
+        };
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
@@ -314,6 +327,7 @@ impl ServeArgs {
             delivery_retention,
             history_retention,
             notify,
+            checks,
         })
     }
 }

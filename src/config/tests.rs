@@ -308,3 +308,17 @@ fn defaults_should_be_the_constants_of_what_they_configure() {
     assert_eq!(s.delivery_retention, DEFAULT_RETENTION);
     assert_eq!(s.lease, DEFAULT_LEASE);
 }
+
+#[test]
+fn checks_should_default_to_all_and_name_roster_checks_when_wrong() {
+    use crate::checks::ChecksMode;
+    let here = here();
+    assert_eq!(parse(&["--source", &here]).unwrap().checks, ChecksMode::All);
+    let s = parse(&["--source", &here, "--checks", "pull_requests"]).unwrap();
+    assert_eq!(s.checks, ChecksMode::PullRequests);
+    let e = err(&["--source", &here, "--checks", "some"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_CHECKS: must be all, pull_requests or off, not \"some\""
+    );
+}

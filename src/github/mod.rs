@@ -7,6 +7,7 @@
 
 pub mod auth;
 mod batch_read;
+pub mod checks_api;
 mod client;
 mod contents;
 pub mod error;

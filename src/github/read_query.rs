@@ -162,6 +162,7 @@ pub fn slot_of(error: &GraphqlError) -> Option<Slot> {
 pub const QUERIES: &[(&str, &str)] = &[
     ("LIST_REPOSITORIES", LIST_REPOSITORIES),
     ("READ_REPOSITORIES", READ_REPOSITORIES),
+    ("FILE_AT_COMMIT", super::checks_api::FILE_AT_COMMIT),
 ];
 
 #[cfg(test)]

@@ -117,6 +117,12 @@ impl GithubSource {
         GithubStorage::new(self.client.clone())
     }
 
+    /// The checks API (the `Roster` check run), sharing the App's tokens
+    /// and rate limits.
+    pub fn checks(&self) -> super::checks_api::ChecksApi {
+        super::checks_api::ChecksApi::new(self.client.clone())
+    }
+
     /// Lists the App's installations now (and remembers them).
     pub async fn refresh_installations(&self) -> Result<Vec<Installation>, Failure> {
         self.client

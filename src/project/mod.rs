@@ -22,9 +22,13 @@
 mod issues;
 mod model;
 mod name;
+mod positions;
+pub mod preview;
 mod problem;
 mod rules;
+pub mod schema;
 mod tree;
+pub mod verdict;
 
 #[cfg(test)]
 mod bounds_tests;
@@ -33,6 +37,7 @@ mod tests;
 
 pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
+pub use positions::{name_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

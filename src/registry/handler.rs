@@ -7,6 +7,7 @@ use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
 use super::decision::decide;
+use super::default_branch_check as default_branch;
 use super::guard::{DeletionGuard, Removal};
 use super::repos;
 use super::{events, holds, RegistryError, Status};
@@ -30,6 +31,8 @@ pub struct RegistryHandler<Q = PgQueue> {
     /// Whether reconciles record their changes (always, but in the
     /// benchmark that measures what the log costs).
     change_log: bool,
+    /// Whether a reconcile stores the default branch's check run.
+    checks: bool,
 }
 
 /// How a reconcile's transaction ended.
@@ -54,7 +57,16 @@ where
             project_file: project_file.into(),
             guard: DeletionGuard::default(),
             change_log: true,
+            checks: false,
         }
+    }
+
+    /// Stores, with each reconcile that applies a new commit (or changes
+    /// its status), the intent to post the commit's `Roster` check run
+    /// (docs/checks.md).
+    pub fn with_default_branch_checks(mut self, on: bool) -> Self {
+        self.checks = on;
+        self
     }
 
     /// Sets the deletion guard, the one the sweep shares: past its bound
@@ -149,6 +161,14 @@ where
             record::Snapshot::new()
         };
         let owned = self.change_log.then(|| before.keys().cloned().collect());
+        let check = match self.checks {
+            true => {
+                let sha = old.synced_sha.as_deref();
+                let (file, status) = (&self.project_file, old.status.as_str());
+                default_branch::preview(&mut tx, id, &observed, file, status, sha).await?
+            }
+            false => None,
+        };
         let decision = decide(&mut tx, &self.project_file, id, &old, observed, owned).await?;
         let changes = if decision.entries_changed && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
@@ -159,6 +179,10 @@ where
         let status = decision.state.status;
         repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
+        if let Some(check) = check {
+            let error = decision.state.error.as_deref();
+            default_branch::record(&mut tx, check, status.as_str(), error).await?;
+        }
         if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }

@@ -7,10 +7,13 @@
 //! disagree.
 
 pub mod changes;
+pub mod check_requests;
+pub mod check_runs;
 mod clip;
 mod cursor;
 mod db;
 mod decision;
+pub mod default_branch_check;
 mod entries;
 mod error;
 mod events;
@@ -21,6 +24,7 @@ pub mod json;
 mod max_removals;
 mod node_ids;
 pub mod query;
+pub mod read_only;
 mod repo_page;
 mod repos;
 mod status;

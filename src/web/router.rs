@@ -41,6 +41,7 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/static/roster.css", get(assets::stylesheet))
         .route("/api/v1/repos", get(api_repos::list))
         .route("/api/v1/repos/{owner}/{name}", get(api_repos::detail))
+        .route("/schema/project.json", get(api_repos::project_schema))
         .route(
             "/api/v1/repos/{owner}/{name}/resync",
             post(api_write::resync_repo),

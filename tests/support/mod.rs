@@ -9,6 +9,7 @@ pub mod github_app;
 pub mod github_server;
 pub mod http;
 pub mod pg_proxy;
+pub mod pull_requests;
 pub mod receiver;
 pub mod router;
 pub mod server;

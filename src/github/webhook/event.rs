@@ -7,6 +7,7 @@
 
 mod installation;
 mod payload;
+mod pull_request;
 mod push;
 mod repository;
 #[cfg(test)]
@@ -15,6 +16,7 @@ mod tests;
 use super::envelope::Envelope;
 use crate::source::{RepoId, RepoInfo};
 use installation::{parse_installation, parse_installation_repositories};
+use pull_request::{parse_pull_request, parse_rerequest};
 use push::parse_push;
 use repository::parse_repository;
 
@@ -84,6 +86,11 @@ pub enum WebhookEvent {
     },
     /// Nothing for Roster to do; `reason` says why, for the delivery log.
     Ignored { reason: String },
+    /// Pull requests (or a commit) whose `Roster` check run is to be
+    /// evaluated and posted.
+    CheckRequested {
+        requests: Vec<crate::registry::check_requests::CheckRequest>,
+    },
 }
 
 /// A parsed delivery: the event plus what the delivery log shows about it.
@@ -121,6 +128,8 @@ pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
         "repository" => parse_repository(body),
         "installation" => parse_installation(body),
         "installation_repositories" => parse_installation_repositories(body),
+        "pull_request" => parse_pull_request(body),
+        "check_suite" | "check_run" => parse_rerequest(event, body),
         other => Ok(WebhookEvent::Ignored {
             reason: format!("{other} events do not change project files"),
         }),

@@ -10,6 +10,7 @@ use super::event::{PayloadRepo, WebhookEvent};
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError};
 use crate::db::queue::PgQueue;
+use crate::registry::{check_requests, check_runs};
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
 };
@@ -86,6 +87,7 @@ pub async fn apply_batch(
     let mut known = Vec::new();
     let mut all_ids: BTreeSet<RepoId> = BTreeSet::new();
     let mut listing = false;
+    let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
     for event in events {
         let plan = plan(event);
@@ -102,8 +104,12 @@ pub async fn apply_batch(
             let partition = Partition::Installation(InstallationId(installation_id));
             ids.extend(tracked_ids(&mut *conn, partition).await?);
         }
-        let ignored = (ids.is_empty() && !plan.listing)
+        let ignored = (ids.is_empty() && !plan.listing && plan.checks.is_empty())
             .then(|| "no repository of this installation is tracked".to_owned());
+        if let Some(installation) = plan.permissions_changed {
+            check_runs::clear_denied(&mut *conn, installation).await?;
+        }
+        checks.extend(plan.checks);
         intakes.push(Intake {
             enqueued: ids.len(),
             listing_requested: plan.listing,
@@ -120,8 +126,9 @@ pub async fn apply_batch(
             .await?;
     }
     if listing {
-        queue.request_listing_in(conn).await?;
+        queue.request_listing_in(&mut *conn).await?;
     }
+    check_requests::request_checks(conn, &checks).await?;
     Ok(Batch {
         intakes,
         enqueued: all_ids.len(),

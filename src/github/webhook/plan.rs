@@ -19,6 +19,10 @@ pub struct Plan {
     pub listing: bool,
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
+    /// Check runs to evaluate (pull requests, rerequested runs).
+    pub checks: Vec<crate::registry::check_requests::CheckRequest>,
+    /// The installation whose App permissions changed: checks resume.
+    pub permissions_changed: Option<i64>,
 }
 
 /// The most repositories one delivery makes known or enqueues itself.
@@ -103,6 +107,7 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             },
             InstallationAction::NewPermissionsAccepted => Plan {
                 listing: true,
+                permissions_changed: Some(*installation_id),
                 ..Plan::default()
             },
         },
@@ -124,6 +129,10 @@ fn plan_each(event: &WebhookEvent) -> Plan {
                 ..Plan::default()
             }
         }
+        WebhookEvent::CheckRequested { requests } => Plan {
+            checks: requests.clone(),
+            ..Plan::default()
+        },
         WebhookEvent::Ignored { reason } => ignore(reason),
     }
 }
@@ -209,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn new_permissions_should_only_request_a_listing() {
+    fn new_permissions_should_request_a_listing_and_resume_checks() {
         let plan = plan(&WebhookEvent::Installation {
             action: InstallationAction::NewPermissionsAccepted,
             installation_id: 7,
@@ -219,6 +228,7 @@ mod tests {
             plan,
             Plan {
                 listing: true,
+                permissions_changed: Some(7),
                 ..Plan::default()
             }
         );

@@ -12,6 +12,7 @@ use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
 use crate::controller::{ItemStatus, WorkQueue};
 use crate::github::webhook::deliveries::list_deliveries;
+use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
 use crate::registry::{self, EntryJson, EventJson, Status};
 use crate::web::error::{repo_not_found, ApiError};
@@ -53,6 +54,17 @@ pub struct RepoTemplate {
     events: Vec<EventView>,
     deliveries: Vec<DeliveryView>,
     deliveries_href: String,
+    checks: Vec<CheckView>,
+}
+
+/// A `Roster` check run posted (or to be posted) on GitHub.
+struct CheckView {
+    at: TimeView,
+    sha: String,
+    sha_href: Option<String>,
+    pull_request: Option<i32>,
+    conclusion: String,
+    title: String,
 }
 
 struct ConflictView {
@@ -203,7 +215,7 @@ pub async fn repo_detail(
         .ok_or_else(|| repo_not_found(&owner, &name))?;
     let repo = detail.repo;
     let now = Utc::now();
-    let (info, deliveries) = tokio::try_join!(
+    let (info, deliveries, checks) = tokio::try_join!(
         async {
             repo_source_info(&state.pool, repo.id)
                 .await
@@ -211,6 +223,11 @@ pub async fn repo_detail(
         },
         async {
             list_deliveries(&state.pool, RECENT_DELIVERIES, None, Some(&repo.full_name))
+                .await
+                .map_err(PageError::from)
+        },
+        async {
+            recent_checks(&state.pool, repo.id)
                 .await
                 .map_err(PageError::from)
         },
@@ -283,6 +300,17 @@ pub async fn repo_detail(
             .map(|d| DeliveryView::new(d, now))
             .collect(),
         deliveries_href: href_with("/deliveries", &[("repo", Some(&repo.full_name))]),
+        checks: checks
+            .into_iter()
+            .map(|c| CheckView {
+                at: TimeView::new(c.at, now),
+                sha: short_sha(Some(&c.sha)),
+                sha_href: commit_link(web, &repo.full_name, &c.sha),
+                pull_request: c.pull_request,
+                conclusion: c.conclusion,
+                title: c.title,
+            })
+            .collect(),
         full_name: repo.full_name,
     })
 }

@@ -17,6 +17,9 @@ pub enum FaultKind {
     Garbage,
     /// Waits this long before answering normally.
     Slow(Duration),
+    /// Does what the request asks at once, then waits this long before
+    /// answering: the work is done even if the caller gave up.
+    LateAnswer(Duration),
     /// Starts the answer, then drops the connection.
     Close,
     /// GraphQL: 200 with an error of type `RATE_LIMITED`.

@@ -44,6 +44,9 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
     if is_read(query) {
         return read(world, installation, query, request, budget);
     }
+    if is_file_at_commit(query) {
+        return file_at_commit(world, installation, request);
+    }
     if !query.contains("repositoryOwner") {
         return Answer::json(
             200,
@@ -151,6 +154,70 @@ fn rate_limit(budget: Budget) -> Value {
 /// Whether `query` is the batch read (by node id and by name).
 pub fn is_read(query: &str) -> bool {
     query.contains("nodes(ids:")
+}
+
+/// Whether `query` reads the project file at one commit (`object(oid:)`).
+pub fn is_file_at_commit(query: &str) -> bool {
+    query.contains("object(oid:")
+}
+
+/// The file at a commit: `repository(owner:, name:) { object(oid:) { …
+/// on Commit { file(path:) { mode object { … on Blob } } } } }`. An
+/// unknown commit is `object: null`, as GitHub answers it.
+fn file_at_commit(world: &World, installation: i64, request: &Value) -> Answer {
+    let var = |name: &str| {
+        request
+            .pointer(&format!("/variables/{name}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (owner, name, oid, path) = (var("owner"), var("name"), var("oid"), var("path"));
+    let Some(repo) = super::rest::visible_by_name(world, installation, &owner, &name) else {
+        return Answer::json(
+            200,
+            json!({"data": {"repository": null}, "errors": [{
+                "type": "NOT_FOUND", "path": ["repository"],
+                "message": format!("Could not resolve to a Repository with the name '{owner}/{name}'."),
+            }]}),
+        );
+    };
+    let Some(commit) = repo.commits.get(&oid) else {
+        return Answer::json(200, json!({"data": {"repository": {"object": null}}}));
+    };
+    let file = match commit.files.get(&path) {
+        Some(bytes) if world.symlinks.contains(&(oid.clone(), path.clone())) => {
+            json!({"mode": 40960, "object": blob(bytes)})
+        }
+        Some(bytes) => json!({"mode": 33188, "object": blob(bytes)}),
+        None if commit
+            .files
+            .keys()
+            .any(|p| p.starts_with(&format!("{path}/"))) =>
+        {
+            json!({"mode": 16384, "object": {}})
+        }
+        None => Value::Null,
+    };
+    Answer::json(
+        200,
+        json!({"data": {"repository": {"object": {"file": file}}}}),
+    )
+}
+
+/// A blob as GitHub describes it: no text for binary content (GitHub
+/// takes bytes that are not UTF-8, or that hold NUL, as binary).
+fn blob(bytes: &[u8]) -> Value {
+    let text = std::str::from_utf8(bytes)
+        .ok()
+        .filter(|t| !t.contains('\0'));
+    let truncated = bytes.len() > TEXT_CAP;
+    json!({
+        "byteSize": bytes.len(),
+        "isBinary": text.is_none(),
+        "isTruncated": truncated,
+        "text": text.map(|t| if truncated { truncate(t, TEXT_CAP) } else { t }),
+    })
 }
 
 /// The node id of a repository, as the fake's REST answers and webhooks

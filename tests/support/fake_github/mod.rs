@@ -9,6 +9,7 @@
 //! It also answers under GitHub Enterprise Server's layout (`/api/v3/...`
 //! and `/api/graphql`), see [`FakeGithub::enterprise_settings`].
 
+pub mod checks;
 pub mod fault;
 pub mod graphql;
 pub mod hook_deliveries;
@@ -54,6 +55,16 @@ pub mod routes {
     pub const GRAPHQL_READ: &str = "POST /graphql (batch read)";
     pub const HOOK_DELIVERIES: &str = "GET /app/hook/deliveries";
     pub const HOOK_ATTEMPTS: &str = "POST /app/hook/deliveries/{id}/attempts";
+    /// The GraphQL read of the project file at one commit.
+    pub const GRAPHQL_FILE: &str = "POST /graphql (file at commit)";
+    pub const CHECK_RUN_CREATE: &str = "POST /repos/{owner}/{repo}/check-runs";
+    pub const CHECK_RUN_UPDATE: &str = "PATCH /repos/{owner}/{repo}/check-runs/{id}";
+    pub const CHECK_RUNS_FOR_REF: &str = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
+}
+
+/// Whether `route` is one of the GraphQL routes.
+fn is_graphql(route: &str) -> bool {
+    route == routes::GRAPHQL || route == routes::GRAPHQL_READ || route == routes::GRAPHQL_FILE
 }
 
 struct Shared {
@@ -284,9 +295,88 @@ impl FakeGithub {
         self.shared.world().counts.get(route).copied().unwrap_or(0)
     }
 
-    /// GraphQL requests of both kinds: listing pages and batch reads.
+    /// GraphQL requests of every kind: listing pages, batch reads, files
+    /// at a commit.
     pub fn graphql_requests(&self) -> u64 {
-        self.count(routes::GRAPHQL) + self.count(routes::GRAPHQL_READ)
+        self.count(routes::GRAPHQL)
+            + self.count(routes::GRAPHQL_READ)
+            + self.count(routes::GRAPHQL_FILE)
+    }
+
+    // ---- pull requests and checks ----
+
+    /// A pull request's head: the default branch's files with `path` set to
+    /// `bytes`, on a commit of no branch; its sha.
+    pub fn pr_commit(&self, repo: i64, path: &str, bytes: &[u8]) -> String {
+        let (path, bytes) = (path.to_owned(), bytes.to_vec());
+        self.shared.world().side_commit(repo, move |files| {
+            files.insert(path, bytes);
+        })
+    }
+
+    /// A pull request's head that deletes `path`; its sha.
+    pub fn pr_commit_deleting(&self, repo: i64, path: &str) -> String {
+        self.shared.world().side_commit(repo, |files| {
+            files.remove(path);
+        })
+    }
+
+    /// A pull request's head where `path` is a symbolic link to `target`.
+    pub fn pr_commit_symlink(&self, repo: i64, path: &str, target: &str) -> String {
+        let sha = self.pr_commit(repo, path, target.as_bytes());
+        self.shared
+            .world()
+            .symlinks
+            .insert((sha.clone(), path.to_owned()));
+        sha
+    }
+
+    /// Forgets a commit, as a force-push and GitHub's garbage collection do.
+    pub fn forget_commit(&self, repo: i64, sha: &str) {
+        if let Some(r) = self.shared.world().repos.get_mut(&repo) {
+            r.commits.remove(sha);
+        }
+    }
+
+    /// Takes `checks: write` away from an installation (posts get 403), or
+    /// gives it back.
+    pub fn forbid_checks(&self, installation: i64, forbidden: bool) {
+        let mut world = self.shared.world();
+        if forbidden {
+            world.checks_forbidden.insert(installation);
+        } else {
+            world.checks_forbidden.remove(&installation);
+        }
+    }
+
+    /// Every check run of a repository, oldest first.
+    pub fn check_runs(&self, repo: i64) -> Vec<checks::CheckRun> {
+        self.shared
+            .world()
+            .check_runs
+            .values()
+            .filter(|r| r.repo == repo)
+            .cloned()
+            .collect()
+    }
+
+    /// When each completed check run was created, by (repository, commit):
+    /// one look at the world, without copying the runs.
+    pub fn completed_runs(&self) -> std::collections::HashMap<(i64, String), Instant> {
+        self.shared
+            .world()
+            .check_runs
+            .values()
+            .filter(|r| r.status == "completed")
+            .map(|r| ((r.repo, r.head_sha.clone()), r.created_at))
+            .collect()
+    }
+
+    /// The check runs on one commit.
+    pub fn check_runs_on(&self, repo: i64, sha: &str) -> Vec<checks::CheckRun> {
+        let mut runs = self.check_runs(repo);
+        runs.retain(|r| r.head_sha == sha);
+        runs
     }
 
     /// Requests received, all routes together.
@@ -342,6 +432,9 @@ fn classify(method: &Method, path: &str) -> Option<(&'static str, Vec<String>)> 
         ("GET", ["app", "hook", "deliveries"]) => routes::HOOK_DELIVERIES,
         ("POST", ["app", "hook", "deliveries", _, "attempts"]) => routes::HOOK_ATTEMPTS,
         ("GET", ["repositories", _]) => routes::REPO_BY_ID,
+        ("POST", ["repos", _, _, "check-runs"]) => routes::CHECK_RUN_CREATE,
+        ("PATCH", ["repos", _, _, "check-runs", _]) => routes::CHECK_RUN_UPDATE,
+        ("GET", ["repos", _, _, "commits", _, "check-runs"]) => routes::CHECK_RUNS_FOR_REF,
         ("GET", ["repos", _, _]) => routes::REPO,
         ("GET", ["repos", _, _, "commits", _, ..]) => routes::COMMIT,
         ("GET", ["repos", _, _, "contents", _, ..]) => routes::CONTENTS,
@@ -358,6 +451,21 @@ fn percent_decode(segment: &str) -> String {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let mut late = None;
+    let response = answer_request(shared, request, &mut late).await;
+    if let Some(wait) = late {
+        tokio::time::sleep(wait).await;
+    }
+    response
+}
+
+/// Answers one request; `late` is set when the answer must wait (after
+/// the work is done).
+async fn answer_request(
+    shared: Arc<Shared>,
+    request: Request,
+    late: &mut Option<Duration>,
+) -> Response {
     let arrived = Instant::now();
     let (parts, body) = request.into_parts();
     let body = axum::body::to_bytes(body, 32 * 1024 * 1024)
@@ -376,8 +484,14 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .as_ref()
         .and_then(|r| r.get("query")?.as_str())
         .is_some_and(graphql::is_read);
+    let is_file = graphql_request
+        .as_ref()
+        .and_then(|r| r.get("query")?.as_str())
+        .is_some_and(graphql::is_file_at_commit);
     let route = if route == routes::GRAPHQL && is_read {
         routes::GRAPHQL_READ
+    } else if route == routes::GRAPHQL && is_file {
+        routes::GRAPHQL_FILE
     } else {
         route
     };
@@ -406,17 +520,17 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         Ok(caller) => caller,
         Err(answer) => return respond(answer, &[]),
     };
-    let resource = if route == routes::GRAPHQL || route == routes::GRAPHQL_READ {
-        "graphql"
-    } else {
-        "core"
-    };
+    let resource = if is_graphql(route) { "graphql" } else { "core" };
 
+    if let Some(FaultKind::LateAnswer(wait)) = &fault {
+        *late = Some(*wait);
+    }
     let mut answer = match fault {
         Some(FaultKind::Slow(wait)) => {
             tokio::time::sleep(wait).await;
             None
         }
+        Some(FaultKind::LateAnswer(_)) => None,
         Some(kind) => Some(fault_answer(&kind, caller)),
         None => None,
     };
@@ -454,9 +568,17 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         }
         Caller::App => None,
     };
-    let mut answer = match answer {
-        Some(answer) => answer,
-        None => dispatch(
+    let mut answer = match (answer, caller) {
+        (Some(answer), _) => answer,
+        (None, Caller::Installation(id)) if checks::is_route(route) => checks::answer(
+            &mut world,
+            id,
+            route,
+            &segments,
+            parts.uri.query().unwrap_or(""),
+            &body,
+        ),
+        (None, _) => dispatch(
             &mut world,
             &shared.base,
             route,
@@ -590,7 +712,7 @@ fn dispatch(
             _ => return Answer::message(401, "A JSON web token cannot be used for this route"),
         },
     };
-    if route == routes::GRAPHQL || route == routes::GRAPHQL_READ {
+    if is_graphql(route) {
         return match (graphql_request, budget) {
             (Some(request), Some(budget)) => graphql::answer(world, installation, request, budget),
             _ => Answer::message(400, "Problems parsing JSON"),
@@ -676,7 +798,7 @@ fn fault_answer(kind: &FaultKind, caller: Caller) -> Answer {
             body: Vec::new(),
             headers: Vec::new(),
         },
-        FaultKind::Slow(_) => {
+        FaultKind::Slow(_) | FaultKind::LateAnswer(_) => {
             Answer::message(500, "unreachable: slow answers are delayed, not replaced")
         }
     }

@@ -97,6 +97,13 @@ pub struct World {
     /// The App's webhook delivery log (its own lock: redeliveries in
     /// flight write to it).
     pub hook_log: Arc<Mutex<HookLog>>,
+    /// Check runs by id.
+    pub check_runs: BTreeMap<i64, super::checks::CheckRun>,
+    pub next_check_run: i64,
+    /// Installations without `checks: write` (posts answer 403).
+    pub checks_forbidden: std::collections::BTreeSet<i64>,
+    /// (commit sha, path) that are symbolic links.
+    pub symlinks: std::collections::BTreeSet<(String, String)>,
     next_id: i64,
     next_sha: u64,
 }
@@ -116,6 +123,10 @@ impl World {
             not_modified: 0,
             token_lifetime: Duration::from_secs(3600),
             hook_log: Arc::default(),
+            check_runs: BTreeMap::new(),
+            next_check_run: 7_000_000,
+            checks_forbidden: Default::default(),
+            symlinks: Default::default(),
             next_id: 100_000,
             next_sha: 1,
         }
@@ -181,6 +192,30 @@ impl World {
         );
         repo.branches
             .insert(repo.default_branch.clone(), sha.clone());
+        sha
+    }
+
+    /// A commit based on the default branch's head with `change` applied,
+    /// on no branch: a pull request's head (a fork's too, which GitHub
+    /// keeps in the base repository).
+    pub fn side_commit(
+        &mut self,
+        repo: i64,
+        change: impl FnOnce(&mut BTreeMap<String, Vec<u8>>),
+    ) -> String {
+        let sha = self.new_sha();
+        let Some(repo) = self.repos.get_mut(&repo) else {
+            return sha;
+        };
+        let mut files = repo.head().map(|c| c.files.clone()).unwrap_or_default();
+        change(&mut files);
+        repo.commits.insert(
+            sha.clone(),
+            Commit {
+                sha: sha.clone(),
+                files,
+            },
+        );
         sha
     }
 

@@ -268,8 +268,6 @@ fn other_events_should_be_ignored_but_keep_action_and_repo() {
     for name in [
         "check_suite.requested.json",
         "check_suite.requested.with-organization.json",
-        "pull_request.opened.json",
-        "pull_request.synchronize.json",
     ] {
         let kind = name.split('.').next().unwrap_or_default();
         let parsed = parse(kind, &fixture(name)).map_err(|e| e.to_string());

@@ -1,0 +1,169 @@
+//! Pull request checks against the real `roster serve` (release build
+//! under `cargo bench`) and the fake GitHub with 50 ms added to every
+//! request, on a fresh PostgreSQL database.
+//!
+//! 200 pull requests (10 per repository, 20 repositories) are opened at
+//! 10 a second, each changing the project file. Measured: the time from
+//! sending the `pull_request` `opened` delivery until the fake GitHub has
+//! the completed `Roster` check run on its head (p50, p99), and the GitHub
+//! requests spent per pull request (the file read, the run's create or
+//! update, tokens). Targets: p50 about 200 ms, at most 3 requests per
+//! evaluation (annotation batches aside).
+//!
+//! `cargo bench --bench checks_latency` runs the full size; without
+//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! the suite fast.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{fake_github, github_app, pull_requests};
+
+use std::time::{Duration, Instant};
+
+use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
+use github_app::{deliver, server_env};
+use support::server::Roster;
+
+const LATENCY: Duration = Duration::from_millis(50);
+const FILE: &str = "project.yaml";
+const ORG: &str = "acme";
+const INSTALLATION: i64 = 1;
+const REPOS: usize = 20;
+/// Pull requests opened per second.
+const RATE: f64 = 10.0;
+
+type Failed = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failed> {
+    let full = std::env::args().any(|a| a == "--bench");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(if full { 200 } else { 20 }, full))
+}
+
+fn yaml(name: &str, description: &str) -> String {
+    format!("name: {name}\nowner: team-{name}\ndescription: {description}\n")
+}
+
+async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(INSTALLATION, ORG);
+    let mut repos = Vec::new();
+    for n in 0..REPOS {
+        let name = format!("service-{n:02}");
+        let id = fake.add_repo_with_file(INSTALLATION, &name, FILE, &yaml(&name, "v0"));
+        repos.push((id, name));
+    }
+    let (pool, url) = roster::db::testing::fresh_database().await?;
+    let dir = tempfile::tempdir()?;
+    let api = fake.api_url().to_string();
+    let graphql = fake.graphql_url().to_string();
+    let env = server_env(APP_ID, PRIVATE_KEY, &api, &graphql, &url);
+    println!(
+        "checks_latency{}: {pulls} pull requests opened at {RATE}/s on {REPOS} repositories, {} ms added to every GitHub request",
+        if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },
+        LATENCY.as_millis()
+    );
+    let roster = Roster::start(&env, dir.path()).await;
+    // The start-up listing syncs every repository and posts the default
+    // branch's runs; wait for both before measuring.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (synced, pending): (i64, i64) = sqlx::query_as(
+            "select (select count(*) from repositories where status = 'synced'),
+                    (select count(*) from check_runs where pending)",
+        )
+        .fetch_one(&pool)
+        .await?;
+        if synced == REPOS as i64 && pending == 0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err("the repositories were not synced within 60 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    fake.set_latency(LATENCY);
+    fake.reset_counts();
+
+    let mut heads = Vec::with_capacity(pulls);
+    for k in 0..pulls {
+        let (id, name) = &repos[k % REPOS];
+        let sha = fake.pr_commit(*id, FILE, yaml(name, &format!("pr {k}")).as_bytes());
+        heads.push((*id, name.clone(), k as i64 + 1, sha));
+    }
+    let started = Instant::now();
+    let mut senders = Vec::with_capacity(pulls);
+    for (k, (id, name, number, sha)) in heads.iter().cloned().enumerate() {
+        let at = started + Duration::from_secs_f64(k as f64 / RATE);
+        let base = roster.base.clone();
+        senders.push(tokio::spawn(async move {
+            tokio::time::sleep_until(at.into()).await;
+            let pr = pull_requests::Pr {
+                repo: id,
+                installation: INSTALLATION,
+                owner: ORG,
+                name: &name,
+                number,
+                sha: &sha,
+                base: "main",
+            };
+            let sent = Instant::now();
+            let answer = deliver(
+                &base,
+                "pull_request",
+                pull_requests::pull_request("opened", &pr),
+            )
+            .await;
+            (sent, answer.status.as_u16())
+        }));
+    }
+    let mut sent = Vec::with_capacity(pulls);
+    for sender in senders {
+        let (at, status) = sender.await?;
+        if status != 202 {
+            return Err(format!("a pull_request delivery was answered {status}").into());
+        }
+        sent.push(at);
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut latencies = Vec::with_capacity(pulls);
+    while latencies.len() < pulls {
+        // One look at the fake per poll: copying its runs for every head
+        // would take the fake's lock from the requests being measured.
+        let done = fake.completed_runs();
+        latencies = heads
+            .iter()
+            .zip(&sent)
+            .filter_map(|((id, _, _, sha), at)| {
+                let created = done.get(&(*id, sha.clone()))?;
+                Some(created.saturating_duration_since(*at))
+            })
+            .collect();
+        if Instant::now() > deadline {
+            return Err(format!("{} of {pulls} runs after 120 s", latencies.len()).into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    latencies.sort();
+    let pick = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
+    let reads = fake.count(routes::GRAPHQL_FILE);
+    let writes = fake.count(routes::CHECK_RUN_CREATE) + fake.count(routes::CHECK_RUN_UPDATE);
+    let lists = fake.count(routes::CHECK_RUNS_FOR_REF);
+    let tokens = fake.token_creations();
+    let total = fake.total();
+    println!(
+        "  PR opened -> check run completed: p50 {} ms, p99 {} ms, max {} ms (target p50 ~ 200 ms)",
+        pick(0.5).as_millis(),
+        pick(0.99).as_millis(),
+        latencies[latencies.len() - 1].as_millis()
+    );
+    println!(
+        "  GitHub requests: {total} for {pulls} pull requests = {:.2} per evaluation (target <= 3): \
+         {reads} file reads, {writes} run writes, {lists} run look-ups, {tokens} tokens",
+        total as f64 / pulls as f64
+    );
+    drop(roster);
+    Ok(())
+}

@@ -1,0 +1,135 @@
+//! Posts one stored intent to GitHub: updates the commit's `Roster` run
+//! when it exists, creates it otherwise, and sends annotations 50 at a
+//! time (GitHub's limit per request).
+
+use serde_json::{json, Value};
+use sqlx::PgPool;
+
+use crate::controller::Backoff;
+use crate::github::checks_api::{ChecksApi, PostError, ANNOTATIONS_PER_REQUEST};
+use crate::github::http::CallError;
+use crate::registry::check_runs::{self, DuePost};
+use crate::registry::RegistryError;
+
+/// How a post ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Posted {
+    Done {
+        run_id: i64,
+        requests: usize,
+    },
+    /// The installation refused the permission; nothing more is tried for it.
+    Denied,
+    /// Tried again later.
+    Retry(String),
+}
+
+/// Posts `due` and records the outcome.
+pub async fn post(
+    pool: &PgPool,
+    api: &ChecksApi,
+    backoff: &Backoff,
+    due: &DuePost,
+) -> Result<Posted, RegistryError> {
+    let mut run_id = due.run_id;
+    let mut requests = 0;
+    let sent = send(pool, api, due, &mut run_id, &mut requests).await;
+    match sent {
+        Ok(id) => {
+            check_runs::mark_posted(pool, due.repo_id, &due.sha, due.version, id).await?;
+            Ok(Posted::Done {
+                run_id: id,
+                requests,
+            })
+        }
+        Err(PostError::Denied(message)) => {
+            if check_runs::record_denied(pool, due.installation_id, &message).await? {
+                tracing::warn!(
+                    installation = due.installation_id,
+                    "GitHub refused to let the App write checks: {message}; no check run is \
+                     posted for this installation until its permissions change \
+                     (grant `checks: write`)"
+                );
+            }
+            Ok(Posted::Denied)
+        }
+        Err(PostError::Call(CallError::Status {
+            status: 422,
+            message,
+            ..
+        })) => {
+            // GitHub refuses this run for good (a commit it no longer has):
+            // trying again would change nothing.
+            let message = format!("GitHub refused the check run (422): {message}");
+            tracing::warn!(repo = %due.repo_id, sha = %due.sha, %message, "check run not posted");
+            check_runs::mark_refused(pool, due.repo_id, &due.sha, due.version, &message).await?;
+            Ok(Posted::Retry(message))
+        }
+        Err(PostError::Call(error)) => {
+            let wait = match &error {
+                CallError::RateLimited { wait, .. } | CallError::BudgetSpent { wait, .. } => *wait,
+                _ => backoff.delay(u32::try_from(due.attempts).unwrap_or(0).saturating_add(1)),
+            };
+            let message = error.to_string();
+            tracing::warn!(repo = %due.repo_id, sha = %due.sha, %message, retry_in = ?wait, "check run not posted");
+            check_runs::mark_failed(pool, due.repo_id, &due.sha, run_id, &message, wait).await?;
+            Ok(Posted::Retry(message))
+        }
+    }
+}
+
+/// The requests of one post; `run_id` is kept up to date as it goes, so a
+/// failure after the create still remembers the run.
+async fn send(
+    pool: &PgPool,
+    api: &ChecksApi,
+    due: &DuePost,
+    run_id: &mut Option<i64>,
+    requests: &mut usize,
+) -> Result<i64, PostError> {
+    let (inst, owner, name) = (due.installation_id, due.owner.as_str(), due.name.as_str());
+    let annotations: Vec<Value> = due.annotations.0.as_array().cloned().unwrap_or_default();
+    let mut batches = annotations.chunks(ANNOTATIONS_PER_REQUEST);
+    let first = batches.next().map(<[Value]>::to_vec).unwrap_or_default();
+    let body = json!({
+        "status": "completed",
+        "conclusion": due.conclusion,
+        "completed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "output": output(due, first),
+    });
+    if run_id.is_none() && due.create_sent {
+        // A create may have reached GitHub before a crash: look first.
+        *requests += 1;
+        *run_id = api.find_run(inst, owner, name, &due.sha).await?;
+    }
+    let id = match *run_id {
+        Some(id) => {
+            *requests += 1;
+            api.update_run(inst, owner, name, id, body).await?;
+            id
+        }
+        None => {
+            check_runs::mark_create_sent(pool, due.repo_id, &due.sha)
+                .await
+                .map_err(|e| CallError::unexpected("recording a create", e))?;
+            *requests += 1;
+            let id = api.create_run(inst, owner, name, &due.sha, body).await?;
+            *run_id = Some(id);
+            id
+        }
+    };
+    for batch in batches {
+        *requests += 1;
+        let more = json!({ "output": output(due, batch.to_vec()) });
+        api.update_run(inst, owner, name, id, more).await?;
+    }
+    Ok(id)
+}
+
+fn output(due: &DuePost, annotations: Vec<Value>) -> Value {
+    json!({
+        "title": due.title,
+        "summary": due.summary,
+        "annotations": annotations,
+    })
+}

@@ -1,0 +1,244 @@
+//! The checks loop: evaluates the waiting requests and posts the pending
+//! runs, woken by `NOTIFY roster_checks` (the webhook's and the
+//! reconcile's commits send it), polling once a second otherwise.
+//!
+//! Both tables are claimed with `FOR UPDATE SKIP LOCKED` and a lease, so
+//! replicas share the work and a crashed replica's claims are taken again
+//! after the lease. Each evaluation and each post is bounded in time: a
+//! GitHub or database that never answers cannot hold the loop.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures_util::future::join_all;
+use sqlx::postgres::PgListener;
+use sqlx::PgPool;
+
+use super::mode::ChecksMode;
+use super::post::{post, Posted};
+use crate::controller::Backoff;
+use crate::github::checks_api::ChecksApi;
+use crate::github::http::CallError;
+use crate::project::verdict::{evaluate, Parsed};
+use crate::registry::check_requests::{self, ClaimedRequest};
+use crate::registry::check_runs::{self, CheckIntent};
+use crate::registry::read_only::RegistryReader;
+
+/// The channel the checks tables' writers notify.
+pub const CHANNEL: &str = "roster_checks";
+
+/// Claims taken per pass, per kind.
+const BATCH: i64 = 32;
+/// How long a claim lasts; also the bound on one evaluation or post.
+const LEASE: Duration = Duration::from_secs(60);
+const STEP_TIMEOUT: Duration = Duration::from_secs(45);
+/// Evaluations of one request before it is given up (about an hour of
+/// backoff): a repository GitHub no longer shows cannot be checked.
+const MAX_ATTEMPTS: i32 = 20;
+/// Polling when no notification arrives.
+const POLL: Duration = Duration::from_secs(1);
+
+/// Evaluates and posts check runs; see the module doc.
+#[derive(Debug, Clone)]
+pub struct ChecksWorker {
+    pub pool: PgPool,
+    pub api: ChecksApi,
+    pub mode: ChecksMode,
+    pub backoff: Backoff,
+}
+
+impl ChecksWorker {
+    pub fn new(pool: PgPool, api: ChecksApi, mode: ChecksMode) -> Self {
+        Self {
+            pool,
+            api,
+            mode,
+            backoff: Backoff::default(),
+        }
+    }
+
+    /// Runs until `stop` completes.
+    pub async fn run(self, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
+        let mut listener = subscribe(&self.pool).await;
+        loop {
+            let busy = tokio::select! {
+                _ = &mut stop => return,
+                busy = self.pass() => busy,
+            };
+            if busy {
+                continue;
+            }
+            let woken = async {
+                match listener.as_mut() {
+                    Some(l) => l.recv().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = &mut stop => return,
+                ok = woken => if !ok { listener = None; },
+                _ = tokio::time::sleep(POLL) => {
+                    if listener.is_none() {
+                        listener = subscribe(&self.pool).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// One pass over both tables; whether it found work (then another
+    /// pass follows at once).
+    pub async fn pass(&self) -> bool {
+        if self.mode == ChecksMode::Off {
+            if let Err(error) = check_requests::discard_requests(&self.pool).await {
+                tracing::warn!(%error, "could not drop check requests");
+            }
+            return false;
+        }
+        let requests = check_requests::claim_requests(&self.pool, BATCH, LEASE)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "could not claim check requests");
+                Vec::new()
+            });
+        join_all(requests.iter().map(|r| self.evaluate_bounded(r))).await;
+        let posts = check_runs::claim_posts(&self.pool, BATCH, LEASE)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, "could not claim check runs to post");
+                Vec::new()
+            });
+        join_all(posts.iter().map(|due| self.post_bounded(due))).await;
+        !(requests.is_empty() && posts.is_empty())
+    }
+
+    async fn post_bounded(&self, due: &check_runs::DuePost) {
+        let posted = tokio::time::timeout(
+            STEP_TIMEOUT,
+            post(&self.pool, &self.api, &self.backoff, due),
+        )
+        .await;
+        match posted {
+            Ok(Ok(Posted::Done { .. } | Posted::Denied | Posted::Retry(_))) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "could not record a check run's post"),
+            Err(_) => tracing::warn!(repo = %due.repo_id, "posting a check run timed out"),
+        }
+    }
+
+    async fn evaluate_bounded(&self, request: &ClaimedRequest) {
+        let result = tokio::time::timeout(STEP_TIMEOUT, self.evaluate(request)).await;
+        let failure = match result {
+            Ok(Ok(())) => return,
+            Ok(Err(failure)) => failure,
+            Err(_) => Failure::Other("the evaluation timed out".into()),
+        };
+        let (message, wait) = match failure {
+            Failure::RateLimited(message, wait) => (message, wait),
+            Failure::Other(message) => {
+                let attempt = u32::try_from(request.attempts).unwrap_or(0) + 1;
+                (message, self.backoff.delay(attempt))
+            }
+        };
+        tracing::warn!(repo = %request.repo_id, key = %request.key, %message, "check evaluation failed");
+        let recorded = if request.attempts + 1 >= MAX_ATTEMPTS {
+            tracing::warn!(repo = %request.repo_id, key = %request.key, "check evaluation given up");
+            check_requests::answer_request(&self.pool, request, None).await
+        } else {
+            check_requests::request_failed(&self.pool, request, &message, wait).await
+        };
+        if let Err(error) = recorded {
+            tracing::warn!(%error, "could not record a failed check evaluation");
+        }
+    }
+
+    /// Reads the file at the request's head, evaluates it against a
+    /// read-only snapshot of the registry, and stores the intent while
+    /// ending the request.
+    async fn evaluate(&self, request: &ClaimedRequest) -> Result<(), Failure> {
+        let head = self
+            .api
+            .file_at(
+                request.installation_id,
+                &request.owner,
+                &request.name,
+                &request.head_sha,
+            )
+            .await
+            .map_err(Failure::from)?;
+        let project_file = self.api.project_file().to_owned();
+        let parsed = Parsed::read(&project_file, head);
+        let mut reader = RegistryReader::begin(&self.pool)
+            .await
+            .map_err(Failure::db)?;
+        let snapshot = reader
+            .snapshot(request.repo_id, &parsed.names())
+            .await
+            .map_err(Failure::db)?;
+        reader.finish().await.map_err(Failure::db)?;
+        let verdict = evaluate(&project_file, &request.head_sha, &parsed, &snapshot);
+        let intent = CheckIntent {
+            repo_id: request.repo_id,
+            sha: request.head_sha.clone(),
+            pull_request: request.pull_request,
+            installation_id: request.installation_id,
+            owner: request.owner.clone(),
+            name: request.name.clone(),
+            conclusion: verdict.conclusion.to_owned(),
+            title: verdict.title,
+            summary: verdict.summary,
+            annotations: serde_json::Value::Array(verdict.annotations),
+        };
+        check_requests::answer_request(&self.pool, request, Some(&intent))
+            .await
+            .map_err(Failure::db)?;
+        // Post it now; a post that cannot be claimed (another replica has
+        // it, or it waits for a backoff) is left to the passes.
+        let due = check_runs::claim_post_of(&self.pool, request.repo_id, &request.head_sha, LEASE)
+            .await
+            .map_err(Failure::db)?;
+        if let Some(due) = due {
+            self.post_bounded(&due).await;
+        }
+        Ok(())
+    }
+}
+
+/// Why an evaluation failed.
+enum Failure {
+    RateLimited(String, Duration),
+    Other(String),
+}
+
+impl Failure {
+    fn db(error: crate::registry::RegistryError) -> Self {
+        Failure::Other(error.to_string())
+    }
+}
+
+impl From<CallError> for Failure {
+    fn from(error: CallError) -> Self {
+        match &error {
+            CallError::RateLimited { wait, .. } | CallError::BudgetSpent { wait, .. } => {
+                Failure::RateLimited(error.to_string(), *wait)
+            }
+            _ => Failure::Other(error.to_string()),
+        }
+    }
+}
+
+async fn subscribe(pool: &PgPool) -> Option<PgListener> {
+    let subscribed = async {
+        let mut listener = PgListener::connect_with(pool).await?;
+        listener.listen(CHANNEL).await?;
+        Ok::<_, sqlx::Error>(listener)
+    };
+    match tokio::time::timeout(Duration::from_secs(10), subscribed).await {
+        Ok(Ok(listener)) => Some(listener),
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "checks: cannot listen for notifications; polling");
+            None
+        }
+        Err(_) => None,
+    }
+}

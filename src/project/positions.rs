@@ -1,0 +1,96 @@
+//! Where each project's `name` sits in a valid file, so that a problem the
+//! file's own rules cannot see (a name another repository owns) can still
+//! be shown at its line and column.
+
+use super::tree::{self, Kind, NodeId, Tree};
+
+/// A declared name with its field path (`name`, `projects[2].name`) and
+/// its 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamePosition {
+    pub name: String,
+    pub field: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+/// The position of every `name` in `text`, in document order; empty when
+/// the text is not a YAML document (the rules report that themselves).
+pub fn name_positions(text: &str) -> Vec<NamePosition> {
+    let loaded = std::panic::catch_unwind(|| tree::load(text));
+    let Ok(Ok(tree)) = loaded else {
+        return Vec::new();
+    };
+    let Some(root) = tree.root else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    if let Some(name) = value_of(&tree, root, "name") {
+        push(&tree, &mut found, name, "name".to_owned());
+    }
+    if let Some(projects) = value_of(&tree, root, "projects") {
+        if let Kind::Seq(items) = &tree.get(projects).kind {
+            for (k, item) in items.iter().enumerate() {
+                if let Some(name) = value_of(&tree, *item, "name") {
+                    push(&tree, &mut found, name, format!("projects[{k}].name"));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn value_of(tree: &Tree, map: NodeId, key: &str) -> Option<NodeId> {
+    let Kind::Map(entries) = &tree.get(map).kind else {
+        return None;
+    };
+    entries.iter().find_map(|(k, v)| match &tree.get(*k).kind {
+        Kind::Scalar { text, .. } if text == key => Some(*v),
+        _ => None,
+    })
+}
+
+fn push(tree: &Tree, found: &mut Vec<NamePosition>, id: NodeId, field: String) {
+    let node = tree.get(id);
+    if let Kind::Scalar { text, .. } = &node.kind {
+        found.push(NamePosition {
+            name: text.clone(),
+            field,
+            line: node.pos.line,
+            column: node.pos.column,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_should_be_found_in_both_shapes() {
+        let one = name_positions("owner: a\nname: checkout-api\n");
+        assert_eq!(
+            one,
+            vec![NamePosition {
+                name: "checkout-api".into(),
+                field: "name".into(),
+                line: 2,
+                column: 7
+            }]
+        );
+        let many =
+            name_positions("projects:\n  - name: a\n    owner: x\n  - owner: y\n    name: b\n");
+        let fields: Vec<(&str, &str, usize, usize)> = many
+            .iter()
+            .map(|p| (p.name.as_str(), p.field.as_str(), p.line, p.column))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![
+                ("a", "projects[0].name", 2, 11),
+                ("b", "projects[1].name", 5, 11)
+            ]
+        );
+        assert!(name_positions("name: [").is_empty());
+    }
+}
