@@ -66,9 +66,6 @@ impl Repository {
 pub fn parse_pull_request(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     #[derive(Deserialize)]
     struct Event {
-        action: String,
-        #[serde(default)]
-        changes: Changes,
         pull_request: Pull,
         repository: Repository,
         installation: Option<Installation>,
@@ -89,10 +86,18 @@ pub fn parse_pull_request(body: &[u8]) -> Result<WebhookEvent, serde_json::Error
     struct Head {
         sha: String,
     }
-    let event: Event = serde_json::from_slice(body)?;
-    match event.action.as_str() {
+    // The action first: the many actions that cannot change the file
+    // (labeled, assigned, closed, …) are ignored whatever else they carry.
+    #[derive(Deserialize)]
+    struct Action {
+        action: String,
+        #[serde(default)]
+        changes: Changes,
+    }
+    let Action { action, changes } = serde_json::from_slice(body)?;
+    match action.as_str() {
         "opened" | "synchronize" | "reopened" => {}
-        "edited" if event.changes.base.is_some() => {}
+        "edited" if changes.base.is_some() => {}
         "edited" => return Ok(ignored("the edit left the base branch as it was")),
         other => {
             return Ok(ignored(format!(
@@ -100,6 +105,7 @@ pub fn parse_pull_request(body: &[u8]) -> Result<WebhookEvent, serde_json::Error
             )))
         }
     }
+    let event: Event = serde_json::from_slice(body)?;
     let pull = event.pull_request;
     if pull.state.as_deref() == Some("closed") {
         return Ok(ignored("the pull request is closed"));
@@ -312,6 +318,10 @@ mod tests {
     #[test]
     fn a_payload_without_its_fields_should_be_an_error_not_a_panic() {
         assert!(parse_pull_request(br#"{"action": "opened"}"#).is_err());
+        assert!(matches!(
+            parse_pull_request(br#"{"action": "labeled"}"#),
+            Ok(WebhookEvent::Ignored { .. })
+        ));
         assert!(parse_rerequest("check_run", br#"{"action": "rerequested", "repository": {"id": 1, "name": "a", "owner": {"login": "o"}, "default_branch": "main"}}"#).is_err());
     }
 }
