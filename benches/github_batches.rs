@@ -181,7 +181,10 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
 struct Round {
     sent: Duration,
     applied: Duration,
+    /// Requests that read repositories and files.
     used: u64,
+    /// Requests that post the `Roster` check run on each new commit.
+    checks: u64,
     batch_reads: u64,
     rest_reads: u64,
 }
@@ -194,12 +197,16 @@ impl Round {
             self.applied.as_secs_f64()
         );
         println!(
-            "  GitHub requests: {} (target <= {target}) {}: batch reads {}, REST reads {}, {:.1} pushes per read",
+            "  GitHub reads: {} (target <= {target}) {}: batch reads {}, REST reads {}, {:.1} pushes per read",
             self.used,
             verdict(self.used <= target),
             self.batch_reads,
             self.rest_reads,
             pushes as f64 / self.batch_reads.max(1) as f64
+        );
+        println!(
+            "  check runs on the new commits (ROSTER_CHECKS=all; none with pull_requests or off): {} requests",
+            self.checks
         );
     }
 }
@@ -245,7 +252,8 @@ async fn push_round(
     Ok(Round {
         sent,
         applied: started.elapsed(),
-        used: github_requests(fake),
+        used: github_requests(fake) - check_requests(fake),
+        checks: check_requests(fake),
         batch_reads: fake.count(routes::GRAPHQL_READ),
         rest_reads: rest_reads(fake),
     })
@@ -263,6 +271,20 @@ fn check_sent(joined: Option<Result<u16, tokio::task::JoinError>>) -> Result<(),
 /// App's delivery log, which the redelivery loop reads on its own schedule.
 fn github_requests(fake: &FakeGithub) -> u64 {
     fake.total() - fake.count(routes::HOOK_DELIVERIES) - fake.count(routes::HOOK_ATTEMPTS)
+}
+
+/// Requests that post or look up `Roster` check runs: writes, one per new
+/// commit, which no batching can share (GitHub's checks API takes one run
+/// per request).
+fn check_requests(fake: &FakeGithub) -> u64 {
+    [
+        routes::CHECK_RUN_CREATE,
+        routes::CHECK_RUN_UPDATE,
+        routes::CHECK_RUNS_FOR_REF,
+    ]
+    .iter()
+    .map(|r| fake.count(r))
+    .sum()
 }
 
 fn rest_reads(fake: &FakeGithub) -> u64 {
