@@ -54,6 +54,9 @@ async fn replicas_should_share_the_work(n: usize) {
     let mut env = github_env(&fake, &url);
     env.push(("ROSTER_RESYNC_INTERVAL", "2s".to_owned()));
     env.push(("ROSTER_WORKERS", "4".to_owned()));
+    // One id per claim, so that eight repositories spread over both
+    // processes instead of fitting in one process's first batch.
+    env.push(("ROSTER_BATCH_SIZE", "1".to_owned()));
 
     let mut replicas = Vec::new();
     for _ in 0..n {
