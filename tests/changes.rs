@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use roster::controller::{Enqueue, Handler, WorkQueue};
+use roster::controller::{Enqueue, Handler, Trigger, WorkQueue};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::registry::changes::prune::prune_once;
@@ -185,6 +185,7 @@ async fn a_reconcile_claimed_with_a_listing_prefetch_should_say_listing() {
         .enqueue(vec![Enqueue {
             key: RepoId(1),
             hint: Some(b"prefetched".to_vec()),
+            trigger: Trigger::Listing,
         }])
         .await
         .expect("enqueue");

@@ -8,11 +8,12 @@ use support::github_app;
 
 use std::time::{Duration, Instant};
 
+use axum::http::Method;
 use fake_github::{routes, FakeGithub, Fault, FaultKind, APP_ID, PRIVATE_KEY};
-use github_app::{deliver, push, renamed, resync, server_env, Repo};
+use github_app::{deliver, push, renamed, resync, server_env, Repo, API_TOKEN};
 use serde_json::Value;
 use sqlx::PgPool;
-use support::http::get;
+use support::http::{get, send};
 use support::server::{eventually, Roster};
 
 const FILE: &str = "project.yaml";
@@ -153,6 +154,14 @@ impl Env {
     /// batch reads (GraphQL) and the REST reads by id.
     fn reads(&self) -> u64 {
         self.per_repo_reads() + self.fake.count(routes::GRAPHQL_READ)
+    }
+
+    /// The newest change of the entry `name`, from its history.
+    async fn last_change(&self, name: &str) -> Value {
+        let path = format!("/api/v1/projects/{name}/history");
+        let answer = get(&self.roster.url(&path)).await.expect("history");
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.json()["items"][0].clone()
     }
 
     async fn push_webhook(&self, repo: &Repo, before: &str, after: &str) {
@@ -360,6 +369,47 @@ async fn a_push_should_sync_the_new_commit() {
     // The push's node id came with the webhook: one query read it all.
     assert_eq!(env.fake.count(routes::GRAPHQL_READ), 1);
     assert_eq!(env.per_repo_reads(), 0);
+    let last = env.last_change("checkout-api").await;
+    assert_eq!(
+        (
+            text(&last, "kind"),
+            text(&last, "cause"),
+            text(&last, "sha")
+        ),
+        ("changed", "push", sha.as_str()),
+        "the change log must say a push made the change: {last}"
+    );
+}
+
+#[tokio::test]
+async fn a_change_found_by_a_resync_of_one_repository_should_say_resync() {
+    let (env, id, _) = synced_checkout().await;
+    let first = env.last_change("checkout-api").await;
+    assert_eq!(text(&first, "cause"), "listing", "{first}");
+
+    // The file changes without a webhook; an operator asks for a resync.
+    let sha = env
+        .fake
+        .push_file(id, FILE, yaml("checkout-api", "after").as_bytes());
+    let answer = send(
+        Method::POST,
+        &env.roster.url("/api/v1/repos/acme/checkout/resync"),
+        &[("authorization", &format!("Bearer {API_TOKEN}"))],
+        Vec::new(),
+    )
+    .await
+    .expect("resync request");
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    env.repo_until("acme/checkout", "the new commit", |r| {
+        r["synced_sha"] == sha.as_str()
+    })
+    .await;
+    let last = env.last_change("checkout-api").await;
+    assert_eq!(
+        (text(&last, "kind"), text(&last, "cause")),
+        ("changed", "resync"),
+        "{last}"
+    );
 }
 
 #[tokio::test]

@@ -90,6 +90,11 @@ async fn a_hint_should_be_kept_only_without_a_newer_fresh_trigger() {
 }
 
 #[tokio::test]
+async fn a_claim_should_carry_the_most_telling_trigger_of_its_run() {
+    conformance::triggers(&harness().await).await;
+}
+
+#[tokio::test]
 async fn ids_should_survive_a_reconnect() {
     conformance::durability(&harness().await).await;
 }

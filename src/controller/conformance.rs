@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, timeout, Instant};
 
-use super::queue::{Claim, Enqueue, ListingSchedule, QueueError, WorkQueue};
+use super::queue::{Claim, Enqueue, ListingSchedule, QueueError, Trigger, WorkQueue};
 
 /// Opens handles on one backing store, for the checks below.
 pub trait QueueHarness: Send + Sync {
@@ -390,6 +390,77 @@ pub async fn hints<H: QueueHarness>(h: &H) {
     assert_eq!(ok(q.depth().await, "depth"), 0);
 }
 
+/// A claim says what asked for its run: of the triggers that waited for
+/// it, the most telling; one that arrived during a claim belongs to the
+/// run after it, not to the one in flight; a failed run keeps its trigger.
+pub async fn triggers<H: QueueHarness>(h: &H) {
+    let q = h.open().await;
+
+    ok(
+        q.enqueue(vec![because(1, Trigger::Resync)]).await,
+        "enqueue",
+    );
+    let claim = claim_now(&q, "w").await;
+    assert_eq!(claim.trigger, Trigger::Resync, "the trigger was lost");
+    ok(q.done(&claim).await, "done");
+
+    ok(
+        q.enqueue(vec![
+            because(2, Trigger::Listing),
+            because(2, Trigger::Push),
+        ])
+        .await,
+        "enqueue twice in one call",
+    );
+    ok(
+        q.enqueue(vec![because(2, Trigger::Resync)]).await,
+        "enqueue again",
+    );
+    let claim = claim_now(&q, "w").await;
+    assert_eq!(
+        claim.trigger,
+        Trigger::Push,
+        "the most telling trigger must win"
+    );
+
+    ok(
+        q.enqueue(vec![because(2, Trigger::Listing)]).await,
+        "enqueue while claimed",
+    );
+    ok(q.fail(&claim, "boom", Duration::ZERO).await, "fail");
+    let claim = claim_within(&q, "w", Duration::from_secs(5)).await;
+    assert_eq!(
+        claim.trigger,
+        Trigger::Listing,
+        "a trigger that arrived during a claim must ask for the next run"
+    );
+    ok(q.fail(&claim, "boom", Duration::ZERO).await, "fail");
+    let claim = claim_within(&q, "w", Duration::from_secs(5)).await;
+    assert_eq!(
+        claim.trigger,
+        Trigger::Listing,
+        "a retry must keep its trigger"
+    );
+
+    ok(
+        q.enqueue(vec![because(2, Trigger::Event)]).await,
+        "enqueue while claimed",
+    );
+    ok(
+        q.enqueue(vec![because(2, Trigger::Other)]).await,
+        "and again",
+    );
+    ok(q.done(&claim).await, "done");
+    let claim = claim_now(&q, "w").await;
+    assert_eq!(
+        claim.trigger,
+        Trigger::Event,
+        "triggers that arrived during one claim must merge as when waiting"
+    );
+    ok(q.done(&claim).await, "done");
+    assert_eq!(ok(q.depth().await, "depth"), 0);
+}
+
 /// What one handle enqueued or recorded is there for the next handle after
 /// the first is gone (a restart).
 pub async fn durability<H: QueueHarness>(h: &H) {
@@ -533,10 +604,15 @@ fn fresh<K: From<u32>>(n: u32) -> Enqueue<K> {
     Enqueue::fresh(K::from(n))
 }
 
+fn because<K: From<u32>>(n: u32, trigger: Trigger) -> Enqueue<K> {
+    Enqueue::because(K::from(n), trigger)
+}
+
 fn hinted<K: From<u32>>(n: u32, hint: &[u8]) -> Enqueue<K> {
     Enqueue {
         key: K::from(n),
         hint: Some(hint.to_vec()),
+        trigger: Trigger::Listing,
     }
 }
 

@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use super::conformance::QueueHarness;
-use super::queue::{Claim, Enqueue, QueueError, WorkQueue};
+use super::queue::{Claim, Enqueue, QueueError, Trigger, WorkQueue};
 
 type KeyOf<H> = <<H as QueueHarness>::Q as WorkQueue>::Key;
 
@@ -348,6 +348,7 @@ fn hinted<K: From<u32>>(n: u32, hint: &[u8]) -> Enqueue<K> {
     Enqueue {
         key: K::from(n),
         hint: Some(hint.to_vec()),
+        trigger: Trigger::Listing,
     }
 }
 

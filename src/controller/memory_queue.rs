@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
+use super::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
 
 /// Longest delay a failure may ask for; keeps instant arithmetic in range.
 const MAX_DELAY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
@@ -69,6 +69,9 @@ struct Item {
     /// Hint for the next run. Invariant: `None` whenever a trigger without a
     /// hint is pending (arrived since the key was last claimed).
     hint: Option<Vec<u8>>,
+    /// What asked for the next run (the claimed one's while claimed and
+    /// not `rerun`).
+    trigger: Trigger,
     /// The live (or expired, not yet retaken) claim.
     claim: Option<Lease>,
     /// Enqueued while claimed: must run again when the claim ends.
@@ -184,13 +187,14 @@ where
         let now = Instant::now();
         {
             let mut state = self.state();
-            for Enqueue { key, hint } in items {
+            for Enqueue { key, hint, trigger } in items {
                 if !state.items.contains_key(&key) {
                     let item = Item {
                         not_before: now,
                         attempts: 0,
                         last_error: None,
                         hint,
+                        trigger,
                         claim: None,
                         rerun: false,
                     };
@@ -203,8 +207,14 @@ where
                         // The run in flight may read newer state than the
                         // hint: the rerun reads afresh.
                         item.hint = None;
+                        // The claimed run has its trigger; the rerun's is new.
+                        item.trigger = match item.rerun {
+                            true => item.trigger.max(trigger),
+                            false => trigger,
+                        };
                         item.rerun = true;
                     } else {
+                        item.trigger = item.trigger.max(trigger);
                         item.hint = merge_hint(item.hint.take(), hint);
                         item.not_before = item.not_before.min(now);
                     }
@@ -234,6 +244,7 @@ where
                 key: key.clone(),
                 attempts: item.attempts,
                 hint: item.hint.clone(),
+                trigger: item.trigger,
                 token,
             }
         });
@@ -445,6 +456,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_hint_should_be_kept_only_without_a_newer_fresh_trigger() {
         conformance::hints(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_claim_should_carry_the_most_telling_trigger_of_its_run() {
+        conformance::triggers(&harness()).await;
     }
 
     #[tokio::test(start_paused = true)]

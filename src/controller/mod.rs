@@ -22,7 +22,7 @@ pub use config::{
     ControllerConfig, DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
 };
 pub use metrics::ControllerMetrics;
-pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
+pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
 pub use runner::Controller;
 pub use traits::{Failure, Found, Handler, Lister, Partition, Storage, Tracker};
 #[cfg(test)]

@@ -34,12 +34,70 @@ pub struct QueueError(pub String);
 pub struct Enqueue<K> {
     pub key: K,
     pub hint: Option<Vec<u8>>,
+    /// What asked for the run, told to the worker with the claim.
+    pub trigger: Trigger,
 }
 
 impl<K> Enqueue<K> {
     /// A trigger that says "something changed": the worker reads afresh.
     pub fn fresh(key: K) -> Self {
-        Self { key, hint: None }
+        Self::because(key, Trigger::Other)
+    }
+
+    /// Like [`Enqueue::fresh`], saying what asked for the run.
+    pub fn because(key: K, trigger: Trigger) -> Self {
+        Self {
+            key,
+            hint: None,
+            trigger,
+        }
+    }
+}
+
+/// What asked for a key's run, so that what the run writes can say why.
+///
+/// The queue keeps one trigger per pending run: when several arrive before
+/// the run starts, the most telling one wins (the larger: a push says more
+/// than a resync, a resync more than a listing). A trigger that arrives
+/// while the key is claimed belongs to the run that follows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Trigger {
+    /// Anything not named below (a name another entry released, a folder
+    /// that changed on disk, a released hold).
+    #[default]
+    Other,
+    /// The periodic listing found the key.
+    Listing,
+    /// A webhook other than a push (a rename, an installation change).
+    Event,
+    /// Someone asked for a resync (API or dashboard).
+    Resync,
+    /// A new commit on the default branch.
+    Push,
+}
+
+impl Trigger {
+    /// Every trigger, in rank order (the index is the stored code).
+    pub const ALL: [Trigger; 5] = [
+        Trigger::Other,
+        Trigger::Listing,
+        Trigger::Event,
+        Trigger::Resync,
+        Trigger::Push,
+    ];
+
+    /// The code a store keeps; larger codes win a merge.
+    pub fn code(self) -> i16 {
+        self as i16
+    }
+
+    /// The trigger of a stored code; [`Trigger::Other`] for a code this
+    /// version does not know.
+    pub fn from_code(code: i16) -> Self {
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| Self::ALL.get(i).copied())
+            .unwrap_or_default()
     }
 }
 
@@ -51,6 +109,8 @@ pub struct Claim<K> {
     pub attempts: u32,
     /// The hint stored with the key, if still valid.
     pub hint: Option<Vec<u8>>,
+    /// What asked for this run (see [`Trigger`] for how several merge).
+    pub trigger: Trigger,
     /// Identifies this claim, so a stale holder cannot end a newer claim.
     pub token: String,
 }

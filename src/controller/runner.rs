@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::config::ControllerConfig;
 use super::metrics::ControllerMetrics;
-use super::queue::{Enqueue, ListingSchedule, WorkQueue};
+use super::queue::{Enqueue, ListingSchedule, Trigger, WorkQueue};
 use super::traits::{Handler, Lister, Storage, Tracker};
 
 /// A level-driven controller over one queue and its three roles.
@@ -207,8 +207,12 @@ where
                         }
                     };
                     swept += gone.len();
-                    self.enqueue(gone.into_iter().map(Enqueue::fresh).collect())
-                        .await;
+                    self.enqueue(
+                        gone.into_iter()
+                            .map(|k| Enqueue::because(k, Trigger::Listing))
+                            .collect(),
+                    )
+                    .await;
                 }
                 Err(e) => {
                     tracing::warn!(partition = %partition.name, error = %e, "cannot read tracked keys; not swept")

@@ -100,6 +100,7 @@ impl Lister for Fake {
                 .map(|k| Enqueue {
                     key: *k,
                     hint: Some(k.to_string().into_bytes()),
+                    trigger: Trigger::Listing,
                 })
                 .collect();
             let outcome = if w.failing_partition {

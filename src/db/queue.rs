@@ -27,7 +27,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use crate::controller::queue::{
-    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue,
+    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue,
 };
 use crate::source::RepoId;
 
@@ -146,18 +146,28 @@ impl PgQueue {
         if items.is_empty() {
             return Ok(0);
         }
-        let mut merged: BTreeMap<i64, Option<Vec<u8>>> = BTreeMap::new();
-        for Enqueue { key, hint } in items {
+        let mut merged: BTreeMap<i64, (Option<Vec<u8>>, Trigger)> = BTreeMap::new();
+        for Enqueue { key, hint, trigger } in items {
             match merged.remove(&key.0) {
-                Some(pending) => merged.insert(key.0, merge_hint(pending, hint)),
-                None => merged.insert(key.0, hint),
+                Some((pending, was)) => {
+                    merged.insert(key.0, (merge_hint(pending, hint), was.max(trigger)))
+                }
+                None => merged.insert(key.0, (hint, trigger)),
             };
         }
-        let (ids, hints): (Vec<i64>, Vec<Option<Vec<u8>>>) = merged.into_iter().unzip();
-        let added = ids.len() as u64;
+        let added = merged.len() as u64;
+        let mut ids = Vec::with_capacity(merged.len());
+        let mut hints = Vec::with_capacity(merged.len());
+        let mut triggers = Vec::with_capacity(merged.len());
+        for (id, (hint, trigger)) in merged {
+            ids.push(id);
+            hints.push(hint);
+            triggers.push(trigger.code());
+        }
         sqlx::query(ENQUEUE)
             .bind(ids)
             .bind(hints)
+            .bind(triggers)
             .execute(conn)
             .await
             .map_err(db)?;
@@ -279,9 +289,14 @@ fn merge_hint(pending: Option<Vec<u8>>, new: Option<Vec<u8>>) -> Option<Vec<u8>>
 /// not touch a row twice); ids sorted so concurrent batches lock in order.
 /// A claimed row is marked to run again; a waiting row becomes ready now.
 const ENQUEUE: &str = "
-INSERT INTO queue AS q (repo_id, hint)
-SELECT id, hint FROM UNNEST($1::bigint[], $2::bytea[]) AS batch(id, hint)
+INSERT INTO queue AS q (repo_id, hint, trigger)
+SELECT id, hint, trigger FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[])
+    AS batch(id, hint, trigger)
 ON CONFLICT (repo_id) DO UPDATE SET
+    trigger = CASE
+        WHEN q.claimed_by IS NOT NULL AND NOT q.rerun THEN EXCLUDED.trigger
+        ELSE GREATEST(q.trigger, EXCLUDED.trigger)
+    END,
     hint = CASE
         WHEN q.claimed_by IS NOT NULL THEN NULL
         WHEN q.hint IS NOT NULL AND EXCLUDED.hint IS NOT NULL THEN EXCLUDED.hint

@@ -24,7 +24,7 @@ use super::auth::Installation;
 use super::client::Client;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
-use crate::controller::{Enqueue, Failure, Found, Lister, Partition};
+use crate::controller::{Enqueue, Failure, Found, Lister, Partition, Trigger};
 use crate::source::{self, InstallationId, Observed, RepoId};
 
 /// At most this many pages (100 repositories each) per installation.
@@ -170,7 +170,10 @@ impl GithubLister {
             tracing::warn!(installation, %error, "could not read the suspended installation's repositories");
             Vec::new()
         });
-        let items: Vec<_> = known.into_iter().map(Enqueue::fresh).collect();
+        let items: Vec<_> = known
+            .into_iter()
+            .map(|id| Enqueue::because(id, Trigger::Listing))
+            .collect();
         let _ = found.send(items.clone());
         Partition {
             name,
@@ -241,5 +244,6 @@ fn hinted(id: RepoId, observed: &Observed) -> Enqueue<RepoId> {
     Enqueue {
         key: id,
         hint: serde_json::to_vec(observed).ok(),
+        trigger: Trigger::Listing,
     }
 }

@@ -4,7 +4,7 @@
 
 use super::error::{repo_not_found, ApiError};
 use super::state::AppState;
-use crate::controller::{Enqueue, ListingSchedule, WorkQueue};
+use crate::controller::{Enqueue, ListingSchedule, Trigger, WorkQueue};
 use crate::registry;
 use crate::source::RepoId;
 
@@ -35,7 +35,7 @@ pub async fn enqueue_repo(
         .ok_or_else(|| repo_not_found(owner, name))?;
     state
         .queue
-        .enqueue(vec![Enqueue::fresh(id)])
+        .enqueue(vec![Enqueue::because(id, Trigger::Resync)])
         .await
         .map_err(|error| ApiError::unavailable("resync: cannot enqueue", &error))?;
     tracing::info!(repo = %id, "resync: {owner}/{name} enqueued {via}");

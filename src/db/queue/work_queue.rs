@@ -21,17 +21,21 @@ WHERE repo_id = (
 AND ",
     no_wait!(),
     "
-RETURNING repo_id, attempts, hint, claim_token"
+RETURNING repo_id, attempts, hint, trigger, claim_token"
 );
 
 /// The assignments that end a claim.
 const UNCLAIM: &str = "claimed_by = NULL, claim_token = NULL, claimed_until = NULL, rerun = false";
 
-fn claim_of((id, attempts, hint, token): (i64, i32, Option<Vec<u8>>, String)) -> Claim<RepoId> {
+/// A claimed row as the claim statements return it.
+type ClaimRow = (i64, i32, Option<Vec<u8>>, i16, String);
+
+fn claim_of((id, attempts, hint, trigger, token): ClaimRow) -> Claim<RepoId> {
     Claim {
         key: RepoId(id),
         attempts: u32::try_from(attempts).unwrap_or(0),
         hint,
+        trigger: Trigger::from_code(trigger),
         token,
     }
 }
@@ -51,7 +55,7 @@ impl WorkQueue for PgQueue {
     }
 
     async fn claim(&self, worker: &str) -> Result<Option<Claim<RepoId>>, QueueError> {
-        let row: Option<(i64, i32, Option<Vec<u8>>, String)> = sqlx::query_as(CLAIM)
+        let row: Option<ClaimRow> = sqlx::query_as(CLAIM)
             .bind(worker)
             .bind(seconds(self.lease))
             .fetch_optional(&self.pool)
@@ -64,7 +68,7 @@ impl WorkQueue for PgQueue {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let rows: Vec<(i64, i32, Option<Vec<u8>>, String)> = sqlx::query_as(CLAIM_MANY)
+        let rows: Vec<ClaimRow> = sqlx::query_as(CLAIM_MANY)
             .bind(worker)
             .bind(seconds(self.lease))
             .bind(i64::try_from(max).unwrap_or(i64::MAX))

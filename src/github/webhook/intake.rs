@@ -2,13 +2,13 @@
 //! enqueue their ids (or ask for a listing). Never more: the reconcile reads
 //! GitHub afresh and decides; a webhook never deletes anything by itself.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::PgConnection;
 
 use super::event::{PayloadRepo, WebhookEvent};
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
-use crate::controller::{Enqueue, QueueError};
+use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::queue::PgQueue;
 use crate::registry::{check_requests, check_runs};
 use crate::registry::{
@@ -85,7 +85,7 @@ pub async fn apply_batch(
     events: &[&WebhookEvent],
 ) -> Result<Batch, IntakeError> {
     let mut known = Vec::new();
-    let mut all_ids: BTreeSet<RepoId> = BTreeSet::new();
+    let mut all_ids: BTreeMap<RepoId, Trigger> = BTreeMap::new();
     let mut listing = false;
     let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
@@ -116,13 +116,26 @@ pub async fn apply_batch(
             ignored,
         });
         known.extend(plan.known);
-        all_ids.extend(ids);
+        let trigger = match event {
+            WebhookEvent::DefaultBranchPush { .. } => Trigger::Push,
+            _ => Trigger::Event,
+        };
+        for id in ids {
+            let merged = all_ids.get(&id).map_or(trigger, |was| trigger.max(*was));
+            all_ids.insert(id, merged);
+        }
         listing |= plan.listing;
     }
     make_known(conn, &known).await?;
     if !all_ids.is_empty() {
         queue
-            .enqueue_in(conn, all_ids.iter().copied().map(Enqueue::fresh).collect())
+            .enqueue_in(
+                conn,
+                all_ids
+                    .iter()
+                    .map(|(id, trigger)| Enqueue::because(*id, *trigger))
+                    .collect(),
+            )
             .await?;
     }
     if listing {

@@ -9,23 +9,27 @@ use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::wake::CHANNEL;
 use super::ChangeKind;
-use crate::controller::Claim;
+use crate::controller::{Claim, Trigger};
 use crate::db::fence::ClaimFence;
 use crate::registry::query::entries_of;
 use crate::registry::EntryJson;
 use crate::source::{FileState, Observed, RepoId};
 
-/// Why a reconcile ran, as far as the writer can tell.
+/// Why a change was made, as the change log and the feed say it.
 ///
-/// The queue carries repository ids only, so a reconcile does not know
-/// which trigger woke it; it says what it can tell for sure: a listing's
-/// prefetch came with the claim (`listing`), an operator released the hold
-/// the removal waited on (`hold_released`), the source reported the
-/// repository gone (`repo_removed`); anything else (a push or other
-/// webhook, a resync, a file change under a `dir:` folder) is `reconcile`.
+/// A removal says what removed it: the source reported the repository gone
+/// (`repo_removed`), or an operator released the hold it waited on
+/// (`hold_released`). Anything else says what asked for the run (the
+/// queue's [`Trigger`]): a `push`, a `resync`, a `listing`, another
+/// `webhook` (a rename, an installation change); `reconcile` when nothing
+/// more telling asked (a name released by another entry, a folder changed
+/// on disk).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
+    Push,
+    Resync,
     Listing,
+    Webhook,
     HoldReleased,
     RepoRemoved,
     Reconcile,
@@ -34,10 +38,24 @@ pub enum Cause {
 impl Cause {
     pub fn as_str(self) -> &'static str {
         match self {
+            Cause::Push => "push",
+            Cause::Resync => "resync",
             Cause::Listing => "listing",
+            Cause::Webhook => "webhook",
             Cause::HoldReleased => "hold_released",
             Cause::RepoRemoved => "repo_removed",
             Cause::Reconcile => "reconcile",
+        }
+    }
+
+    /// The cause of a run asked for by `trigger`.
+    fn of_trigger(trigger: Trigger) -> Self {
+        match trigger {
+            Trigger::Push => Cause::Push,
+            Trigger::Resync => Cause::Resync,
+            Trigger::Event => Cause::Webhook,
+            Trigger::Listing => Cause::Listing,
+            Trigger::Other => Cause::Reconcile,
         }
     }
 
@@ -53,7 +71,8 @@ impl Cause {
             (Observed::Removed { .. }, _) if held => Cause::HoldReleased,
             (Observed::Removed { .. }, _) => Cause::RepoRemoved,
             (Observed::Present { .. }, Some(claim)) if claim.hint.is_some() => Cause::Listing,
-            (Observed::Present { .. }, _) => Cause::Reconcile,
+            (Observed::Present { .. }, Some(claim)) => Cause::of_trigger(claim.trigger),
+            (Observed::Present { .. }, None) => Cause::Reconcile,
         };
         let sha = match observed {
             Observed::Present {

@@ -1,6 +1,6 @@
 //! Lists the local folders as repositories.
 
-use crate::controller::{Enqueue, Failure, Lister, Partition};
+use crate::controller::{Enqueue, Failure, Lister, Partition, Trigger};
 use crate::source::{self, RepoId};
 
 use super::{repo_id, DirSource};
@@ -18,7 +18,10 @@ impl Lister for DirLister {
         let folders = self.source.folders().map_err(|e| {
             Failure::new(format!("cannot list {}: {e}", self.source.root.display()))
         })?;
-        let items = folders.iter().map(|f| Enqueue::fresh(repo_id(f))).collect();
+        let items = folders
+            .iter()
+            .map(|f| Enqueue::because(repo_id(f), Trigger::Listing))
+            .collect();
         Ok(vec![Partition {
             name: source::Partition::Local.to_string(),
             items,
