@@ -509,6 +509,22 @@ async fn a_renamed_repository_should_keep_its_entries_under_the_new_name() {
         entry["created_at"], created_at,
         "the same entry, not a new one"
     );
+    let last = env.last_change("checkout-api").await;
+    assert_eq!(
+        (
+            text(&last, "kind"),
+            text(&last, "cause"),
+            last["before"]["repo"].as_str(),
+            last["after"]["repo"].as_str(),
+        ),
+        (
+            "changed",
+            "webhook",
+            Some("acme/checkout"),
+            Some("acme/payments")
+        ),
+        "a rename must reach the change log: {last}"
+    );
 }
 
 #[tokio::test]

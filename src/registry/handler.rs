@@ -155,11 +155,12 @@ where
             Observed::Removed { .. } => {}
         }
         let (cause, sha) = Cause::of(&observed, hold_id.is_some(), claim);
-        let before = if self.change_log {
+        let mut before = if self.change_log {
             record::snapshot(&mut tx, id).await?
         } else {
             record::Snapshot::new()
         };
+        let renamed = self.change_log && record::as_logged(&mut tx, id, &mut before).await?;
         let owned = self.change_log.then(|| before.keys().cloned().collect());
         let check = match self.checks {
             true => {
@@ -170,7 +171,7 @@ where
             false => None,
         };
         let decision = decide(&mut tx, &self.project_file, id, &old, observed, owned).await?;
-        let changes = if decision.entries_changed && self.change_log {
+        let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
             record::diff(&before, &after, id, sha.as_deref(), cause)
         } else {

@@ -111,6 +111,38 @@ pub(crate) async fn snapshot(conn: &mut PgConnection, id: RepoId) -> Result<Snap
         .collect())
 }
 
+/// Puts back in `before` the repository's name as the log last recorded
+/// it, and says whether it differs from the current one.
+///
+/// A rename is stored where it is learnt (a webhook, a listing), outside
+/// any reconcile, so the entries a reconcile finds already carry the new
+/// name; against the logged name, the reconcile that follows the rename
+/// logs it as a change of each entry's `repo`. A name whose changes were
+/// all pruned past retention is taken as logged.
+pub(crate) async fn as_logged(
+    conn: &mut PgConnection,
+    id: RepoId,
+    before: &mut Snapshot,
+) -> Result<bool, sqlx::Error> {
+    let Some(current) = before.values().next().map(|e| e.repo.clone()) else {
+        return Ok(false);
+    };
+    let logged: Option<String> =
+        sqlx::query_scalar("select repo from changes where repo_id = $1 order by seq desc limit 1")
+            .bind(id)
+            .fetch_optional(conn)
+            .await?;
+    match logged {
+        Some(name) if name != current => {
+            for entry in before.values_mut() {
+                entry.repo.clone_from(&name);
+            }
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
 /// What differs between two snapshots of one repository, in name order:
 /// one change per entry created, changed or removed; nothing when equal.
 pub(crate) fn diff(
