@@ -13,6 +13,7 @@ pub mod lease;
 #[cfg(any(test, feature = "testing"))]
 pub mod memory_queue;
 pub mod metrics;
+pub mod pace;
 pub mod queue;
 pub mod runner;
 pub mod traits;
@@ -22,6 +23,7 @@ pub use config::{
     ControllerConfig, DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
 };
 pub use metrics::ControllerMetrics;
+pub use pace::ReadPace;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
 pub use runner::Controller;
 pub use traits::{Failure, Found, Handler, Lister, Partition, Storage, Tracker};

@@ -12,7 +12,8 @@ use tokio::time::Instant;
 
 use super::config::ControllerConfig;
 use super::metrics::ControllerMetrics;
-use super::queue::{Enqueue, ListingSchedule, Trigger, WorkQueue};
+use super::pace::Pacer;
+use super::queue::{Claim, Enqueue, ListingSchedule, Trigger, WorkQueue};
 use super::traits::{Handler, Lister, Storage, Tracker};
 
 /// A level-driven controller over one queue and its three roles.
@@ -30,6 +31,8 @@ pub struct Controller<Q, L, T, S, H> {
     pub(super) handler: Arc<H>,
     pub(super) config: ControllerConfig,
     pub(super) metrics: ControllerMetrics,
+    /// The storage's read pace, shared by the workers.
+    pacer: Option<Pacer>,
 }
 
 impl<Q, L, T, S, H> Controller<Q, L, T, S, H>
@@ -47,6 +50,7 @@ where
         storage: Arc<S>,
         handler: Arc<H>,
     ) -> Self {
+        let pacer = storage.read_pace().map(Pacer::new);
         Self {
             queue,
             lister,
@@ -55,6 +59,7 @@ where
             handler,
             config: ControllerConfig::default(),
             metrics: ControllerMetrics::default(),
+            pacer,
         }
     }
 
@@ -118,6 +123,7 @@ where
                 .await
             {
                 Ok(claims) if !claims.is_empty() => {
+                    let claims = self.paced(claims, &name, &mut stop).await;
                     self.handle_batch(claims, asked, slot, &mut stop).await
                 }
                 Ok(_) => {
@@ -138,6 +144,44 @@ where
                 }
             }
         }
+    }
+
+    /// `claims`, once a read may start: when their read must wait for the
+    /// storage's pace, the keys that became ready meanwhile join them (up
+    /// to the batch size), so a trickle of triggers shares one read.
+    async fn paced(
+        &self,
+        mut claims: Vec<Claim<Q::Key>>,
+        worker: &str,
+        stop: &mut watch::Receiver<bool>,
+    ) -> Vec<Claim<Q::Key>> {
+        let Some(pacer) = &self.pacer else {
+            return claims;
+        };
+        // Hinted keys are read from their hint: no request, no token.
+        if claims.iter().all(|c| c.hint.is_some()) {
+            return claims;
+        }
+        let wait = pacer.reserve(Instant::now());
+        if wait.is_zero() {
+            return claims;
+        }
+        tracing::debug!(
+            ?wait,
+            keys = claims.len(),
+            "read paced; waiting for more keys to join it"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            // Shutting down: the batch as it is, which the shutdown hands back.
+            _ = stop.changed() => return claims,
+        }
+        let room = self.config.batch_size.max(1).saturating_sub(claims.len());
+        match self.queue.claim_many(worker, room).await {
+            Ok(more) => claims.extend(more),
+            Err(e) => tracing::warn!(error = %e, "claiming keys to join a paced read failed"),
+        }
+        claims
     }
 
     /// Asks every `listing_check` whether this replica should list now.

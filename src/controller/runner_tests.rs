@@ -41,6 +41,8 @@ struct World {
     read_time: Duration,
     /// A deferral to give once per key (a spent budget), with its wait.
     deferrals: HashMap<Key, Duration>,
+    /// The storage's read pace, read when the controller is built.
+    pace: Option<ReadPace>,
 }
 
 /// One attempt seen by the handler: when it began, and when it finished or
@@ -190,6 +192,10 @@ impl Storage for Fake {
             states.push(self.get(key, *hint).await);
         }
         states
+    }
+
+    fn read_pace(&self) -> Option<ReadPace> {
+        self.with(|w| w.pace)
     }
 }
 
@@ -936,4 +942,91 @@ async fn a_lease_taken_by_another_worker_should_drop_the_attempt_at_the_next_ren
         fake.with(|w| w.calls.is_empty()),
         "the attempt never finished"
     );
+}
+
+/// Enqueues keys `keys` one every `gap`, each fresh or with a hint.
+async fn trickle<Q: WorkQueue<Key = Key>>(
+    queue: &Q,
+    keys: std::ops::RangeInclusive<Key>,
+    gap: Duration,
+    hinted: bool,
+) -> HashMap<Key, Instant> {
+    let mut enqueued = HashMap::new();
+    for k in keys {
+        let item = match hinted {
+            true => Enqueue {
+                key: k,
+                hint: Some(k.to_string().into_bytes()),
+                trigger: Trigger::Listing,
+            },
+            false => Enqueue::because(k, Trigger::Push),
+        };
+        queue.enqueue(vec![item]).await.expect("enqueue");
+        enqueued.insert(k, Instant::now());
+        tokio::time::sleep(gap).await;
+    }
+    enqueued
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_steady_trickle_above_the_read_pace_should_share_reads_and_wait_at_most_a_little() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.read_time = Duration::from_millis(50);
+        w.pace = Some(ReadPace {
+            burst: 3,
+            every: Duration::from_secs(1),
+        });
+    });
+    let running = start(&fake, config());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    // 100 keys over 10 s: unpaced, each would cost a read of its own.
+    let enqueued = trickle(&*running.queue, 1..=100, Duration::from_millis(100), false).await;
+    fake.until("100 keys", |w| w.calls.len() >= 100).await;
+    running.stop().await;
+    fake.with(|w| {
+        for k in 1..=100 {
+            assert_eq!(calls_for(w, k), 1, "key {k}");
+        }
+        // The burst, then one read a second (and one for the rounding).
+        assert!(
+            w.batches.len() <= 3 + 10 + 1,
+            "{} reads: {:?}",
+            w.batches.len(),
+            w.batches
+        );
+        let longest = w
+            .calls
+            .iter()
+            .map(|(k, _, start, _)| *start - enqueued[k])
+            .max();
+        assert!(
+            longest.is_some_and(|d| d <= Duration::from_millis(2_100)),
+            "a key waited {longest:?}"
+        );
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn keys_read_from_their_hints_should_not_wait_for_the_read_pace() {
+    let fake = Fake::default();
+    fake.with(|w| {
+        w.pace = Some(ReadPace {
+            burst: 1,
+            every: Duration::from_secs(3600),
+        });
+    });
+    let running = start(&fake, config());
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let enqueued = trickle(&*running.queue, 1..=20, Duration::from_millis(100), true).await;
+    fake.until("20 keys", |w| w.calls.len() >= 20).await;
+    running.stop().await;
+    fake.with(|w| {
+        let longest = w
+            .calls
+            .iter()
+            .map(|(k, _, start, _)| *start - enqueued[k])
+            .max();
+        assert_eq!(longest, Some(Duration::ZERO), "a hinted key waited");
+    });
 }

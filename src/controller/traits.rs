@@ -145,6 +145,14 @@ pub trait Storage: Send + Sync + 'static {
             states
         }
     }
+
+    /// How fast reads that need no hint may go: `None` (the default) for
+    /// a storage whose reads cost nothing that runs out, such as local
+    /// files; a source with a request budget spreads a steady trickle of
+    /// triggers over fewer, larger reads (see [`super::pace`]).
+    fn read_pace(&self) -> Option<super::pace::ReadPace> {
+        None
+    }
 }
 
 /// Makes the managed world match the observed state. Must be idempotent.

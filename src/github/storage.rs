@@ -26,7 +26,7 @@ use super::auth::Installation;
 use super::client::Client;
 use super::contents::{file_state, Contents};
 use super::http::{join, CallError, Reply};
-use crate::controller::{Failure, Storage};
+use crate::controller::{Failure, ReadPace, Storage};
 use crate::registry::RepoRecord;
 use crate::source::{FileState, Observed, RepoId, RepoInfo};
 
@@ -334,6 +334,17 @@ pub(super) fn decode_hint(key: RepoId, hint: &[u8]) -> Option<Observed> {
     }
 }
 
+/// How fast reads of repositories go, sustained and at once: a burst of
+/// triggers (a campaign's pushes, an installation) reads at once, 100
+/// repositories per query; a steady trickle above one trigger a second
+/// shares a read a second, each trigger waiting at most about a second.
+/// Sustained, that is 3,600 reads an hour, inside GitHub's 5,000 whatever
+/// the number of triggers (docs/operations.md#settings).
+pub const READ_PACE: ReadPace = ReadPace {
+    burst: 30,
+    every: Duration::from_secs(1),
+};
+
 impl Storage for GithubStorage {
     type Key = RepoId;
     type State = Observed;
@@ -347,6 +358,10 @@ impl Storage for GithubStorage {
 
     async fn get_many(&self, items: &[(RepoId, Option<&[u8]>)]) -> Vec<Result<Observed, Failure>> {
         self.read_many(items).await
+    }
+
+    fn read_pace(&self) -> Option<ReadPace> {
+        Some(READ_PACE)
     }
 }
 
