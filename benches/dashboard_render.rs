@@ -6,6 +6,9 @@
 //! Run with `cargo bench --bench dashboard_render`; needs the server of
 //! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,16 +16,20 @@ use anyhow::{ensure, Context};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
+use futures_util::{stream, StreamExt};
 use prometheus_client::registry::Registry;
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::metrics::Metrics;
 use roster::web::{router, AppState};
 use sqlx::PgPool;
+use support::seed::Seed;
 use tower::ServiceExt;
 
 const REPOS: i64 = 10_000;
 const REQUESTS: usize = 50;
+/// Repositories seeded at once.
+const SEEDERS: usize = 8;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -55,39 +62,43 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// One entry per repository; every 20th repository in `error`, every 50th
-/// `invalid`, the rest `synced`, so the overview shows all three.
+/// `invalid`, the rest `synced`, so the overview shows all three. Each is
+/// reconciled as a server would, [`SEEDERS`] at a time.
 async fn seed(pool: &PgPool) -> anyhow::Result<()> {
-    sqlx::query(
-        "insert into repositories (id, owner, name, status, error, synced_sha, last_synced_at,
-             default_branch)
-         select n, 'acme', 'repo-' || lpad(n::text, 5, '0'),
-             case when n % 20 = 0 then 'error' when n % 50 = 1 then 'invalid' else 'synced' end,
-             case when n % 20 = 0 then 'GitHub answered 502 Bad Gateway'
-                  when n % 50 = 1 then 'project.yaml:3:8: owner: must not be empty' end,
-             case when n % 20 <> 0 and n % 50 <> 1 then md5(n::text) || 'abcdefgh' end,
-             case when n % 20 <> 0 and n % 50 <> 1 then now() - make_interval(secs => n) end,
-             'main'
-         from generate_series(1, $1) as n",
-    )
-    .bind(REPOS)
-    .execute(pool)
-    .await?;
-    sqlx::query(
-        "insert into entries (name, repo_id, owner, description, lifecycle, tags, links, labels,
-             source_sha)
-         select 'project-' || lpad(n::text, 5, '0'), n, 'team-' || (n % 40),
-             'Service number ' || n || ' of the shop, with a description of ordinary length',
-             'production', array['tag-' || (n % 30), 'shop'],
-             jsonb_build_array(jsonb_build_object('title', 'Runbook',
-                 'url', 'https://runbooks.example.com/' || n)),
-             jsonb_build_object('tier', (n % 3)::text), md5(n::text)
-         from generate_series(1, $1) as n",
-    )
-    .bind(REPOS)
-    .execute(pool)
-    .await?;
+    let seed = Seed::new(pool);
+    stream::iter(1..=REPOS)
+        .for_each_concurrent(SEEDERS, |n| seed_repo(&seed, n))
+        .await;
     sqlx::query("analyze").execute(pool).await?;
     Ok(())
+}
+
+/// Repository `n` and its one project.
+async fn seed_repo(seed: &Seed, n: i64) {
+    let file = format!(
+        "name: project-{n:05}
+owner: team-{}
+description: Service number {n} of the shop, with a description of ordinary length
+lifecycle: production
+tags: [tag-{}, shop]
+links:
+  - title: Runbook
+    url: https://runbooks.example.com/{n}
+labels:
+  tier: \"{}\"
+",
+        n % 40,
+        n % 30,
+        n % 3
+    );
+    let repo = seed.repo(n, "acme", &format!("repo-{n:05}")).await;
+    let repo = repo.synced(&format!("{n:040x}"), &file).await;
+    if n % 20 == 0 {
+        repo.failed("GitHub answered 502 Bad Gateway").await;
+    } else if n % 50 == 1 {
+        repo.invalid("project.yaml:3:8: owner: must not be empty")
+            .await;
+    }
 }
 
 fn app(pool: PgPool) -> Router {

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use serde_json::json;
 use sqlx::PgPool;
 use support::router::{self, Options};
+use support::seed::{event, Seed};
 
 /// Longest a single Chromium run may take.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
@@ -81,14 +81,22 @@ fn href_of(dom: &str, text: &str) -> Option<String> {
     Some(dom[start..end].replace("&amp;", "&"))
 }
 
-struct Repo {
-    id: i64,
-    name: &'static str,
-    status: &'static str,
-    error: Option<&'static str>,
-    /// Minutes since the last sync.
-    synced_ago: Option<i32>,
+/// Where a repository of the seeded organisation stands.
+enum State {
+    /// Its file applied this many minutes ago.
+    Synced(u64),
+    NoFile,
+    Invalid(&'static str),
+    /// Its reads failed [`FAILED_READS`] times in a row.
+    Failing(&'static str),
+    /// Its file applied this many minutes ago, one of its names another's.
+    Conflict(u64),
+    Removed(&'static str),
+    Pending,
 }
+
+/// Failed reads of the repository in error, and its tries in the queue.
+const FAILED_READS: u32 = 4;
 
 const SHAS: [&str; 4] = [
     "4f9c2d17b8e3a6015c9d2e7f3a1b6c8d9e0f1a2b",
@@ -97,202 +105,210 @@ const SHAS: [&str; 4] = [
     "e2b4d6f8a0c1e3f5a7b9d0c2e4f6a8b1d3f5a7c9",
 ];
 
-fn org() -> Vec<Repo> {
-    let repo = |id, name, status, error, synced_ago| Repo {
-        id,
-        name,
-        status,
-        error,
-        synced_ago,
-    };
+fn org() -> Vec<(i64, &'static str, State)> {
     vec![
-        repo(101, "checkout", "synced", None, Some(2)),
-        repo(102, "payments-gateway", "synced", None, Some(4)),
-        repo(103, "search", "synced", None, Some(7)),
-        repo(104, "identity", "synced", None, Some(12)),
-        repo(105, "notifications", "synced", None, Some(16)),
-        repo(106, "analytics", "synced", None, Some(23)),
-        repo(107, "ledger", "synced", None, Some(31)),
-        repo(108, "mobile-app", "synced", None, Some(44)),
-        repo(109, "recommendations", "synced", None, Some(58)),
-        repo(110, "docs-site", "no_file", None, None),
-        repo(
+        (101, "checkout", State::Synced(2)),
+        (102, "payments-gateway", State::Synced(4)),
+        (103, "search", State::Synced(7)),
+        (104, "identity", State::Synced(12)),
+        (105, "notifications", State::Synced(16)),
+        (106, "analytics", State::Synced(23)),
+        (107, "ledger", State::Synced(31)),
+        (108, "mobile-app", State::Synced(44)),
+        (109, "recommendations", State::Synced(58)),
+        (110, "docs-site", State::NoFile),
+        (
             111,
             "web-shop",
-            "invalid",
-            Some(
+            State::Invalid(
                 "project.yaml:4:8: owner: must not be empty\n\
                  project.yaml:12:5: links[1].url: must be an http or https URL",
             ),
-            None,
         ),
-        repo(
+        (
             112,
             "inventory",
-            "error",
-            Some("GitHub answered 502 Bad Gateway while reading project.yaml"),
-            None,
+            State::Failing("GitHub answered 502 Bad Gateway while reading project.yaml"),
         ),
-        repo(
-            113,
-            "legacy-billing",
-            "conflict",
-            Some("project.yaml:2:7: projects[0].name: checkout-api is already owned by acme/checkout"),
-            Some(9),
-        ),
-        repo(114, "old-api", "removed", Some("archived on GitHub"), None),
-        repo(115, "new-service", "pending", None, None),
+        (113, "legacy-billing", State::Conflict(9)),
+        (114, "old-api", State::Removed("archived on GitHub")),
+        (115, "new-service", State::Pending),
     ]
 }
 
+/// The projects of the repositories' files: repository, name, owner,
+/// description, lifecycle, tags.
+const PROJECTS: [(i64, &str, &str, &str, &str, &str); 11] = [
+    (
+        101,
+        "checkout-api",
+        "team-payments",
+        "Takes payments at checkout",
+        "production",
+        "payments, grpc",
+    ),
+    (
+        101,
+        "checkout-worker",
+        "team-payments",
+        "Settles captured payments in the background",
+        "production",
+        "payments",
+    ),
+    (
+        102,
+        "payments-gateway",
+        "team-payments",
+        "Talks to the card networks",
+        "production",
+        "payments, pci",
+    ),
+    (
+        103,
+        "search-api",
+        "team-discovery",
+        "Full-text product search",
+        "production",
+        "search",
+    ),
+    (
+        104,
+        "identity",
+        "team-platform",
+        "Sign-in and tokens for every app",
+        "production",
+        "auth",
+    ),
+    (
+        105,
+        "notifier",
+        "team-platform",
+        "E-mail, SMS and push notifications",
+        "experimental",
+        "messaging",
+    ),
+    (
+        106,
+        "analytics-pipeline",
+        "team-data",
+        "Event ingestion and daily reports",
+        "production",
+        "data",
+    ),
+    (
+        107,
+        "ledger",
+        "team-finance",
+        "Double-entry accounting of every order",
+        "production",
+        "finance",
+    ),
+    (
+        108,
+        "mobile-app",
+        "team-mobile",
+        "The iOS and Android shop",
+        "production",
+        "mobile",
+    ),
+    (
+        109,
+        "recommender",
+        "team-discovery",
+        "Product recommendations",
+        "deprecated",
+        "ml",
+    ),
+    (
+        113,
+        "billing-export",
+        "team-finance",
+        "Monthly invoices export",
+        "deprecated",
+        "finance",
+    ),
+];
+
+/// The project file of repository `id`: its [`PROJECTS`], and for the one
+/// in conflict also `checkout-api`, which acme/checkout owns.
+fn project_file(id: i64) -> String {
+    let mut yaml = String::from("projects:\n");
+    for (_, name, owner, description, lifecycle, tags) in PROJECTS.iter().filter(|p| p.0 == id) {
+        yaml.push_str(&format!(
+            "  - name: {name}
+    owner: {owner}
+    description: {description}
+    lifecycle: {lifecycle}
+    tags: [{tags}]
+    links:
+      - title: Runbook
+        url: https://runbooks.example.com/{name}
+      - title: Dashboards
+        url: https://grafana.example.com/d/{name}
+    labels:
+      tier: \"1\"
+      cluster: eu-west-1
+"
+        ));
+    }
+    if id == 113 {
+        yaml.push_str("  - name: checkout-api\n    owner: team-finance\n");
+    }
+    yaml
+}
+
 async fn seed(pool: &PgPool) {
-    for (i, repo) in org().into_iter().enumerate() {
-        let applied = matches!(repo.status, "synced" | "conflict");
-        sqlx::query(
-            "insert into repositories (id, owner, name, status, error, synced_sha,
-                 last_synced_at, default_branch, attempts, conflicts)
-             values ($1, 'acme', $2, $3, $4, $5,
-                 now() - make_interval(mins => $6), 'main', $7, $8)",
-        )
-        .bind(repo.id)
-        .bind(repo.name)
-        .bind(repo.status)
-        .bind(repo.error)
-        .bind(applied.then_some(SHAS[i % SHAS.len()]))
-        .bind(repo.synced_ago)
-        .bind(if repo.status == "error" { 4 } else { 0 })
-        .bind(if repo.status == "conflict" {
-            vec!["checkout-api"]
-        } else {
-            vec![]
-        })
-        .execute(pool)
-        .await
-        .expect("insert repository");
+    let minutes = |m: u64| Duration::from_secs(m * 60);
+    let seed = Seed::new(pool);
+    for (i, (id, name, state)) in org().into_iter().enumerate() {
+        let repo = seed.repo(id, "acme", name).await;
+        let sha = SHAS[i % SHAS.len()];
+        let repo = match state {
+            State::Synced(ago) => {
+                let repo = repo.synced(sha, &project_file(id)).await;
+                repo.last_synced(minutes(ago)).await
+            }
+            State::Conflict(ago) => {
+                let repo = repo.in_conflict(sha, &project_file(id)).await;
+                repo.last_synced(minutes(ago)).await
+            }
+            State::NoFile => repo.no_file().await,
+            State::Invalid(message) => repo.invalid(message).await,
+            State::Failing(message) => {
+                let mut repo = repo;
+                for _ in 0..FAILED_READS {
+                    repo = repo.failed(message).await;
+                }
+                repo
+            }
+            State::Removed(reason) => repo.removed(reason).await,
+            State::Pending => repo,
+        };
+        let repo = repo
+            .entries_dated(minutes(40 * 24 * 60), minutes(120))
+            .await;
+        if id == 101 {
+            repo.timeline(&[
+                event(
+                    "synced",
+                    "applied 1 entry: created checkout-api",
+                    minutes(3 * 24 * 60),
+                ),
+                event(
+                    "invalid",
+                    "project.yaml:6:3: tags[2]: must be like a name",
+                    minutes(26 * 60),
+                ),
+                event(
+                    "synced",
+                    "applied 2 entries: created checkout-worker, updated checkout-api",
+                    minutes(25 * 60),
+                ),
+                event("synced", "nothing changed", minutes(2)),
+            ])
+            .await;
+        }
     }
-    let entries = [
-        (
-            101,
-            "checkout-api",
-            "team-payments",
-            "Takes payments at checkout",
-            "production",
-            vec!["payments", "grpc"],
-        ),
-        (
-            101,
-            "checkout-worker",
-            "team-payments",
-            "Settles captured payments in the background",
-            "production",
-            vec!["payments"],
-        ),
-        (
-            102,
-            "payments-gateway",
-            "team-payments",
-            "Talks to the card networks",
-            "production",
-            vec!["payments", "pci"],
-        ),
-        (
-            103,
-            "search-api",
-            "team-discovery",
-            "Full-text product search",
-            "production",
-            vec!["search"],
-        ),
-        (
-            104,
-            "identity",
-            "team-platform",
-            "Sign-in and tokens for every app",
-            "production",
-            vec!["auth"],
-        ),
-        (
-            105,
-            "notifier",
-            "team-platform",
-            "E-mail, SMS and push notifications",
-            "experimental",
-            vec!["messaging"],
-        ),
-        (
-            106,
-            "analytics-pipeline",
-            "team-data",
-            "Event ingestion and daily reports",
-            "production",
-            vec!["data"],
-        ),
-        (
-            107,
-            "ledger",
-            "team-finance",
-            "Double-entry accounting of every order",
-            "production",
-            vec!["finance"],
-        ),
-        (
-            108,
-            "mobile-app",
-            "team-mobile",
-            "The iOS and Android shop",
-            "production",
-            vec!["mobile"],
-        ),
-        (
-            109,
-            "recommender",
-            "team-discovery",
-            "Product recommendations",
-            "deprecated",
-            vec!["ml"],
-        ),
-        (
-            113,
-            "billing-export",
-            "team-finance",
-            "Monthly invoices export",
-            "deprecated",
-            vec!["finance"],
-        ),
-    ];
-    for (repo_id, name, owner, description, lifecycle, tags) in entries {
-        sqlx::query(
-            "insert into entries (name, repo_id, owner, description, lifecycle, tags, links,
-                 labels, source_sha, created_at, updated_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() - interval '40 days',
-                 now() - interval '2 hours')",
-        )
-        .bind(name)
-        .bind(repo_id)
-        .bind(owner)
-        .bind(description)
-        .bind(lifecycle)
-        .bind(tags)
-        .bind(json!([
-            {"title": "Runbook", "url": format!("https://runbooks.example.com/{name}")},
-            {"title": "Dashboards", "url": format!("https://grafana.example.com/d/{name}")}
-        ]))
-        .bind(json!({"tier": "1", "cluster": "eu-west-1"}))
-        .bind(SHAS[0])
-        .execute(pool)
-        .await
-        .expect("insert entry");
-    }
-    sqlx::query(
-        "insert into events (repo_id, at, kind, message) values
-             (101, now() - interval '3 days', 'synced', 'applied 1 entry: created checkout-api'),
-             (101, now() - interval '26 hours', 'invalid', 'project.yaml:6:3: tags[2]: must be like a name'),
-             (101, now() - interval '25 hours', 'synced', 'applied 2 entries: created checkout-worker, updated checkout-api'),
-             (101, now() - interval '2 minutes', 'synced', 'nothing changed')",
-    )
-    .execute(pool)
-    .await
-    .expect("insert events");
     for (id, event, action, minutes_ago) in [
         ("5e1f2a10-0000-4000-8000-000000000001", "push", None, 2),
         (
@@ -317,21 +333,10 @@ async fn seed(pool: &PgPool) {
             .await
             .expect("age delivery");
     }
-    sqlx::query(
-        "insert into queue (repo_id, enqueued_at, not_before, attempts, last_error) values
-             (112, now() - interval '40 minutes', now() + interval '3 minutes', 4, 'GitHub answered 502'),
-             (115, now() - interval '4 seconds', now(), 0, null)",
-    )
-    .execute(pool)
-    .await
-    .expect("queue");
-    sqlx::query(
-        "update listing_schedule set last_started_at = now() - interval '14 minutes',
-             last_finished_at = now() - interval '13 minutes'",
-    )
-    .execute(pool)
-    .await
-    .expect("listing schedule");
+    let error = "GitHub answered 502";
+    seed.retrying(112, FAILED_READS, error, minutes(3)).await;
+    seed.queued(115, Duration::from_secs(4)).await;
+    seed.listing_ran(minutes(14), minutes(13)).await;
 }
 
 /// Starts the real router over a seeded database on an ephemeral port.

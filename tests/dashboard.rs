@@ -2,7 +2,9 @@
 //! shows, that repository data is escaped, sign-in and sign-out, and the
 //! resync forms with their cross-site request protection.
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::time::Duration;
 
 mod support;
 
@@ -14,12 +16,14 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use roster::controller::WorkQueue;
 use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::project::{Project, ProjectName};
+use roster::registry::testing::PastEvent;
 use roster::source::RepoId;
 use roster::web::serve::{serve, ClientAddr};
-use serde_json::json;
 use sqlx::PgPool;
 use support::http::Answer;
 use support::router::{self, send, Fixture, Options};
+use support::seed::{event, link, Seed};
 
 const TOKEN: &str = "dashboard-t0ken";
 const HOST: &str = "roster.test";
@@ -121,92 +125,71 @@ fn csrf_of(page: &str) -> String {
         .to_owned()
 }
 
-async fn insert_repo(pool: &PgPool, id: i64, full_name: &str, status: &str, error: Option<&str>) {
-    let (owner, name) = full_name.split_once('/').expect("owner/name");
-    let applied = matches!(status, "synced" | "conflict");
-    sqlx::query(
-        "insert into repositories
-             (id, owner, name, status, error, synced_sha, last_synced_at, default_branch)
-         values ($1, $2, $3, $4, $5, $6, case when $7 then now() - interval '3 minutes' end, 'main')",
+/// One project as the seeded files declare it, with its name, owner and tags.
+fn project(name: &str, owner: &str, tags: &str) -> String {
+    format!(
+        "  - name: {name}
+    owner: {owner}
+    description: Takes payments at checkout
+    lifecycle: production
+    tags: [{tags}]
+    links:
+      - title: Runbook
+        url: https://runbooks.example.com/checkout
+    labels:
+      tier: \"1\"
+      cluster: eu-west-1
+"
     )
-    .bind(id)
-    .bind(owner)
-    .bind(name)
-    .bind(status)
-    .bind(error)
-    .bind(applied.then_some(SHA))
-    .bind(applied)
-    .execute(pool)
-    .await
-    .expect("insert repository");
 }
 
-async fn insert_entry(pool: &PgPool, name: &str, repo_id: i64, owner: &str, tags: &[&str]) {
-    sqlx::query(
-        "insert into entries (name, repo_id, owner, description, lifecycle, tags, links, labels, source_sha)
-         values ($1, $2, $3, 'Takes payments at checkout', 'production', $4, $5, $6, $7)",
-    )
-    .bind(name)
-    .bind(repo_id)
-    .bind(owner)
-    .bind(tags)
-    .bind(json!([{"title": "Runbook", "url": "https://runbooks.example.com/checkout"}]))
-    .bind(json!({"tier": "1", "cluster": "eu-west-1"}))
-    .bind(SHA)
-    .execute(pool)
-    .await
-    .expect("insert entry");
+/// A project file of `projects`, each from [`project`].
+fn file(projects: &[String]) -> String {
+    format!("projects:\n{}", projects.concat())
 }
 
-/// acme/api synced with two entries, acme/web invalid, acme/pay in error,
-/// acme/shop in conflict with acme/api over `checkout-api`.
+/// acme/api synced three minutes ago with two entries, acme/web invalid
+/// (its entry kept from an earlier sync), acme/pay in error (its timeline
+/// one failure 53 times in a row), acme/shop in conflict with acme/api over
+/// `checkout-api`.
 async fn seed(pool: &PgPool) {
-    insert_repo(pool, 1, "acme/api", "synced", None).await;
-    insert_repo(
-        pool,
-        2,
-        "acme/web",
-        "invalid",
-        Some("project.yaml:4:8: owner: must not be empty\nproject.yaml:9:3: tags[0]: not a name"),
-    )
-    .await;
-    insert_repo(
-        pool,
-        3,
-        "acme/pay",
-        "error",
-        Some("GitHub answered 502 Bad Gateway\nwhile reading project.yaml"),
-    )
-    .await;
-    insert_repo(
-        pool,
-        4,
-        "acme/shop",
-        "conflict",
-        Some("project.yaml: projects[0].name: checkout-api is owned by acme/api"),
-    )
-    .await;
-    sqlx::query("update repositories set conflicts = '{checkout-api}' where id = 4")
-        .execute(pool)
+    let seed = Seed::new(pool);
+    let api = file(&[
+        project("checkout-api", "team-payments", "payments, grpc"),
+        project("checkout-worker", "team-payments", "payments"),
+    ]);
+    seed.repo(1, "acme", "api")
         .await
-        .expect("conflicts");
-    insert_entry(
-        pool,
-        "checkout-api",
-        1,
-        "team-payments",
-        &["payments", "grpc"],
-    )
-    .await;
-    insert_entry(pool, "checkout-worker", 1, "team-payments", &["payments"]).await;
-    insert_entry(pool, "web-front", 2, "team-web", &["web"]).await;
-    sqlx::query(
-        "insert into events (repo_id, kind, message, count) values
-             (1, 'synced', 'applied 2 entries', 1), (3, 'error', 'GitHub answered 502', 53)",
-    )
-    .execute(pool)
-    .await
-    .expect("events");
+        .synced(SHA, &api)
+        .await
+        .last_synced(Duration::from_secs(3 * 60))
+        .await
+        .timeline(&[event("synced", "applied 2 entries", Duration::ZERO)])
+        .await;
+    seed.repo(2, "acme", "web")
+        .await
+        .synced(SHA, &file(&[project("web-front", "team-web", "web")]))
+        .await
+        .invalid(
+            "project.yaml:4:8: owner: must not be empty\nproject.yaml:9:3: tags[0]: not a name",
+        )
+        .await;
+    seed.repo(3, "acme", "pay")
+        .await
+        .failed("GitHub answered 502 Bad Gateway\nwhile reading project.yaml")
+        .await
+        .timeline(&[PastEvent {
+            count: 53,
+            ..event("error", "GitHub answered 502", Duration::ZERO)
+        }])
+        .await;
+    let shop = file(&[project("checkout-api", "team-shop", "shop")]);
+    seed.repo(4, "acme", "shop")
+        .await
+        .in_conflict(SHA, &shop)
+        .await
+        .last_synced(Duration::from_secs(3 * 60))
+        .await;
 }
 
 #[tokio::test]
@@ -285,21 +268,11 @@ async fn overview_should_filter_search_and_page_through_the_list() {
 async fn overview_should_show_the_budget_the_queue_and_the_listing() {
     let f = fixture().await;
     seed(&f.pool).await;
-    sqlx::query(
-        "insert into queue (repo_id, enqueued_at, not_before, attempts) values
-             (1, now() - interval '5 minutes', now(), 0),
-             (3, now() - interval '2 hours', now() + interval '4 minutes', 2)",
-    )
-    .execute(&f.pool)
-    .await
-    .expect("queue");
-    sqlx::query(
-        "update listing_schedule set last_started_at = now() - interval '20 minutes',
-             last_finished_at = now() - interval '18 minutes'",
-    )
-    .execute(&f.pool)
-    .await
-    .expect("schedule");
+    let seed = Seed::new(&f.pool);
+    let minutes = |m: u64| Duration::from_secs(m * 60);
+    seed.retrying(3, 2, "GitHub answered 502", minutes(4)).await;
+    seed.queued(1, minutes(5)).await;
+    seed.listing_ran(minutes(20), minutes(18)).await;
 
     let body = get(&f.app, "/").await.body;
     assert!(body.contains("installation 7"), "{body}");
@@ -320,7 +293,12 @@ async fn overview_should_show_the_budget_the_queue_and_the_listing() {
         github_web_url: None,
     })
     .await;
-    insert_repo(&local.pool, 1, "local/tool", "synced", None).await;
+    let api = file(&[project("checkout-api", "team-payments", "payments")]);
+    Seed::new(&local.pool)
+        .repo(1, "local", "tool")
+        .await
+        .synced(SHA, &api)
+        .await;
     let body = get(&local.app, "/").await.body;
     assert!(body.contains("not applicable"), "{body}");
     assert!(!body.contains("github.com"), "no links without a website");
@@ -385,13 +363,9 @@ async fn repo_page_should_show_entries_timeline_deliveries_and_links() {
 async fn repo_page_should_explain_invalid_error_and_conflict() {
     let f = fixture().await;
     seed(&f.pool).await;
-    sqlx::query(
-        "insert into queue (repo_id, not_before, attempts, last_error)
-         values (3, now() + interval '150 seconds', 3, 'GitHub answered 502')",
-    )
-    .execute(&f.pool)
-    .await
-    .expect("queue");
+    Seed::new(&f.pool)
+        .retrying(3, 3, "GitHub answered 502", Duration::from_secs(150))
+        .await;
 
     let invalid = get(&f.app, "/repos/acme/web").await.body;
     assert!(invalid.contains(
@@ -421,27 +395,31 @@ async fn repo_page_should_explain_invalid_error_and_conflict() {
 #[tokio::test]
 async fn pages_should_render_repository_data_as_text() {
     let f = fixture().await;
-    insert_repo(
-        &f.pool,
-        9,
-        "local/x\"><img src=x>",
-        "invalid",
-        Some("<i>bad</i>"),
-    )
-    .await;
-    sqlx::query(
-        "insert into entries (name, repo_id, owner, description, tags, links, labels, source_sha)
-         values ('evil', 9, '<b>team</b>', '<script>alert(1)</script>', '{}', $1, $2, 'abc')",
-    )
-    .bind(json!([
-        {"title": "<b>Runbook</b><script>alert(2)</script>", "url": "https://example.com/r"},
-        {"title": "Trap", "url": "javascript:alert(3)"},
-        {"title": "Data", "url": "data:text/html,<script>alert(4)</script>"}
-    ]))
-    .bind(json!({"<k>": "<v>"}))
-    .execute(&f.pool)
-    .await
-    .expect("entry");
+    // Entries the file's rules refuse (`javascript:` and `data:` links), as
+    // an older server or a hand edit could have left them.
+    let evil = Project {
+        name: ProjectName::parse("evil").expect("a name"),
+        owner: "<b>team</b>".to_owned(),
+        description: Some("<script>alert(1)</script>".to_owned()),
+        lifecycle: None,
+        tags: Vec::new(),
+        links: vec![
+            link(
+                "<b>Runbook</b><script>alert(2)</script>",
+                "https://example.com/r",
+            ),
+            link("Trap", "javascript:alert(3)"),
+            link("Data", "data:text/html,<script>alert(4)</script>"),
+        ],
+        labels: BTreeMap::from([("<k>".to_owned(), "<v>".to_owned())]),
+    };
+    Seed::new(&f.pool)
+        .repo(9, "local", "x\"><img src=x>")
+        .await
+        .unchecked_entries("abc", &[evil])
+        .await
+        .invalid("<i>bad</i>")
+        .await;
 
     for uri in ["/", "/repos/local/x%22%3E%3Cimg%20src%3Dx%3E", "/projects"] {
         let page = get(&f.app, uri).await;

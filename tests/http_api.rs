@@ -2,7 +2,7 @@
 //! shapes, filters and pagination, the write API's auth and effect, probes,
 //! `/metrics`, security headers and the dashboard's escaping.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 mod support;
@@ -12,11 +12,13 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::controller::{ControllerMetrics, ListingSchedule, WorkQueue};
 use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::project::{Lifecycle, Project, ProjectName};
 use roster::source::RepoId;
 use serde_json::{json, Value};
 use sqlx::PgPool;
 use support::http::Answer;
 use support::router::{self, send, Fixture, Options};
+use support::seed::{event, link, Seed};
 
 const TOKEN: &str = "t0ken-for-tests";
 
@@ -100,110 +102,66 @@ const ENTRY_KEYS: [&str; 12] = [
     "updated_at",
 ];
 
-async fn insert_repo(
-    pool: &PgPool,
-    id: i64,
-    owner: &str,
-    name: &str,
-    status: &str,
-    error: Option<&str>,
-) {
-    let applied = matches!(status, "synced" | "conflict");
-    sqlx::query(
-        "insert into repositories (id, owner, name, status, error, synced_sha, last_synced_at)
-         values ($1, $2, $3, $4, $5, $6, case when $7 then now() end)",
-    )
-    .bind(id)
-    .bind(owner)
-    .bind(name)
-    .bind(status)
-    .bind(error)
-    .bind(applied.then_some("0123456789abcdef0123456789abcdef01234567"))
-    .bind(applied)
-    .execute(pool)
-    .await
-    .expect("insert repository");
-}
+const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
-async fn insert_entry(
-    pool: &PgPool,
-    name: &str,
-    repo_id: i64,
-    owner: &str,
-    tags: &[&str],
-    description: &str,
-) {
-    sqlx::query(
-        "insert into entries (name, repo_id, owner, description, lifecycle, tags, links, labels, source_sha)
-         values ($1, $2, $3, $4, 'production', $5, $6, $7, 'abc1234')",
-    )
-    .bind(name)
-    .bind(repo_id)
-    .bind(owner)
-    .bind(description)
-    .bind(tags)
-    .bind(json!([
-        {"title": "Runbook", "url": "https://runbooks.example.com/x"},
-        {"title": "Trap", "url": "javascript:alert(1)"}
-    ]))
-    .bind(json!({"tier": "1"}))
-    .execute(pool)
-    .await
-    .expect("insert entry");
-}
+const API_FILE: &str = "projects:
+  - name: checkout-api
+    owner: team-payments
+    description: Takes payments
+    lifecycle: production
+    tags: [payments, grpc]
+    links:
+      - title: Runbook
+        url: https://runbooks.example.com/x
+    labels:
+      tier: \"1\"
+  - name: checkout-worker
+    owner: team-payments
+    description: Background jobs
+    lifecycle: production
+    tags: [payments]
+    links:
+      - title: Runbook
+        url: https://runbooks.example.com/x
+    labels:
+      tier: \"1\"
+";
 
-async fn insert_event(pool: &PgPool, repo_id: i64, kind: &str, message: &str) {
-    sqlx::query("insert into events (repo_id, kind, message) values ($1, $2, $3)")
-        .bind(repo_id)
-        .bind(kind)
-        .bind(message)
-        .execute(pool)
-        .await
-        .expect("insert event");
-}
+const WEB_FILE: &str = "name: web-front
+owner: team-web
+description: The shop front
+lifecycle: production
+tags: [web]
+links:
+  - title: Runbook
+    url: https://runbooks.example.com/x
+labels:
+  tier: \"1\"
+";
 
-/// acme/api (synced, 2 entries), acme/web (invalid), local/tool (error).
+/// acme/api (synced, 2 entries), acme/web (invalid, its entry kept from an
+/// earlier sync), local/tool (error).
 async fn seed(pool: &PgPool) {
-    insert_repo(pool, 1, "acme", "api", "synced", None).await;
-    insert_repo(
-        pool,
-        2,
-        "acme",
-        "web",
-        "invalid",
-        Some("project.yaml:4:8: owner: must not be empty\nproject.yaml:5:1: tags: too many"),
-    )
-    .await;
-    insert_repo(
-        pool,
-        3,
-        "local",
-        "tool",
-        "error",
-        Some("GitHub answered 502"),
-    )
-    .await;
-    insert_entry(
-        pool,
-        "checkout-api",
-        1,
-        "team-payments",
-        &["payments", "grpc"],
-        "Takes payments",
-    )
-    .await;
-    insert_entry(
-        pool,
-        "checkout-worker",
-        1,
-        "team-payments",
-        &["payments"],
-        "Background jobs",
-    )
-    .await;
-    insert_entry(pool, "web-front", 2, "team-web", &["web"], "The shop front").await;
-    insert_event(pool, 1, "synced", "applied 2 entries").await;
-    insert_event(pool, 1, "synced", "nothing changed").await;
+    let seed = Seed::new(pool);
+    seed.repo(1, "acme", "api")
+        .await
+        .synced(SHA, API_FILE)
+        .await
+        .timeline(&[
+            event("synced", "applied 2 entries", Duration::ZERO),
+            event("synced", "nothing changed", Duration::ZERO),
+        ])
+        .await;
+    seed.repo(2, "acme", "web")
+        .await
+        .synced(SHA, WEB_FILE)
+        .await
+        .invalid("project.yaml:4:8: owner: must not be empty\nproject.yaml:5:1: tags: too many")
+        .await;
+    seed.repo(3, "local", "tool")
+        .await
+        .failed("GitHub answered 502")
+        .await;
 }
 
 #[tokio::test]
@@ -744,24 +702,27 @@ async fn dashboard_should_show_counts_filters_and_next_page() {
 #[tokio::test]
 async fn dashboard_should_escape_repository_data() {
     let f = fixture().await;
-    insert_repo(
-        &f.pool,
-        9,
-        "local",
-        "<script>alert(1)</script>",
-        "invalid",
-        Some("<img src=x onerror=alert(2)>"),
-    )
-    .await;
-    insert_entry(
-        &f.pool,
-        "evil",
-        9,
-        "<b>team</b>",
-        &[],
-        "<script>alert(3)</script>",
-    )
-    .await;
+    // Entries the file's rules refuse (a `javascript:` link), as an older
+    // server or a hand edit could have left them.
+    let evil = Project {
+        name: ProjectName::parse("evil").expect("a name"),
+        owner: "<b>team</b>".to_owned(),
+        description: Some("<script>alert(3)</script>".to_owned()),
+        lifecycle: Some(Lifecycle::Production),
+        tags: Vec::new(),
+        links: vec![
+            link("Runbook", "https://runbooks.example.com/x"),
+            link("Trap", "javascript:alert(1)"),
+        ],
+        labels: BTreeMap::from([("tier".to_owned(), "1".to_owned())]),
+    };
+    Seed::new(&f.pool)
+        .repo(9, "local", "<script>alert(1)</script>")
+        .await
+        .unchecked_entries("abc1234", &[evil])
+        .await
+        .invalid("<img src=x onerror=alert(2)>")
+        .await;
 
     let overview = get(&f.app, "/").await;
     assert_eq!(overview.status, StatusCode::OK);

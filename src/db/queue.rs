@@ -326,6 +326,8 @@ macro_rules! no_wait {
 mod batch;
 mod listing;
 mod summary;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 mod work_queue;
 
 pub use summary::{listing_times, summary, ListingTimes, QueueSummary};

@@ -28,6 +28,8 @@ pub mod read_only;
 mod repo_page;
 mod repos;
 mod status;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod tracker;
 
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};

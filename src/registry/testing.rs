@@ -1,0 +1,111 @@
+//! Seeding for tests and benchmarks (feature `testing`): the few states a
+//! reconcile reaches only over time (a sync minutes ago, a timeline of
+//! days) or never through a project file (entries its rules refuse), kept
+//! here so that the registry's tables are written only by the registry.
+//! Everything else is seeded through [`super::RegistryHandler`].
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use super::entries::{self, Desired};
+use super::{repos, RegistryError};
+use crate::project::Project;
+use crate::source::RepoId;
+
+/// One event of a seeded timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PastEvent<'a> {
+    pub kind: &'a str,
+    pub message: &'a str,
+    /// The reconciles in a row it stands for (1: a single one).
+    pub count: i64,
+    /// How long ago the latest of them was.
+    pub ago: Duration,
+}
+
+/// Moves a repository's last sync `ago` into the past, as if nothing had
+/// been applied since.
+pub async fn backdate_last_sync(
+    pool: &PgPool,
+    id: RepoId,
+    ago: Duration,
+) -> Result<(), RegistryError> {
+    sqlx::query(
+        "update repositories set last_synced_at = now() - make_interval(secs => $2)
+         where id = $1",
+    )
+    .bind(id)
+    .bind(ago.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Dates every entry of a repository: created `created_ago`, last changed
+/// `updated_ago`.
+pub async fn backdate_entries(
+    pool: &PgPool,
+    id: RepoId,
+    created_ago: Duration,
+    updated_ago: Duration,
+) -> Result<(), RegistryError> {
+    sqlx::query(
+        "update entries set created_at = now() - make_interval(secs => $2),
+                            updated_at = now() - make_interval(secs => $3)
+         where repo_id = $1",
+    )
+    .bind(id)
+    .bind(created_ago.as_secs_f64())
+    .bind(updated_ago.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Replaces a repository's timeline with `events`, oldest first.
+pub async fn replace_events(
+    pool: &PgPool,
+    id: RepoId,
+    events: &[PastEvent<'_>],
+) -> Result<(), RegistryError> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("delete from events where repo_id = $1")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    for event in events {
+        sqlx::query(
+            "insert into events (repo_id, at, kind, message, count)
+             values ($1, now() - make_interval(secs => $2), $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(event.ago.as_secs_f64())
+        .bind(event.kind)
+        .bind(event.message)
+        .bind(event.count)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Writes `projects` as a known repository's entries at commit `sha`, the
+/// way a valid file declaring them is applied, but without the file's rules:
+/// for data the rules refuse (a `javascript:` link) that the pages must
+/// still show safely. Status and timeline stay as they were.
+pub async fn write_entries_unchecked(
+    pool: &PgPool,
+    id: RepoId,
+    sha: &str,
+    projects: &[Project],
+) -> Result<(), RegistryError> {
+    let mut tx = pool.begin().await?;
+    // As in a reconcile: entries change only under the repository's lock.
+    repos::lock(&mut tx, id).await?;
+    let desired: Vec<Desired> = projects.iter().map(Desired::from_project).collect();
+    entries::apply(&mut tx, id, sha, &desired, None).await?;
+    tx.commit().await?;
+    Ok(())
+}
