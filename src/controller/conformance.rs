@@ -54,6 +54,7 @@ where
     renew_keeps_claim(&new_harness().await).await;
     release(&new_harness().await).await;
     hints(&new_harness().await).await;
+    triggers(&new_harness().await).await;
     durability(&new_harness().await).await;
     depth(&new_harness().await).await;
     listing_once_per_interval(&new_harness().await).await;
