@@ -3,7 +3,7 @@
 //! and behind forged `X-Forwarded-For` headers. Every refusal is checked
 //! both for its answer and for leaving the registry and the queue alone.
 
-mod support;
+use crate::support;
 
 use std::net::IpAddr;
 use std::time::Instant;

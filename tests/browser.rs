@@ -6,7 +6,7 @@
 //! installs it). Screenshots go to a temporary folder, or to
 //! `docs/screenshots/` with `ROSTER_UPDATE_SCREENSHOTS=1`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

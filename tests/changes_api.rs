@@ -2,7 +2,7 @@
 //! a long poll answered as soon as a change commits, 410 past retention,
 //! an entry's history after its removal.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

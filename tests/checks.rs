@@ -2,7 +2,7 @@
 //! real webhook route, the real checks loop and registry handler on a
 //! fresh PostgreSQL, and the fake GitHub's checks API as the observer.
 
-mod support;
+use crate::support;
 use support::{fake_github, pull_requests};
 
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! GitHub normally. The lease is shortened to a few seconds through the
 //! hidden `ROSTER_LEASE` setting so the test does not wait a minute.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-mod support;
+use crate::support;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};

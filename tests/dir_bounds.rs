@@ -3,7 +3,7 @@
 //! a FIFO never blocks a worker, and SIGTERM ends the process within 30 s
 //! whatever the workers are doing.
 
-mod support;
+use crate::support;
 use support::stall_proxy;
 
 use std::ffi::CString;

@@ -1,6 +1,6 @@
 //! The real server on a copy of the example organisation, through the API.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! started again after a crash left its pid file behind, shared by the
 //! processes using one folder and never left behind (docs/contract.md#bounds).
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! repositories, and the REST read by id for whatever that query cannot
 //! decide, so that only a 404 by id removes a repository.
 
-mod support;
+use crate::support;
 use support::fake_github;
 
 use std::sync::Arc;

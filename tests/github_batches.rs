@@ -2,7 +2,7 @@
 //! repositories cost about one request per 100 of them, and a spent rate
 //! limit makes repositories wait (`pending`), never fail (`error`).
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_app;
 

@@ -2,7 +2,7 @@
 //! GitHub and a fresh PostgreSQL database: installs, pushes, deletions,
 //! renames and GitHub misbehaving, each observed through the HTTP API.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_app;
 

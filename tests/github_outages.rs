@@ -4,7 +4,7 @@
 //! with a readable message, its entries stay as they were, it is retried
 //! with growing delays, and no worker stays stuck.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 

@@ -3,7 +3,7 @@
 //! (docs/contract.md#bounds); other installations go on. Against the fake GitHub, which logs
 //! when each request reached it.
 
-mod support;
+use crate::support;
 use support::fake_github;
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! org-wide listing, reading repositories by id, and every way GitHub
 //! answers badly.
 
-mod support;
+use crate::support;
 use support::fake_github;
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Start-up against GitHub: an App id that does not match the key stops the
 //! server with one line naming the setting, like any other misconfiguration.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_app;
 

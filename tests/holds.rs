@@ -3,7 +3,7 @@
 //! handler and tracker, and the HTTP API, over a fake organisation that
 //! suddenly lists empty with a success.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::io;

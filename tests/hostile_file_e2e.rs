@@ -5,9 +5,9 @@
 //! answer about it stays small, the server's memory too, and the entries it
 //! had stay registered.
 //!
-//! `cargo test --test hostile_file_e2e -- --nocapture` prints the figures.
+//! `cargo test --test suite hostile_file_e2e:: -- --nocapture` prints the figures.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-mod support;
+use crate::support;
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};

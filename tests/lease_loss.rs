@@ -3,7 +3,7 @@
 //! the database. In each case the worker's attempt writes nothing to the
 //! registry, and the id is never handled by two workers at once.
 
-mod support;
+use crate::support;
 use support::pg_proxy;
 
 use std::sync::{Arc, Mutex};

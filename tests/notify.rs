@@ -4,7 +4,7 @@
 //! neither reconciles nor other targets; nothing is lost across a restart;
 //! two replicas do not both send.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! twice (acknowledged, but the process died before it moved the cursor)
 //! carries the same delivery id both times.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

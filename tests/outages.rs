@@ -7,7 +7,7 @@
 //! without `DATABASE_URL`) so it can stop and start it without disturbing
 //! other tests.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 

@@ -3,7 +3,7 @@
 //! exactly the events no attempt delivered, and that Roster never received,
 //! are asked for once; what was asked shows in the deliveries list.
 
-mod support;
+use crate::support;
 use support::fake_github;
 
 use std::collections::BTreeSet;

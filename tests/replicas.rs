@@ -5,7 +5,7 @@
 //! who worked on what and when, and check that no two reconciles of one
 //! repository overlapped, in one process or across processes.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 

@@ -7,7 +7,7 @@
 //! wrong token, every installation token the fake GitHub issued and the
 //! App's JWTs.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 

@@ -3,7 +3,7 @@
 //! pass the same-origin check. Every refusal is checked both for its answer
 //! and for leaving the queue and the listing schedule alone.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

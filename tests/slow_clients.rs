@@ -4,7 +4,7 @@
 //! the server cuts them off after its header timeout, and they do not keep
 //! it from stopping on SIGTERM.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 

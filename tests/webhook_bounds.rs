@@ -4,7 +4,7 @@
 //! repositories. Each answer is a clear error, and what is registered stays
 //! as it was.
 
-mod support;
+use crate::support;
 use support::fake_github;
 use support::github_server;
 
