@@ -14,17 +14,10 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
-use super::conformance::QueueHarness;
-use super::queue::{Claim, Enqueue, QueueError, Trigger, WorkQueue};
-
-type KeyOf<H> = <<H as QueueHarness>::Q as WorkQueue>::Key;
-
-/// Slack for waits whose length the guarantee does not fix (a slow server).
-const PATIENCE: Duration = Duration::from_secs(10);
-/// How often a condition is checked again while waiting for it.
-const POLL: Duration = Duration::from_millis(10);
-/// A delay long enough never to pass during a check.
-const FOREVER: Duration = Duration::from_secs(3600);
+use super::conformance_kit::{
+    fresh, hinted, key, lock, ok, KeyOf, QueueHarness, FOREVER, PATIENCE, POLL,
+};
+use super::queue::{Claim, WorkQueue};
 
 /// Runs every check, each on a fresh store from `new_harness`.
 pub async fn run_all<H, F, Fut>(new_harness: F)
@@ -334,30 +327,6 @@ pub async fn defer_waits_without_counting<H: QueueHarness>(h: &H) {
     assert_eq!(claim.attempts, 1);
     ok(q.done_many(std::slice::from_ref(&claim)).await, "done_many");
     assert_eq!(ok(q.status(&key(1)).await, "status"), None);
-}
-
-fn key<K: From<u32>>(n: u32) -> K {
-    K::from(n)
-}
-
-fn fresh<K: From<u32>>(n: u32) -> Enqueue<K> {
-    Enqueue::fresh(K::from(n))
-}
-
-fn hinted<K: From<u32>>(n: u32, hint: &[u8]) -> Enqueue<K> {
-    Enqueue {
-        key: K::from(n),
-        hint: Some(hint.to_vec()),
-        trigger: Trigger::Listing,
-    }
-}
-
-fn ok<T>(result: Result<T, QueueError>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what} failed: {e}"))
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The one key of `q`, claimed through `claim_many` within `limit`.

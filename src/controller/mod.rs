@@ -9,6 +9,14 @@ pub mod config;
 pub mod conformance;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance_batch;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance_durability;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance_hints;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance_kit;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance_listing;
 pub mod lease;
 #[cfg(any(test, feature = "testing"))]
 pub mod memory_queue;

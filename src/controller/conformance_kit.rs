@@ -1,0 +1,87 @@
+//! What the queue's conformance checks share: the harness a store plugs
+//! in, the waits, and small helpers to enqueue and claim.
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::{sleep, Instant};
+
+use super::queue::{Claim, Enqueue, ListingSchedule, QueueError, Trigger, WorkQueue};
+
+/// Opens handles on one backing store, for the checks below.
+pub trait QueueHarness: Send + Sync {
+    type Q: WorkQueue<Key: From<u32>> + ListingSchedule;
+
+    /// A new handle on the same backing store, standing for another replica
+    /// or a reconnect after a crash.
+    fn open(&self) -> impl Future<Output = Self::Q> + Send;
+
+    /// The lease the store's handles give a claim.
+    fn lease(&self) -> Duration;
+}
+
+pub(crate) type KeyOf<H> = <<H as QueueHarness>::Q as WorkQueue>::Key;
+
+/// Slack for waits whose length the guarantee does not fix (a slow server).
+pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
+/// How often a condition is checked again while waiting for it.
+pub(crate) const POLL: Duration = Duration::from_millis(10);
+/// A delay long enough never to pass during a check.
+pub(crate) const FOREVER: Duration = Duration::from_secs(3600);
+
+pub(crate) fn key<K: From<u32>>(n: u32) -> K {
+    K::from(n)
+}
+
+pub(crate) fn fresh<K: From<u32>>(n: u32) -> Enqueue<K> {
+    Enqueue::fresh(K::from(n))
+}
+
+pub(crate) fn because<K: From<u32>>(n: u32, trigger: Trigger) -> Enqueue<K> {
+    Enqueue::because(K::from(n), trigger)
+}
+
+pub(crate) fn hinted<K: From<u32>>(n: u32, hint: &[u8]) -> Enqueue<K> {
+    Enqueue {
+        key: K::from(n),
+        hint: Some(hint.to_vec()),
+        trigger: Trigger::Listing,
+    }
+}
+
+pub(crate) fn ok<T>(result: Result<T, QueueError>, what: &str) -> T {
+    result.unwrap_or_else(|e| panic!("{what} failed: {e}"))
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) async fn claim_now<Q: WorkQueue>(q: &Q, worker: &str) -> Claim<Q::Key> {
+    ok(q.claim(worker).await, "claim").unwrap_or_else(|| panic!("{worker}: nothing was ready"))
+}
+
+pub(crate) async fn claim_within<Q: WorkQueue>(
+    q: &Q,
+    worker: &str,
+    limit: Duration,
+) -> Claim<Q::Key> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(claim) = ok(q.claim(worker).await, "claim") {
+            return claim;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{worker}: nothing became ready within {limit:?}"
+        );
+        sleep(POLL).await;
+    }
+}
+
+pub(crate) async fn assert_nothing_ready<Q: WorkQueue>(q: &Q, when: &str) {
+    if let Some(claim) = ok(q.claim("intruder").await, "claim") {
+        panic!("{} was claimable {when}", claim.key);
+    }
+}
