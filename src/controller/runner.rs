@@ -16,7 +16,7 @@ use super::pace::Pacer;
 use super::queue::{Claim, Enqueue, ListingSchedule, Trigger, WorkQueue};
 use super::traits::{Handler, Lister, Storage, Tracker};
 
-/// A level-driven controller over one queue and its three roles.
+/// A level-driven controller over one queue and its four roles.
 ///
 /// Triggers only enqueue keys; a worker claims a key, asks the storage for
 /// the latest state and hands it to the handler. Failures are retried with

@@ -1,5 +1,5 @@
-//! The three roles a resource plugs into the controller (lister, storage,
-//! handler), as in the Kubernetes controller pattern.
+//! The four roles a resource plugs into the controller (lister, tracker,
+//! storage, handler), as in the Kubernetes controller pattern.
 
 use std::fmt;
 use std::future::Future;
