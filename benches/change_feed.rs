@@ -24,7 +24,7 @@ use roster::db::queue::PgQueue;
 use roster::notify::{outbox, Delivery, NotifyMetrics};
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use roster::web::api_changes::{routes, ChangesState};
 use secrecy::SecretString;
 use sqlx::PgPool;
@@ -52,7 +52,7 @@ fn found(id: i64, round: usize) -> Observed {
         repo: RepoInfo {
             owner: "acme".to_string(),
             name: format!("service-{id:05}"),
-            installation_id: Some(1),
+            installation_id: Some(InstallationId(1)),
             default_branch: "main".to_string(),
             html_url: None,
         },

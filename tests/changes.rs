@@ -14,14 +14,14 @@ use roster::registry::changes::{
     changes_after, history, oldest_kept, recently_removed, ChangeKind, FeedError,
 };
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 fn info(name: &str) -> RepoInfo {
     RepoInfo {
         owner: "acme".to_string(),
         name: name.to_string(),
-        installation_id: Some(7),
+        installation_id: Some(InstallationId(7)),
         default_branch: "main".to_string(),
         html_url: None,
     }

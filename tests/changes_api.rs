@@ -13,7 +13,7 @@ use roster::controller::Handler;
 use roster::registry::changes::prune::prune_once;
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use roster::web::api_changes::{routes, ChangesState};
 use support::http::Answer;
 use support::router::{fixture, send, Options};
@@ -23,7 +23,7 @@ fn found(sha: &str, owner: &str) -> Observed {
         repo: RepoInfo {
             owner: "acme".to_string(),
             name: "app".to_string(),
-            installation_id: Some(7),
+            installation_id: Some(InstallationId(7)),
             default_branch: "main".to_string(),
             html_url: None,
         },

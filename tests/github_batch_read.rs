@@ -16,7 +16,7 @@ use roster::github::storage::NOT_VISIBLE;
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
 use roster::registry::{ensure_known, record_node_ids};
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 const FILE: &str = "project.yaml";
@@ -63,7 +63,7 @@ async fn remember(
     let info = RepoInfo {
         owner: owner.into(),
         name: name.into(),
-        installation_id: Some(installation),
+        installation_id: Some(InstallationId(installation)),
         default_branch: "main".into(),
         html_url: None,
     };
@@ -157,7 +157,7 @@ async fn a_batch_should_be_read_with_one_query_per_hundred_repositories() {
         }
         let (repo, file) = present(state);
         assert_eq!(repo.name, name);
-        assert_eq!(repo.installation_id, Some(1));
+        assert_eq!(repo.installation_id, Some(InstallationId(1)));
         let head = env.fake.head(*id).expect("a head");
         match n % 3 {
             0 => assert_eq!(
@@ -211,7 +211,7 @@ async fn a_hinted_key_should_cost_nothing_and_the_others_one_query() {
         repo: RepoInfo {
             owner: "acme".into(),
             name: "hinted".into(),
-            installation_id: Some(1),
+            installation_id: Some(InstallationId(1)),
             default_branch: "main".into(),
             html_url: None,
         },

@@ -16,7 +16,7 @@ use roster::db::testing::fresh_database;
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{Observed, RepoId, RepoInfo};
+use roster::source::{InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 const FILE: &str = "project.yaml";
@@ -62,7 +62,7 @@ impl Env {
         let info = RepoInfo {
             owner: login.into(),
             name: name.into(),
-            installation_id: Some(installation),
+            installation_id: Some(InstallationId(installation)),
             default_branch: "main".into(),
             html_url: None,
         };

@@ -16,7 +16,7 @@ use roster::github::storage::NOT_VISIBLE;
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 const FILE: &str = "project.yaml";
@@ -73,7 +73,7 @@ async fn remember(pool: &PgPool, id: i64, installation: i64, name: &str) {
     let info = RepoInfo {
         owner: "acme".into(),
         name: name.into(),
-        installation_id: Some(installation),
+        installation_id: Some(InstallationId(installation)),
         default_branch: "main".into(),
         html_url: None,
     };
@@ -314,7 +314,7 @@ async fn a_hint_should_be_the_answer_without_asking_github() {
         repo: RepoInfo {
             owner: "acme".into(),
             name: "hinted".into(),
-            installation_id: Some(1),
+            installation_id: Some(InstallationId(1)),
             default_branch: "main".into(),
             html_url: None,
         },
@@ -349,7 +349,7 @@ async fn a_repository_with_a_file_should_be_found_at_its_head() {
         (repo.owner.as_str(), repo.name.as_str()),
         ("acme", "checkout")
     );
-    assert_eq!(repo.installation_id, Some(1));
+    assert_eq!(repo.installation_id, Some(InstallationId(1)));
     assert_eq!(
         repo.html_url.as_deref(),
         Some("https://github.com/acme/checkout")
@@ -491,7 +491,7 @@ async fn a_repository_transferred_to_another_installation_should_be_found_there(
     let (repo, _) = present(&observed);
     assert_eq!(
         (repo.owner.as_str(), repo.installation_id),
-        ("globex", Some(2))
+        ("globex", Some(InstallationId(2)))
     );
 }
 

@@ -105,7 +105,7 @@ impl Storage for WorldStorage {
             repo: RepoInfo {
                 owner: "acme".into(),
                 name,
-                installation_id: Some(INSTALLATION),
+                installation_id: Some(InstallationId(INSTALLATION)),
                 default_branch: "main".into(),
                 html_url: None,
             },

@@ -17,7 +17,7 @@ use roster::controller::{
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::registry::{ensure_known, RegistryHandler};
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use support::server::eventually;
@@ -35,7 +35,7 @@ fn info() -> RepoInfo {
     RepoInfo {
         owner: "acme".into(),
         name: "checkout".into(),
-        installation_id: Some(7),
+        installation_id: Some(InstallationId(7)),
         default_branch: "main".into(),
         html_url: None,
     }

@@ -15,7 +15,7 @@ use roster::db::testing::fresh_database;
 use roster::notify::{outbox, Delivery, NotifyMetrics};
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use secrecy::SecretString;
 use sqlx::PgPool;
 use support::receiver::{Behaviour, Receiver};
@@ -29,7 +29,7 @@ fn found(repo: i64, round: usize) -> Observed {
         repo: RepoInfo {
             owner: "acme".to_string(),
             name: format!("app{repo}"),
-            installation_id: Some(7),
+            installation_id: Some(InstallationId(7)),
             default_branch: "main".to_string(),
             html_url: None,
         },

@@ -25,7 +25,7 @@ use roster::github::webhook::{list_deliveries, router, DeliveryJson, WebhookLimi
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{RepoId, RepoInfo};
+use roster::source::{InstallationId, RepoId, RepoInfo};
 use secrecy::SecretString;
 use sqlx::PgPool;
 
@@ -67,7 +67,7 @@ async fn remember(pool: &PgPool, id: i64, name: &str) {
     let info = RepoInfo {
         owner: "acme".into(),
         name: name.into(),
-        installation_id: Some(1),
+        installation_id: Some(InstallationId(1)),
         default_branch: "main".into(),
         html_url: None,
     };

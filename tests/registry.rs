@@ -56,7 +56,7 @@ fn info(owner: &str, name: &str) -> RepoInfo {
     RepoInfo {
         owner: owner.to_string(),
         name: name.to_string(),
-        installation_id: Some(7),
+        installation_id: Some(InstallationId(7)),
         default_branch: "main".to_string(),
         html_url: Some(format!("https://github.com/{owner}/{name}")),
     }
@@ -1085,7 +1085,7 @@ async fn tracker_should_list_each_partition_without_removed_repositories() {
         ..info("local", name)
     };
     let other = RepoInfo {
-        installation_id: Some(8),
+        installation_id: Some(InstallationId(8)),
         ..info("beta", "x")
     };
     ensure_known(

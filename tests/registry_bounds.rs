@@ -14,7 +14,7 @@ use roster::project::{self, MAX_PROJECTS};
 use roster::registry::{
     get_repo, list_repos, RegistryHandler, RepoFilter, MAX_ERROR_BYTES, MAX_EVENT_BYTES,
 };
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 struct Fixture {
@@ -33,7 +33,7 @@ fn info() -> RepoInfo {
     RepoInfo {
         owner: "acme".to_string(),
         name: "mono".to_string(),
-        installation_id: Some(7),
+        installation_id: Some(InstallationId(7)),
         default_branch: "main".to_string(),
         html_url: Some("https://github.com/acme/mono".to_string()),
     }

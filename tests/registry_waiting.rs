@@ -9,7 +9,7 @@ use roster::controller::{Failure, Handler};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::registry::{get_repo, RegistryHandler, Status};
-use roster::source::{FileState, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 
 const WAIT: &str = "waiting for GitHub's rate limit, resets at 14:05:00 UTC";
 
@@ -17,7 +17,7 @@ fn info(name: &str) -> RepoInfo {
     RepoInfo {
         owner: "acme".into(),
         name: name.into(),
-        installation_id: Some(7),
+        installation_id: Some(InstallationId(7)),
         default_branch: "main".into(),
         html_url: None,
     }

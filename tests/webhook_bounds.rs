@@ -26,7 +26,7 @@ use roster::github::webhook::{
 };
 use roster::metrics::{Metrics, OTHER_EVENT, WEBHOOK_EVENTS};
 use roster::registry::ensure_known;
-use roster::source::{RepoId, RepoInfo};
+use roster::source::{InstallationId, RepoId, RepoInfo};
 use roster::web::{router_with, AppState};
 use secrecy::SecretString;
 use serde_json::{json, Value};
@@ -88,7 +88,7 @@ fn kept_info() -> RepoInfo {
     RepoInfo {
         owner: "acme".to_owned(),
         name: "kept".to_owned(),
-        installation_id: Some(1),
+        installation_id: Some(InstallationId(1)),
         default_branch: "trunk".to_owned(),
         html_url: Some("https://github.com/acme/kept".to_owned()),
     }

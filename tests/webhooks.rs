@@ -18,7 +18,7 @@ use roster::github::webhook::{
 };
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{RepoId, RepoInfo};
+use roster::source::{InstallationId, RepoId, RepoInfo};
 use secrecy::SecretString;
 use serde_json::Value;
 use sqlx::PgPool;
@@ -325,7 +325,7 @@ async fn installation_repositories_added_should_not_overwrite_what_a_listing_sto
     let listed = RepoInfo {
         owner: "Codertocat".to_owned(),
         name: "Space".to_owned(),
-        installation_id: Some(957387),
+        installation_id: Some(InstallationId(957387)),
         default_branch: "trunk".to_owned(),
         html_url: Some("https://github.com/Codertocat/Space".to_owned()),
     };
@@ -543,7 +543,7 @@ fn tracked_repo(name: &str, installation_id: i64) -> RepoInfo {
     RepoInfo {
         owner: "octocat".to_owned(),
         name: name.to_owned(),
-        installation_id: Some(installation_id),
+        installation_id: Some(InstallationId(installation_id)),
         default_branch: "main".to_owned(),
         html_url: Some(format!("https://github.com/octocat/{name}")),
     }

@@ -12,7 +12,7 @@
 use serde::Deserialize;
 
 use super::MAX_FILE_BYTES;
-use crate::source::{FileState, Observed, RepoId, RepoInfo};
+use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 
 /// Repositories of one account (`$owner`), 100 per page, each with its
 /// project file (`$path`) at the head of its default branch.
@@ -170,7 +170,7 @@ impl RepoNode {
         let repo = RepoInfo {
             owner: self.owner.login,
             name: self.name,
-            installation_id: Some(installation),
+            installation_id: Some(InstallationId(installation)),
             default_branch: branch.as_ref().map(|b| b.name.clone()).unwrap_or_default(),
             html_url: self.url,
         };
@@ -265,7 +265,7 @@ mod tests {
         let Observed::Present { repo, file } = observed else {
             panic!("not present")
         };
-        assert_eq!(repo.installation_id, Some(3));
+        assert_eq!(repo.installation_id, Some(InstallationId(3)));
         assert_eq!(repo.default_branch, "main");
         assert_eq!(
             file,

@@ -28,7 +28,7 @@ use super::contents::{file_state, Contents};
 use super::http::{join, CallError, Reply};
 use crate::controller::{Failure, ReadPace, Storage};
 use crate::registry::RepoRecord;
-use crate::source::{FileState, Observed, RepoId, RepoInfo};
+use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 
 /// Why a repository is removed when no installation sees it any more.
 pub const NOT_VISIBLE: &str = "no longer visible to the App";
@@ -178,7 +178,7 @@ impl GithubStorage {
         let repo = RepoInfo {
             owner: rest.owner.login,
             name: rest.name,
-            installation_id: Some(installation),
+            installation_id: Some(InstallationId(installation)),
             default_branch: rest.default_branch.unwrap_or_default(),
             html_url: rest.html_url,
         };

@@ -9,7 +9,7 @@ use super::check_runs::{self, CheckIntent};
 use super::read_only::snapshot;
 use super::RegistryError;
 use crate::project::verdict::{evaluate, HeadFile, Parsed, Verdict};
-use crate::source::{FileState, Observed, RepoId};
+use crate::source::{FileState, InstallationId, Observed, RepoId};
 
 /// What a reconcile previewed before applying, to be posted once its
 /// outcome is known.
@@ -41,7 +41,7 @@ pub async fn preview(
     let Observed::Present { repo, file } = observed else {
         return Ok(None);
     };
-    let Some(installation_id) = repo.installation_id else {
+    let Some(InstallationId(installation_id)) = repo.installation_id else {
         return Ok(None);
     };
     let (sha, head) = match file {

@@ -74,7 +74,10 @@ where
     let ids: Vec<i64> = unique.keys().map(|id| id.0).collect();
     let owners: Vec<&str> = unique.values().map(|(i, _)| i.owner.as_str()).collect();
     let names: Vec<&str> = unique.values().map(|(i, _)| i.name.as_str()).collect();
-    let installations: Vec<Option<i64>> = unique.values().map(|(i, _)| i.installation_id).collect();
+    let installations: Vec<Option<i64>> = unique
+        .values()
+        .map(|(i, _)| i.installation_id.map(|id| id.0))
+        .collect();
     let branches: Vec<&str> = unique
         .values()
         .map(|(i, _)| i.default_branch.as_str())
@@ -215,7 +218,7 @@ pub(crate) struct Locked {
     pub state: RepoState,
     pub owner: String,
     pub name: String,
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     pub default_branch: String,
     pub html_url: Option<String>,
     pub hold_id: Option<i64>,

@@ -37,7 +37,7 @@ pub struct RepoInfo {
     pub owner: String,
     pub name: String,
     /// The GitHub App installation that sees it (`None` for local folders).
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     pub default_branch: String,
     /// Where people can look at it (`None` for local folders).
     pub html_url: Option<String>,

@@ -14,7 +14,7 @@ mod repository;
 mod tests;
 
 use super::envelope::Envelope;
-use crate::source::{RepoId, RepoInfo};
+use crate::source::{InstallationId, RepoId, RepoInfo};
 use installation::{parse_installation, parse_installation_repositories};
 use pull_request::{parse_pull_request, parse_rerequest};
 use push::parse_push;
@@ -75,12 +75,12 @@ pub enum WebhookEvent {
     /// `repos` are the repositories the payload lists (often none).
     Installation {
         action: InstallationAction,
-        installation_id: i64,
+        installation_id: InstallationId,
         repos: Vec<PayloadRepo>,
     },
     /// Repositories were added to or removed from an installation.
     InstallationRepositories {
-        installation_id: i64,
+        installation_id: InstallationId,
         added: Vec<PayloadRepo>,
         removed: Vec<PayloadRepo>,
     },

@@ -14,7 +14,7 @@ use crate::registry::{check_requests, check_runs};
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
 };
-use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
+use crate::source::{Partition, RepoId, RepoInfo};
 
 /// What intake did, for the answer and the delivery log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,14 +100,14 @@ pub async fn apply_batch(
             continue;
         }
         let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
-        if let Some(installation_id) = plan.tracked_of_installation {
-            let partition = Partition::Installation(InstallationId(installation_id));
+        if let Some(installation) = plan.tracked_of_installation {
+            let partition = Partition::Installation(installation);
             ids.extend(tracked_ids(&mut *conn, partition).await?);
         }
         let ignored = (ids.is_empty() && !plan.listing && plan.checks.is_empty())
             .then(|| "no repository of this installation is tracked".to_owned());
         if let Some(installation) = plan.permissions_changed {
-            check_runs::clear_denied(&mut *conn, installation).await?;
+            check_runs::clear_denied(&mut *conn, installation.0).await?;
         }
         checks.extend(plan.checks);
         intakes.push(Intake {

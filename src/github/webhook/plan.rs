@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
-use crate::source::RepoId;
+use crate::source::{InstallationId, RepoId};
 
 /// What an event asks for, before anything is written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -14,7 +14,7 @@ pub struct Plan {
     /// Ids to enqueue.
     pub enqueue: Vec<RepoId>,
     /// Also enqueue every repository tracked for this installation.
-    pub tracked_of_installation: Option<i64>,
+    pub tracked_of_installation: Option<InstallationId>,
     /// Ask for an org-wide listing.
     pub listing: bool,
     /// Why nothing is done, when nothing is.
@@ -22,7 +22,7 @@ pub struct Plan {
     /// Check runs to evaluate (pull requests, rerequested runs).
     pub checks: Vec<crate::registry::check_requests::CheckRequest>,
     /// The installation whose App permissions changed: checks resume.
-    pub permissions_changed: Option<i64>,
+    pub permissions_changed: Option<InstallationId>,
 }
 
 /// The most repositories one delivery makes known or enqueues itself.
@@ -163,7 +163,7 @@ mod tests {
             info: RepoInfo {
                 owner: "acme".to_owned(),
                 name: format!("repo-{id}"),
-                installation_id: Some(7),
+                installation_id: Some(InstallationId(7)),
                 default_branch: "main".to_owned(),
                 html_url: None,
             },
@@ -194,7 +194,7 @@ mod tests {
         for action in [InstallationAction::Created, InstallationAction::Unsuspend] {
             let plan = plan(&WebhookEvent::Installation {
                 action,
-                installation_id: 7,
+                installation_id: InstallationId(7),
                 repos: vec![repo(3), repo(4)],
             });
             assert!(plan.listing);
@@ -208,10 +208,10 @@ mod tests {
         for action in [InstallationAction::Deleted, InstallationAction::Suspend] {
             let plan = plan(&WebhookEvent::Installation {
                 action,
-                installation_id: 7,
+                installation_id: InstallationId(7),
                 repos: vec![],
             });
-            assert_eq!(plan.tracked_of_installation, Some(7));
+            assert_eq!(plan.tracked_of_installation, Some(InstallationId(7)));
             assert!(plan.known.is_empty());
             assert!(!plan.listing);
         }
@@ -221,14 +221,14 @@ mod tests {
     fn new_permissions_should_request_a_listing_and_resume_checks() {
         let plan = plan(&WebhookEvent::Installation {
             action: InstallationAction::NewPermissionsAccepted,
-            installation_id: 7,
+            installation_id: InstallationId(7),
             repos: vec![repo(5)],
         });
         assert_eq!(
             plan,
             Plan {
                 listing: true,
-                permissions_changed: Some(7),
+                permissions_changed: Some(InstallationId(7)),
                 ..Plan::default()
             }
         );
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn installation_repositories_should_enqueue_a_few_added_and_the_removed() {
         let plan = plan(&WebhookEvent::InstallationRepositories {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             added: vec![repo(6)],
             removed: vec![repo(8)],
         });
@@ -249,7 +249,7 @@ mod tests {
             .map(repo)
             .collect::<Vec<_>>();
         let many_added = super::plan(&WebhookEvent::InstallationRepositories {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             added: many.clone(),
             removed: vec![],
         });
@@ -258,7 +258,7 @@ mod tests {
         assert!(many_added.listing, "a listing reads many added ones");
 
         let only_removed = super::plan(&WebhookEvent::InstallationRepositories {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             added: vec![],
             removed: vec![repo(8)],
         });
@@ -271,7 +271,7 @@ mod tests {
         let many = |n: i64| (1..=n).map(repo).collect::<Vec<_>>();
         let bound = MAX_NAMED_REPOS as i64;
         let at_the_bound = plan(&WebhookEvent::InstallationRepositories {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             added: vec![],
             removed: many(bound),
         });
@@ -280,14 +280,14 @@ mod tests {
         // Added ones are made known (and listed), removed ones enqueued:
         // both count towards the bound.
         let split = plan(&WebhookEvent::InstallationRepositories {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             added: many(bound / 2),
             removed: ((bound / 2 + 1)..=bound).map(repo).collect(),
         });
         assert_eq!(split.known.len() + split.enqueue.len(), MAX_NAMED_REPOS);
         assert_eq!(split.enqueue.len(), MAX_NAMED_REPOS / 2);
         let one_more = plan(&WebhookEvent::InstallationRepositories {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             added: many(bound / 2 + 1),
             removed: ((bound / 2 + 2)..=bound + 1).map(repo).collect(),
         });
@@ -302,18 +302,18 @@ mod tests {
         );
         for event in [
             WebhookEvent::InstallationRepositories {
-                installation_id: 7,
+                installation_id: InstallationId(7),
                 added: many(bound + 1),
                 removed: vec![],
             },
             WebhookEvent::InstallationRepositories {
-                installation_id: 7,
+                installation_id: InstallationId(7),
                 added: vec![],
                 removed: many(bound + 1),
             },
             WebhookEvent::Installation {
                 action: InstallationAction::Created,
-                installation_id: 7,
+                installation_id: InstallationId(7),
                 repos: many(bound + 1),
             },
         ] {
@@ -327,13 +327,13 @@ mod tests {
         }
         let uninstalled = plan(&WebhookEvent::Installation {
             action: InstallationAction::Deleted,
-            installation_id: 7,
+            installation_id: InstallationId(7),
             repos: many(bound + 1),
         });
         assert_eq!(
             uninstalled,
             Plan {
-                tracked_of_installation: Some(7),
+                tracked_of_installation: Some(InstallationId(7)),
                 ..Plan::default()
             }
         );

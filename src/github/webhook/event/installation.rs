@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::payload::{ignored, installation_id, read, repository_id, Account};
 use super::{InstallationAction, PayloadRepo, WebhookEvent};
-use crate::source::{RepoId, RepoInfo};
+use crate::source::{InstallationId, RepoId, RepoInfo};
 
 pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     #[derive(Deserialize)]
@@ -28,7 +28,7 @@ pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json
     let installation = &event.installation;
     Ok(WebhookEvent::Installation {
         action,
-        installation_id: installation.id,
+        installation_id: InstallationId(installation.id),
         repos: listed(event.repositories, installation),
     })
 }
@@ -54,7 +54,7 @@ pub(super) fn parse_installation_repositories(
     }
     let installation = &event.installation;
     Ok(WebhookEvent::InstallationRepositories {
-        installation_id: installation.id,
+        installation_id: InstallationId(installation.id),
         added: listed(event.repositories_added, installation),
         removed: listed(event.repositories_removed, installation),
     })
@@ -96,7 +96,7 @@ fn listed(
                 info: RepoInfo {
                     owner,
                     name: repo.name,
-                    installation_id: Some(installation.id),
+                    installation_id: Some(InstallationId(installation.id)),
                     default_branch: String::new(),
                     html_url: None,
                 },

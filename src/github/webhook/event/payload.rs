@@ -5,7 +5,7 @@ use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::Deserialize;
 
 use super::{PayloadRepo, WebhookEvent};
-use crate::source::{RepoId, RepoInfo};
+use crate::source::{InstallationId, RepoId, RepoInfo};
 
 pub(super) fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
     serde_json::from_slice(body)
@@ -58,7 +58,7 @@ impl Repository {
             info: RepoInfo {
                 owner: self.owner.login,
                 name: self.name,
-                installation_id: installation.map(|i| i.id),
+                installation_id: installation.map(|i| InstallationId(i.id)),
                 default_branch: self.default_branch,
                 html_url: self.html_url,
             },

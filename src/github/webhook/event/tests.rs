@@ -25,7 +25,7 @@ fn hello_world(id: i64, owner: &str, installation_id: Option<i64>) -> PayloadRep
         info: RepoInfo {
             owner: owner.to_owned(),
             name: "Hello-World".to_owned(),
-            installation_id,
+            installation_id: installation_id.map(InstallationId),
             default_branch: "master".to_owned(),
             html_url: Some(format!("https://github.com/{owner}/Hello-World")),
         },
@@ -56,7 +56,7 @@ fn listed_with_node(
         info: RepoInfo {
             owner: owner.to_owned(),
             name: name.to_owned(),
-            installation_id: Some(installation_id),
+            installation_id: Some(InstallationId(installation_id)),
             default_branch: String::new(),
             html_url: None,
         },
@@ -229,7 +229,7 @@ fn installation_fixtures_should_parse_into_their_actions() {
             event_of(name),
             WebhookEvent::Installation {
                 action,
-                installation_id,
+                installation_id: InstallationId(installation_id),
                 repos,
             },
             "{name}"
@@ -242,7 +242,7 @@ fn installation_repositories_fixtures_should_list_added_and_removed() {
     assert_eq!(
         event_of("installation_repositories.added.json"),
         WebhookEvent::InstallationRepositories {
-            installation_id: 957387,
+            installation_id: InstallationId(957387),
             added: vec![listed_repo(186853007, "Codertocat", "Space", 957387)],
             removed: vec![],
         }
@@ -250,7 +250,7 @@ fn installation_repositories_fixtures_should_list_added_and_removed() {
     assert_eq!(
         event_of("installation_repositories.removed.json"),
         WebhookEvent::InstallationRepositories {
-            installation_id: 2,
+            installation_id: InstallationId(2),
             added: vec![],
             removed: vec![listed_with_node(
                 1296269,
