@@ -2,7 +2,7 @@
 //! enqueue their ids (or ask for a listing). Never more: the reconcile reads
 //! GitHub afresh and decides; a webhook never deletes anything by itself.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use sqlx::PgConnection;
 
@@ -85,7 +85,9 @@ pub async fn apply_batch(
     events: &[&WebhookEvent],
 ) -> Result<Batch, IntakeError> {
     let mut known = Vec::new();
-    let mut all_ids: BTreeMap<RepoId, Trigger> = BTreeMap::new();
+    // Every id each event asks for, with its trigger; the enqueue merges
+    // an id named twice (the most telling trigger wins).
+    let mut to_enqueue: Vec<Enqueue<RepoId>> = Vec::new();
     let mut listing = false;
     let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
@@ -120,31 +122,18 @@ pub async fn apply_batch(
             WebhookEvent::DefaultBranchPush { .. } => Trigger::Push,
             _ => Trigger::Event,
         };
-        for id in ids {
-            let merged = all_ids.get(&id).map_or(trigger, |was| trigger.max(*was));
-            all_ids.insert(id, merged);
-        }
+        to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
         listing |= plan.listing;
     }
     make_known(conn, &known).await?;
-    if !all_ids.is_empty() {
-        queue
-            .enqueue_in(
-                conn,
-                all_ids
-                    .iter()
-                    .map(|(id, trigger)| Enqueue::because(*id, *trigger))
-                    .collect(),
-            )
-            .await?;
-    }
+    let enqueued = queue.enqueue_in(conn, to_enqueue).await?;
     if listing {
         queue.request_listing_in(&mut *conn).await?;
     }
     check_requests::request_checks(conn, &checks).await?;
     Ok(Batch {
         intakes,
-        enqueued: all_ids.len(),
+        enqueued: usize::try_from(enqueued).unwrap_or(usize::MAX),
     })
 }
 
