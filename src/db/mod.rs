@@ -5,6 +5,7 @@ pub mod fence;
 pub mod queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod together;
 
 use std::time::Duration;
 

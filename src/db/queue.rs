@@ -15,7 +15,6 @@
 //! notification is on its way share the next one. Workers also poll, so a
 //! notification lost in a crash costs only latency.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +28,10 @@ use tokio::task::AbortHandle;
 use crate::controller::queue::{
     Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue,
 };
+use crate::db::together;
 use crate::source::RepoId;
+
+pub use enqueue::EnqueueRows;
 
 /// The `LISTEN/NOTIFY` channel that announces new work.
 pub const CHANNEL: &str = "roster_queue";
@@ -146,32 +148,9 @@ impl PgQueue {
         if items.is_empty() {
             return Ok(0);
         }
-        let mut merged: BTreeMap<i64, (Option<Vec<u8>>, Trigger)> = BTreeMap::new();
-        for Enqueue { key, hint, trigger } in items {
-            match merged.remove(&key.0) {
-                Some((pending, was)) => {
-                    merged.insert(key.0, (merge_hint(pending, hint), was.max(trigger)))
-                }
-                None => merged.insert(key.0, (hint, trigger)),
-            };
-        }
-        let added = merged.len() as u64;
-        let mut ids = Vec::with_capacity(merged.len());
-        let mut hints = Vec::with_capacity(merged.len());
-        let mut triggers = Vec::with_capacity(merged.len());
-        for (id, (hint, trigger)) in merged {
-            ids.push(id);
-            hints.push(hint);
-            triggers.push(trigger.code());
-        }
-        sqlx::query(ENQUEUE)
-            .bind(ids)
-            .bind(hints)
-            .bind(triggers)
-            .execute(conn)
-            .await
-            .map_err(db)?;
-        Ok(added)
+        let rows = EnqueueRows::new(items);
+        together::execute_one(conn, &rows).await.map_err(db)?;
+        Ok(rows.added())
     }
 
     /// Counts `added` committed ids and wakes the workers. Called only after
@@ -277,36 +256,6 @@ fn seconds(d: Duration) -> f64 {
     d.min(MAX_DELAY).as_secs_f64()
 }
 
-/// A hint survives only while every pending trigger carried one.
-fn merge_hint(pending: Option<Vec<u8>>, new: Option<Vec<u8>>) -> Option<Vec<u8>> {
-    match (pending, new) {
-        (Some(_), Some(new)) => Some(new),
-        _ => None,
-    }
-}
-
-/// One upsert per id, the batch's own repeats merged first (a statement may
-/// not touch a row twice); ids sorted so concurrent batches lock in order.
-/// A claimed row is marked to run again; a waiting row becomes ready now.
-const ENQUEUE: &str = "
-INSERT INTO queue AS q (repo_id, hint, trigger)
-SELECT id, hint, trigger FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[])
-    AS batch(id, hint, trigger)
-ON CONFLICT (repo_id) DO UPDATE SET
-    trigger = CASE
-        WHEN q.claimed_by IS NOT NULL AND NOT q.rerun THEN EXCLUDED.trigger
-        ELSE GREATEST(q.trigger, EXCLUDED.trigger)
-    END,
-    hint = CASE
-        WHEN q.claimed_by IS NOT NULL THEN NULL
-        WHEN q.hint IS NOT NULL AND EXCLUDED.hint IS NOT NULL THEN EXCLUDED.hint
-    END,
-    not_before = CASE
-        WHEN q.claimed_by IS NULL THEN LEAST(q.not_before, now())
-        ELSE q.not_before
-    END,
-    rerun = q.claimed_by IS NOT NULL";
-
 /// Asks the next listing pass to run now.
 const REQUEST_LISTING: &str = "UPDATE listing_schedule SET requested = true";
 
@@ -324,6 +273,7 @@ macro_rules! no_wait {
 
 // After `no_wait!`, so the statements there can use it.
 mod batch;
+mod enqueue;
 mod listing;
 mod summary;
 #[cfg(any(test, feature = "testing"))]

@@ -4,10 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use sqlx::{PgConnection, PgExecutor, PgPool};
+use sqlx::error::BoxDynError;
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgConnection, PgExecutor, PgPool};
 
 use super::clip::{clip, MAX_ERROR_BYTES};
 use super::{events, RegistryError, Status};
+use crate::db::together::{self, Part};
 use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
 
 /// The fields a reconcile decides, as locked at its start.
@@ -62,32 +65,62 @@ async fn upsert_known<'e, E>(
 where
     E: PgExecutor<'e>,
 {
-    // One row per id (the last one wins), in id order so that concurrent
-    // callers lock rows in the same order.
-    let unique: BTreeMap<RepoId, (&RepoInfo, Option<&str>)> = repos
-        .iter()
-        .map(|(id, info, node)| (*id, (*info, node.filter(|n| !n.is_empty()))))
-        .collect();
-    if unique.is_empty() {
-        return Ok(());
+    let rows = KnownRows::new(repos);
+    if !rows.is_empty() {
+        together::execute_one(executor, &rows).await?;
     }
-    let ids: Vec<i64> = unique.keys().map(|id| id.0).collect();
-    let owners: Vec<&str> = unique.values().map(|(i, _)| i.owner.as_str()).collect();
-    let names: Vec<&str> = unique.values().map(|(i, _)| i.name.as_str()).collect();
-    let installations: Vec<Option<i64>> = unique
-        .values()
-        .map(|(i, _)| i.installation_id.map(|id| id.0))
-        .collect();
-    let branches: Vec<&str> = unique
-        .values()
-        .map(|(i, _)| i.default_branch.as_str())
-        .collect();
-    let urls: Vec<Option<&str>> = unique
-        .values()
-        .map(|(i, _)| i.html_url.as_deref())
-        .collect();
-    let nodes: Vec<Option<&str>> = unique.values().map(|(_, n)| *n).collect();
-    sqlx::query(
+    Ok(())
+}
+
+/// The upsert behind [`ensure_known`], as a [`Part`] so that a webhook
+/// group writes it in the same statement as its enqueue and its records.
+pub struct KnownRows<'a> {
+    ids: Vec<i64>,
+    owners: Vec<&'a str>,
+    names: Vec<&'a str>,
+    installations: Vec<Option<i64>>,
+    branches: Vec<&'a str>,
+    urls: Vec<Option<&'a str>>,
+    nodes: Vec<Option<&'a str>>,
+}
+
+impl<'a> KnownRows<'a> {
+    /// One row per id (the last one wins), in id order so that concurrent
+    /// writers lock rows in the same order; an empty node id counts as none.
+    pub fn new(repos: &[(RepoId, &'a RepoInfo, Option<&'a str>)]) -> Self {
+        let unique: BTreeMap<RepoId, (&RepoInfo, Option<&str>)> = repos
+            .iter()
+            .map(|(id, info, node)| (*id, (*info, node.filter(|n| !n.is_empty()))))
+            .collect();
+        let mut rows = Self {
+            ids: Vec::with_capacity(unique.len()),
+            owners: Vec::with_capacity(unique.len()),
+            names: Vec::with_capacity(unique.len()),
+            installations: Vec::with_capacity(unique.len()),
+            branches: Vec::with_capacity(unique.len()),
+            urls: Vec::with_capacity(unique.len()),
+            nodes: Vec::with_capacity(unique.len()),
+        };
+        for (id, (info, node)) in unique {
+            rows.ids.push(id.0);
+            rows.owners.push(&info.owner);
+            rows.names.push(&info.name);
+            rows.installations.push(info.installation_id.map(|i| i.0));
+            rows.branches.push(&info.default_branch);
+            rows.urls.push(info.html_url.as_deref());
+            rows.nodes.push(node);
+        }
+        rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+impl Part for KnownRows<'_> {
+    fn sql(&self) -> &'static str {
+        // A row already as given is not written (nor its index entries).
         "insert into repositories (id, owner, name, installation_id, default_branch, html_url, node_id)
          select * from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
          order by 1
@@ -102,18 +135,19 @@ where
                is distinct from
                (excluded.owner, excluded.name, excluded.installation_id,
                 excluded.default_branch, excluded.html_url,
-                coalesce(excluded.node_id, repositories.node_id))",
-    )
-    .bind(ids)
-    .bind(owners)
-    .bind(names)
-    .bind(installations)
-    .bind(branches)
-    .bind(urls)
-    .bind(nodes)
-    .execute(executor)
-    .await?;
-    Ok(())
+                coalesce(excluded.node_id, repositories.node_id))"
+    }
+
+    fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
+        args.add(&self.ids)?;
+        args.add(&self.owners)?;
+        args.add(&self.names)?;
+        args.add(&self.installations)?;
+        args.add(&self.branches)?;
+        args.add(&self.urls)?;
+        args.add(&self.nodes)?;
+        Ok(())
+    }
 }
 
 /// Which of `ids` the registry knows, on the caller's transaction.

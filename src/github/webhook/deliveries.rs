@@ -7,8 +7,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::{PgExecutor, PgPool};
+use sqlx::error::BoxDynError;
+use sqlx::postgres::PgArguments;
+use sqlx::{Arguments, PgExecutor, PgPool};
 
+use crate::db::together::{self, Part};
 use crate::registry::Page;
 
 /// The most items one page holds (docs/contract.md#http-routes).
@@ -78,31 +81,54 @@ pub async fn record_many<'e, E>(
 where
     E: PgExecutor<'e>,
 {
-    // One row per id (a statement may not update a row twice), in id order
-    // so that concurrent groups lock rows in the same order.
-    let unique: std::collections::BTreeMap<&str, &NewDelivery<'_>> =
-        deliveries.iter().map(|d| (d.id, d)).collect();
-    if unique.is_empty() {
-        return Ok(());
+    let rows = DeliveryRows::new(deliveries);
+    if !rows.ids.is_empty() {
+        together::execute_one(executor, &rows).await?;
     }
-    let ids: Vec<&str> = unique.keys().copied().collect();
-    let events: Vec<&str> = unique.values().map(|d| d.event).collect();
-    let actions: Vec<Option<&str>> = unique.values().map(|d| d.action).collect();
-    let repos: Vec<Option<&str>> = unique.values().map(|d| d.repo).collect();
-    let outcomes: Vec<&str> = unique.values().map(|d| d.outcome).collect();
-    sqlx::query(
+    Ok(())
+}
+
+/// [`record_many`] as a [`Part`], so that a webhook group records its
+/// deliveries in the statement that writes their effects.
+pub struct DeliveryRows<'a> {
+    ids: Vec<&'a str>,
+    events: Vec<&'a str>,
+    actions: Vec<Option<&'a str>>,
+    repos: Vec<Option<&'a str>>,
+    outcomes: Vec<&'a str>,
+}
+
+impl<'a> DeliveryRows<'a> {
+    /// One row per id (a statement may not update a row twice; the last
+    /// one wins), in id order so that concurrent groups lock in one order.
+    pub fn new(deliveries: &[NewDelivery<'a>]) -> Self {
+        let unique: std::collections::BTreeMap<&str, &NewDelivery<'a>> =
+            deliveries.iter().map(|d| (d.id, d)).collect();
+        Self {
+            ids: unique.keys().copied().collect(),
+            events: unique.values().map(|d| d.event).collect(),
+            actions: unique.values().map(|d| d.action).collect(),
+            repos: unique.values().map(|d| d.repo).collect(),
+            outcomes: unique.values().map(|d| d.outcome).collect(),
+        }
+    }
+}
+
+impl Part for DeliveryRows<'_> {
+    fn sql(&self) -> &'static str {
         "insert into deliveries (id, event, action, repo, outcome)
          select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-         on conflict (id) do update set outcome = excluded.outcome, at = now()",
-    )
-    .bind(ids)
-    .bind(events)
-    .bind(actions)
-    .bind(repos)
-    .bind(outcomes)
-    .execute(executor)
-    .await?;
-    Ok(())
+         on conflict (id) do update set outcome = excluded.outcome, at = now()"
+    }
+
+    fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
+        args.add(&self.ids)?;
+        args.add(&self.events)?;
+        args.add(&self.actions)?;
+        args.add(&self.repos)?;
+        args.add(&self.outcomes)?;
+        Ok(())
+    }
 }
 
 /// Which of the delivery ids `ids` the log holds (received, or asked for).

@@ -3,12 +3,17 @@
 //!
 //! Each request verifies and parses its own delivery (so that work runs
 //! concurrently), then hands it to a writer and waits. A writer takes every
-//! delivery waiting (at most [`GroupLimits::max`]), waits [`GroupLimits::window`]
-//! for more when there are few, and writes them all with one statement per
-//! kind of write and one commit: the commit's wait for the disk, the biggest
-//! cost of a durable intake, is paid once per group instead of once per
-//! delivery. Every request of the group hears the same verdict: 202 after the
-//! commit, or 503 when the group failed, so nothing answered 202 is lost.
+//! delivery waiting (at most [`GroupLimits::max`]) and writes them all at
+//! once: the commit's wait for the disk and the round trips to the database,
+//! the biggest costs of a durable intake, are paid once per group instead of
+//! once per delivery. While one writer commits, the deliveries arriving
+//! meanwhile gather for the next, so groups grow with the load by themselves
+//! and a lone delivery is written at once (a fixed wait for more only
+//! delayed every answer: docs/performance.md). A group of pushes is one
+//! statement ([`together`]); a group with an event that needs a read first
+//! (an installation's tracked repositories) is one transaction. Every
+//! request of the group hears the same verdict: 202 after the commit, or
+//! 503 when the group failed, so nothing answered 202 is lost.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,17 +22,21 @@ use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use super::deliveries::{self, NewDelivery};
+use super::deliveries::{self, DeliveryRows, NewDelivery};
+use super::event::WebhookEvent;
 use super::gate::Accepted;
-use super::intake::{self, Intake};
-use crate::db::queue::PgQueue;
+use super::intake::{self, Direct, Intake};
+use crate::db::queue::{EnqueueRows, PgQueue};
+use crate::db::together;
+use crate::registry::KnownRows;
 
 /// How deliveries are grouped.
 #[derive(Debug, Clone, Copy)]
 pub struct GroupLimits {
     /// The most deliveries one transaction writes.
     pub max: usize,
-    /// How long a writer waits for more when fewer than `max` are waiting.
+    /// How long a writer waits for more when fewer than `max` are waiting
+    /// (none by default: the next group gathers while one commits).
     pub window: Duration,
     /// Writers working at once: one groups while another commits.
     pub writers: usize,
@@ -37,7 +46,7 @@ impl Default for GroupLimits {
     fn default() -> Self {
         Self {
             max: 256,
-            window: Duration::from_millis(1),
+            window: Duration::ZERO,
             writers: 2,
         }
     }
@@ -160,28 +169,71 @@ impl Writers {
         Some(group)
     }
 
-    /// One transaction for the whole group: what the events imply, then
-    /// the delivery records; workers are woken after the commit.
+    /// Writes the group: in one statement when no event needs a read
+    /// first (pushes: the common case, one round trip), else in one
+    /// transaction. Workers are woken after the commit.
     async fn write(&self, group: &[Job]) -> Result<Vec<Intake>, WriteError> {
-        let mut tx = self.pool.begin().await?;
         let events: Vec<_> = group.iter().map(|j| &j.accepted.parsed.event).collect();
-        let batch = intake::apply_batch(&mut tx, &self.queue, &events).await?;
-        let records: Vec<NewDelivery<'_>> = group
+        match intake::direct(&events) {
+            Some(direct) => self.write_at_once(group, direct).await,
+            None => self.write_in_transaction(group, &events).await,
+        }
+    }
+
+    /// Repositories made known, ids enqueued and deliveries recorded by one
+    /// statement, which commits by itself.
+    async fn write_at_once(
+        &self,
+        group: &[Job],
+        direct: Direct,
+    ) -> Result<Vec<Intake>, WriteError> {
+        let Direct {
+            intakes,
+            known,
+            enqueue,
+        } = direct;
+        let repos: Vec<_> = known
             .iter()
-            .zip(&batch.intakes)
-            .map(|(job, intake)| NewDelivery {
-                id: &job.accepted.delivery_id,
-                event: &job.accepted.event,
-                action: job.accepted.parsed.action.as_deref(),
-                repo: job.accepted.parsed.repo.as_deref(),
-                outcome: intake.outcome(),
-            })
+            .map(|r| (r.id, &r.info, r.node_id.as_deref()))
             .collect();
-        deliveries::record_many(&mut *tx, &records).await?;
+        let known = KnownRows::new(&repos);
+        let enqueue = EnqueueRows::new(enqueue);
+        let records = records(group, &intakes);
+        let deliveries = DeliveryRows::new(&records);
+        together::execute(&self.pool, &[&known, &enqueue, &deliveries]).await?;
+        self.queue.enqueued(enqueue.added());
+        Ok(intakes)
+    }
+
+    /// What the events imply (with the reads some need), then the delivery
+    /// records, in one transaction.
+    async fn write_in_transaction(
+        &self,
+        group: &[Job],
+        events: &[&WebhookEvent],
+    ) -> Result<Vec<Intake>, WriteError> {
+        let mut tx = self.pool.begin().await?;
+        let batch = intake::apply_batch(&mut tx, &self.queue, events).await?;
+        deliveries::record_many(&mut *tx, &records(group, &batch.intakes)).await?;
         tx.commit().await?;
         self.queue.enqueued(batch.enqueued as u64);
         Ok(batch.intakes)
     }
+}
+
+/// The delivery records of a group, each with its event's outcome.
+fn records<'a>(group: &'a [Job], intakes: &[Intake]) -> Vec<NewDelivery<'a>> {
+    group
+        .iter()
+        .zip(intakes)
+        .map(|(job, intake)| NewDelivery {
+            id: &job.accepted.delivery_id,
+            event: &job.accepted.event,
+            action: job.accepted.parsed.action.as_deref(),
+            repo: job.accepted.parsed.repo.as_deref(),
+            outcome: intake.outcome(),
+        })
+        .collect()
 }
 
 /// Why a group's transaction failed.

@@ -27,6 +27,25 @@ pub struct Intake {
 }
 
 impl Intake {
+    fn ignored(reason: String) -> Self {
+        Self {
+            enqueued: 0,
+            listing_requested: false,
+            ignored: Some(reason),
+        }
+    }
+
+    /// What an event that enqueues `ids` (and asks for a listing, or
+    /// checks) did.
+    fn of(ids: &BTreeSet<RepoId>, listing: bool, no_checks: bool) -> Self {
+        Self {
+            enqueued: ids.len(),
+            listing_requested: listing,
+            ignored: (ids.is_empty() && !listing && no_checks)
+                .then(|| "no repository of this installation is tracked".to_owned()),
+        }
+    }
+
     /// `queued` or `ignored`: the delivery's outcome.
     pub fn outcome(&self) -> &'static str {
         if self.ignored.is_some() {
@@ -94,11 +113,7 @@ pub async fn apply_batch(
     for event in events {
         let plan = plan(event);
         if let Some(reason) = plan.ignored {
-            intakes.push(Intake {
-                enqueued: 0,
-                listing_requested: false,
-                ignored: Some(reason),
-            });
+            intakes.push(Intake::ignored(reason));
             continue;
         }
         let mut ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
@@ -106,22 +121,13 @@ pub async fn apply_batch(
             let partition = Partition::Installation(installation);
             ids.extend(tracked_ids(&mut *conn, partition).await?);
         }
-        let ignored = (ids.is_empty() && !plan.listing && plan.checks.is_empty())
-            .then(|| "no repository of this installation is tracked".to_owned());
         if let Some(installation) = plan.permissions_changed {
             check_runs::clear_denied(&mut *conn, installation.0).await?;
         }
+        intakes.push(Intake::of(&ids, plan.listing, plan.checks.is_empty()));
         checks.extend(plan.checks);
-        intakes.push(Intake {
-            enqueued: ids.len(),
-            listing_requested: plan.listing,
-            ignored,
-        });
         known.extend(plan.known);
-        let trigger = match event {
-            WebhookEvent::DefaultBranchPush { .. } => Trigger::Push,
-            _ => Trigger::Event,
-        };
+        let trigger = trigger_of(event);
         to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
         listing |= plan.listing;
     }
@@ -135,6 +141,64 @@ pub async fn apply_batch(
         intakes,
         enqueued: usize::try_from(enqueued).unwrap_or(usize::MAX),
     })
+}
+
+/// A group's writes when none of its events needs a read first (pushes,
+/// repository events: their payloads say all a listing would), decided
+/// without I/O, so that the group is written in one statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Direct {
+    /// One per event, as [`apply_batch`] would give.
+    pub intakes: Vec<Intake>,
+    /// Repositories to make known, each fully described by its payload.
+    pub known: Vec<PayloadRepo>,
+    pub enqueue: Vec<Enqueue<RepoId>>,
+}
+
+/// The writes of `events` when they need no read first; `None` when one
+/// does (an installation's tracked repositories, a partial payload, a
+/// listing, checks): those go through [`apply_batch`] in a transaction.
+pub fn direct(events: &[&WebhookEvent]) -> Option<Direct> {
+    let mut direct = Direct {
+        intakes: Vec::with_capacity(events.len()),
+        known: Vec::new(),
+        enqueue: Vec::new(),
+    };
+    for event in events {
+        let plan = plan(event);
+        if let Some(reason) = plan.ignored {
+            direct.intakes.push(Intake::ignored(reason));
+            continue;
+        }
+        let needs_more = plan.tracked_of_installation.is_some()
+            || plan.permissions_changed.is_some()
+            || plan.listing
+            || !plan.checks.is_empty()
+            || plan
+                .known
+                .iter()
+                .any(|r| !r.info.owner.is_empty() && !is_complete(&r.info));
+        if needs_more {
+            return None;
+        }
+        let ids: BTreeSet<RepoId> = plan.enqueue.into_iter().collect();
+        direct.intakes.push(Intake::of(&ids, false, true));
+        let named = plan.known.into_iter().filter(|r| !r.info.owner.is_empty());
+        direct.known.extend(named);
+        let trigger = trigger_of(event);
+        direct
+            .enqueue
+            .extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
+    }
+    Some(direct)
+}
+
+/// A push to the default branch is the most telling event trigger.
+fn trigger_of(event: &WebhookEvent) -> Trigger {
+    match event {
+        WebhookEvent::DefaultBranchPush { .. } => Trigger::Push,
+        _ => Trigger::Event,
+    }
 }
 
 /// Makes the repositories visible as `pending` before their reconcile.
@@ -172,4 +236,56 @@ async fn make_known(conn: &mut PgConnection, repos: &[PayloadRepo]) -> Result<()
 
 fn is_complete(info: &RepoInfo) -> bool {
     info.installation_id.is_some() && !info.default_branch.is_empty() && info.html_url.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::webhook::event::parse;
+
+    fn event(file: &str) -> WebhookEvent {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/github/webhooks")
+            .join(file);
+        let body = std::fs::read(&path).expect("a webhook fixture");
+        let name = file.split('.').next().expect("the event's name");
+        parse(name, &body).expect("a valid fixture").event
+    }
+
+    #[test]
+    fn pushes_and_pings_should_be_written_directly() {
+        let (push, ping) = (
+            event("push.default-branch-created.json"),
+            event("ping.json"),
+        );
+        let direct = direct(&[&push, &ping, &push]).expect("no read needed");
+        assert_eq!(
+            direct
+                .intakes
+                .iter()
+                .map(Intake::outcome)
+                .collect::<Vec<_>>(),
+            ["queued", "ignored", "queued"]
+        );
+        assert_eq!(direct.known.len(), 2);
+        assert_eq!(direct.enqueue.len(), 2);
+        assert!(direct.enqueue.iter().all(|e| e.trigger == Trigger::Push));
+    }
+
+    #[test]
+    fn events_that_need_a_read_first_should_go_through_the_transaction() {
+        let push = event("push.default-branch-created.json");
+        for file in [
+            // The tracked repositories of the installation are read first.
+            "installation.deleted.json",
+            // A partial payload must not overwrite what a listing stored.
+            "installation_repositories.added.json",
+            // A listing and checks are written by the transaction only.
+            "installation.created.json",
+            "pull_request.opened.json",
+        ] {
+            let other = event(file);
+            assert_eq!(direct(&[&push, &other]), None, "{file}");
+        }
+    }
 }

@@ -1,0 +1,177 @@
+//! Writes of several tables' owners in one statement: one round trip and
+//! one implicit transaction, instead of `BEGIN`, a statement per owner and
+//! `COMMIT`.
+//!
+//! Each owner keeps its statement: a [`Part`] holds its SQL (parameters
+//! numbered from `$1`) and the values to bind. [`execute`] renumbers the
+//! parameters and runs the parts as data-modifying `WITH` queries of one
+//! statement. The parts share one snapshot and none sees the rows another
+//! writes, so only parts that do not read each other's tables may be joined
+//! (a webhook group's: repositories made known, ids enqueued, deliveries
+//! recorded). The statement commits by itself: a failed part writes nothing.
+
+use std::fmt::Write as _;
+
+use sqlx::error::BoxDynError;
+use sqlx::postgres::PgArguments;
+use sqlx::PgExecutor;
+
+/// One owner's write, ready to run alone or joined with others.
+pub trait Part: Sync {
+    /// The statement, with its parameters numbered from `$1`.
+    fn sql(&self) -> &'static str;
+    /// Adds the parameters' values in the order of their numbers.
+    fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError>;
+}
+
+/// Runs one part as its own statement.
+pub async fn execute_one<'e, E>(executor: E, part: &dyn Part) -> Result<u64, sqlx::Error>
+where
+    E: PgExecutor<'e>,
+{
+    let mut args = PgArguments::default();
+    part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
+    let done = sqlx::query_with(part.sql(), args).execute(executor).await?;
+    Ok(done.rows_affected())
+}
+
+/// Runs every part in one statement, in the order given (so that row
+/// locks are taken in the same order as by the owners' transactions).
+pub async fn execute<'e, E>(executor: E, parts: &[&dyn Part]) -> Result<(), sqlx::Error>
+where
+    E: PgExecutor<'e>,
+{
+    let mut args = PgArguments::default();
+    for part in parts {
+        part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
+    }
+    let sql = joined(parts.iter().map(|p| p.sql()));
+    sqlx::query_with(&sql, args).execute(executor).await?;
+    Ok(())
+}
+
+/// The parts' statements as one:
+/// `WITH part0 AS (… RETURNING 1), … SELECT (SELECT count(*) FROM part0), …`,
+/// each part's parameters moved past the ones before it. The main query
+/// reads the parts one after another, so they run (and take their row
+/// locks) in the order given; PostgreSQL would run parts nothing reads in
+/// an order of its own, and writers that lock tables in different orders
+/// deadlock.
+fn joined<'a>(statements: impl Iterator<Item = &'a str>) -> String {
+    let mut sql = String::from("WITH ");
+    let mut reads = Vec::new();
+    let mut offset = 0;
+    for (i, statement) in statements.enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        let (moved, count) = renumbered(statement, offset);
+        // Writing to a String cannot fail.
+        let _ = write!(sql, "part{i} AS ({moved} RETURNING 1)");
+        reads.push(format!("(SELECT count(*) FROM part{i})"));
+        offset += count;
+    }
+    let _ = write!(sql, " SELECT {}", reads.join(", "));
+    sql
+}
+
+/// `statement` with each `$n` made `$(n + offset)`, and the highest `n`.
+fn renumbered(statement: &str, offset: usize) -> (String, usize) {
+    let mut out = String::with_capacity(statement.len() + 16);
+    let mut highest = 0;
+    let mut rest = statement;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..=at]);
+        rest = &rest[at + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if let Ok(n) = rest[..digits].parse::<usize>() {
+            highest = highest.max(n);
+            let _ = write!(out, "{}", n + offset);
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    (out, highest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_should_move_past_the_parts_before() {
+        let sql = joined(
+            [
+                "insert into a select * from unnest($1::int[], $2::text[])",
+                "insert into b values ($1, $3, $2)",
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            sql,
+            "WITH part0 AS (insert into a select * from unnest($1::int[], $2::text[]) RETURNING 1), \
+             part1 AS (insert into b values ($3, $5, $4) RETURNING 1) \
+             SELECT (SELECT count(*) FROM part0), (SELECT count(*) FROM part1)"
+        );
+    }
+
+    #[test]
+    fn a_dollar_without_a_number_should_stay() {
+        assert_eq!(
+            renumbered("select $$x$$, $10", 2),
+            ("select $$x$$, $12".to_owned(), 10)
+        );
+    }
+
+    /// A part that records when it ran, in table `runs`.
+    struct Stamp(&'static str);
+
+    impl Part for Stamp {
+        fn sql(&self) -> &'static str {
+            "insert into runs (part, at) values ($1, clock_timestamp())"
+        }
+
+        fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
+            sqlx::Arguments::add(args, self.0)
+        }
+    }
+
+    #[tokio::test]
+    async fn parts_should_run_in_the_order_given() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        sqlx::query("create table runs (part text primary key, at timestamptz not null)")
+            .execute(&pool)
+            .await
+            .expect("the table");
+        let names = ["first", "second", "third", "fourth"];
+        let stamps: Vec<Stamp> = names.iter().map(|n| Stamp(n)).collect();
+        let parts: Vec<&dyn Part> = stamps.iter().map(|s| s as &dyn Part).collect();
+        execute(&pool, &parts).await.expect("the statement");
+        let order: Vec<String> = sqlx::query_scalar("select part from runs order by at")
+            .fetch_all(&pool)
+            .await
+            .expect("the runs");
+        assert_eq!(order, names);
+    }
+
+    #[tokio::test]
+    async fn a_failing_part_should_leave_the_others_unwritten() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        sqlx::query("create table runs (part text primary key, at timestamptz not null)")
+            .execute(&pool)
+            .await
+            .expect("the table");
+        // The second insert of the same key fails the whole statement.
+        let (a, b) = (Stamp("same"), Stamp("same"));
+        assert!(execute(&pool, &[&Stamp("other"), &a, &b]).await.is_err());
+        let count: i64 = sqlx::query_scalar("select count(*) from runs")
+            .fetch_one(&pool)
+            .await
+            .expect("a count");
+        assert_eq!(count, 0);
+    }
+}
