@@ -161,10 +161,11 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
         verdict(requests <= 104)
     );
     println!(
-        "    GraphQL pages {}, installation lists {}, tokens {}, reads outside the listing {}",
+        "    GraphQL pages {}, installation lists {}, tokens {}, delivery log reads {}, reads outside the listing {}",
         fake.count(routes::GRAPHQL),
         fake.count(routes::INSTALLATIONS),
         fake.token_creations(),
+        fake.count(routes::HOOK_DELIVERIES),
         per_repo
     );
     let shown: Vec<String> = statuses.iter().map(|(s, n)| format!("{s} {n}")).collect();
