@@ -78,8 +78,10 @@ impl<'de> Deserialize<'de> for Envelope {
     }
 }
 
-/// A string, or `None` for any other value.
-struct Text(Option<String>);
+/// A string, or `None` for any other value (or none at all): how the log
+/// reads `action` and `full_name`, also inside the typed push payload.
+#[derive(Debug, Default)]
+pub(super) struct Text(pub(super) Option<String>);
 
 impl<'de> Deserialize<'de> for Text {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -121,10 +121,21 @@ pub enum ParseError {
 /// The body is read into typed structs only, never into a
 /// `serde_json::Value` of the whole payload (see [`Envelope`]).
 pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
+    if event == "push" {
+        // One pass for the event and the log. A push that does not parse
+        // is read again below, so that its error is the same as any event's.
+        if let Ok((event, Envelope { action, repo })) = parse_push(body) {
+            return Ok(ParsedDelivery {
+                action,
+                repo,
+                event,
+            });
+        }
+    }
     let Envelope { action, repo } = serde_json::from_slice(body).map_err(ParseError::NotJson)?;
     let event = match event {
         "ping" => Ok(WebhookEvent::Ping),
-        "push" => parse_push(body),
+        "push" => parse_push(body).map(|(event, _)| event),
         "repository" => parse_repository(body),
         "installation" => parse_installation(body),
         "installation_repositories" => parse_installation_repositories(body),

@@ -5,6 +5,7 @@ use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::Deserialize;
 
 use super::{PayloadRepo, WebhookEvent};
+use crate::github::webhook::envelope::Text;
 use crate::source::{InstallationId, RepoId, RepoInfo};
 
 pub(super) fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
@@ -49,6 +50,9 @@ pub(super) struct Repository {
     owner: Account,
     pub(super) default_branch: String,
     html_url: Option<String>,
+    /// For the delivery log, read in the same pass (any type; a string kept).
+    #[serde(default)]
+    pub(super) full_name: Text,
 }
 
 impl Repository {

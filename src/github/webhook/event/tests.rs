@@ -287,6 +287,50 @@ fn delivery_should_carry_action_and_repo_for_the_log() {
 }
 
 #[test]
+fn push_should_carry_the_same_log_fields_as_the_envelope_reads() {
+    for name in [
+        "push.default-branch-created.json",
+        "push.tag-deleted.json",
+        "push.tag-deleted.with-installation.json",
+    ] {
+        let body = fixture(name);
+        let parsed = parse("push", &body).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let envelope: Envelope = serde_json::from_slice(&body).expect("JSON");
+        assert!(parsed.repo.is_some(), "{name}");
+        assert_eq!(
+            (parsed.action, parsed.repo),
+            (envelope.action, envelope.repo),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn push_log_fields_of_another_type_should_stay_empty_as_in_the_envelope() {
+    let body = br#"{"ref": "refs/heads/main", "action": 7,
+        "repository": {"id": 1, "name": "r", "full_name": ["o/r"],
+                       "owner": {"login": "o"}, "default_branch": "main"}}"#;
+    let parsed = parse("push", body).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((parsed.action, parsed.repo), (None, None));
+    assert!(matches!(
+        parsed.event,
+        WebhookEvent::DefaultBranchPush { .. }
+    ));
+}
+
+#[test]
+fn push_with_a_repeated_field_it_reads_should_be_refused_naming_it() {
+    let body = br#"{"ref": "refs/heads/main", "action": "a", "action": "b",
+        "repository": {"id": 1, "name": "r", "owner": {"login": "o"}, "default_branch": "main"}}"#;
+    let message = parse("push", body)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(message.contains("push payload"), "{message}");
+    assert!(message.contains("duplicate field `action`"), "{message}");
+}
+
+#[test]
 fn body_that_is_not_json_should_be_refused() {
     assert!(matches!(
         parse("push", b"not json"),
