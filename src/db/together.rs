@@ -25,14 +25,14 @@ pub trait Part: Sync {
 }
 
 /// Runs one part as its own statement.
-pub async fn execute_one<'e, E>(executor: E, part: &dyn Part) -> Result<u64, sqlx::Error>
+pub async fn execute_one<'e, E>(executor: E, part: &dyn Part) -> Result<(), sqlx::Error>
 where
     E: PgExecutor<'e>,
 {
     let mut args = PgArguments::default();
     part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
-    let done = sqlx::query_with(part.sql(), args).execute(executor).await?;
-    Ok(done.rows_affected())
+    sqlx::query_with(part.sql(), args).execute(executor).await?;
+    Ok(())
 }
 
 /// Runs every part in one statement, in the order given (so that row
@@ -136,8 +136,8 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn parts_should_run_in_the_order_given() {
+    /// A fresh database with the table [`Stamp`] writes to.
+    async fn with_runs() -> sqlx::PgPool {
         let (pool, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
@@ -145,6 +145,12 @@ mod tests {
             .execute(&pool)
             .await
             .expect("the table");
+        pool
+    }
+
+    #[tokio::test]
+    async fn parts_should_run_in_the_order_given() {
+        let pool = with_runs().await;
         let names = ["first", "second", "third", "fourth"];
         let stamps: Vec<Stamp> = names.iter().map(|n| Stamp(n)).collect();
         let parts: Vec<&dyn Part> = stamps.iter().map(|s| s as &dyn Part).collect();
@@ -158,13 +164,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_failing_part_should_leave_the_others_unwritten() {
-        let (pool, _url) = crate::db::testing::fresh_database()
-            .await
-            .expect("a fresh test database");
-        sqlx::query("create table runs (part text primary key, at timestamptz not null)")
-            .execute(&pool)
-            .await
-            .expect("the table");
+        let pool = with_runs().await;
         // The second insert of the same key fails the whole statement.
         let (a, b) = (Stamp("same"), Stamp("same"));
         assert!(execute(&pool, &[&Stamp("other"), &a, &b]).await.is_err());
