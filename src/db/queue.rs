@@ -176,6 +176,20 @@ impl PgQueue {
         Ok(())
     }
 
+    /// Like [`enqueued`](Self::enqueued), after a write whose statement
+    /// sent the `NOTIFY` on [`CHANNEL`] itself
+    /// ([`together::execute_and_notify`](crate::db::together::execute_and_notify)):
+    /// wakes this replica's waiters only.
+    pub fn enqueued_and_notified(&self, added: u64) {
+        if added == 0 {
+            return;
+        }
+        if let Some(adds) = &self.adds {
+            adds.inc_by(added);
+        }
+        self.signal.notify.notify_waiters();
+    }
+
     /// Wakes this replica's waiters now, and the other replicas' soon.
     fn wake(&self) {
         self.signal.notify.notify_waiters();

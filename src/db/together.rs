@@ -45,19 +45,42 @@ where
     for part in parts {
         part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
     }
-    let sql = joined(parts.iter().map(|p| p.sql()));
+    let sql = joined(parts.iter().map(|p| p.sql()), None);
+    sqlx::query_with(&sql, args).execute(executor).await?;
+    Ok(())
+}
+
+/// Like [`execute`], and sends a `NOTIFY` on `channel` when part number
+/// `part` wrote a row: listeners hear of the rows with the commit, never
+/// of rows rolled back, and without a statement of their own.
+pub async fn execute_and_notify<'e, E>(
+    executor: E,
+    parts: &[&dyn Part],
+    channel: &str,
+    part: usize,
+) -> Result<(), sqlx::Error>
+where
+    E: PgExecutor<'e>,
+{
+    let mut args = PgArguments::default();
+    for part in parts {
+        part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
+    }
+    sqlx::Arguments::add(&mut args, channel).map_err(sqlx::Error::Encode)?;
+    let sql = joined(parts.iter().map(|p| p.sql()), Some(part));
     sqlx::query_with(&sql, args).execute(executor).await?;
     Ok(())
 }
 
 /// The parts' statements as one:
 /// `WITH part0 AS (… RETURNING 1), … SELECT (SELECT count(*) FROM part0), …`,
-/// each part's parameters moved past the ones before it. The main query
+/// each part's parameters moved past the ones before it; with `notify`, a
+/// last `pg_notify` whose channel is the parameter after the parts'. The main query
 /// reads the parts one after another, so they run (and take their row
 /// locks) in the order given; PostgreSQL would run parts nothing reads in
 /// an order of its own, and writers that lock tables in different orders
 /// deadlock.
-fn joined<'a>(statements: impl Iterator<Item = &'a str>) -> String {
+fn joined<'a>(statements: impl Iterator<Item = &'a str>, notify: Option<usize>) -> String {
     let mut sql = String::from("WITH ");
     let mut reads = Vec::new();
     let mut offset = 0;
@@ -70,6 +93,12 @@ fn joined<'a>(statements: impl Iterator<Item = &'a str>) -> String {
         let _ = write!(sql, "part{i} AS ({moved} RETURNING 1)");
         reads.push(format!("(SELECT count(*) FROM part{i})"));
         offset += count;
+    }
+    if let Some(part) = notify {
+        let channel = offset + 1;
+        reads.push(format!(
+            "CASE WHEN EXISTS (SELECT FROM part{part}) THEN pg_notify(${channel}, '') END"
+        ));
     }
     let _ = write!(sql, " SELECT {}", reads.join(", "));
     sql
@@ -106,6 +135,7 @@ mod tests {
                 "insert into b values ($1, $3, $2)",
             ]
             .into_iter(),
+            None,
         );
         assert_eq!(
             sql,
@@ -160,6 +190,58 @@ mod tests {
             .await
             .expect("the runs");
         assert_eq!(order, names);
+    }
+
+    /// A part that writes nothing.
+    struct Nothing;
+
+    impl Part for Nothing {
+        fn sql(&self) -> &'static str {
+            "insert into runs (part, at) select $1, clock_timestamp() where false"
+        }
+
+        fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
+            sqlx::Arguments::add(args, "never")
+        }
+    }
+
+    /// The payload of the next notification (a test fails rather than
+    /// hang when none comes).
+    async fn heard(listener: &mut sqlx::postgres::PgListener) -> String {
+        tokio::time::timeout(std::time::Duration::from_secs(30), listener.recv())
+            .await
+            .expect("a notification")
+            .expect("the listener")
+            .payload()
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn the_notification_should_go_with_the_commit_when_its_part_wrote() {
+        let pool = with_runs().await;
+        let mut listener = sqlx::postgres::PgListener::connect_with(&pool)
+            .await
+            .expect("a listener");
+        listener.listen("together_test").await.expect("listening");
+        // Part 1 writes nothing; then part 1 fails with the statement.
+        execute_and_notify(&pool, &[&Stamp("a"), &Nothing], "together_test", 1)
+            .await
+            .expect("the statement");
+        let (b, again) = (Stamp("b"), Stamp("b"));
+        assert!(execute_and_notify(&pool, &[&b, &again], "together_test", 1)
+            .await
+            .is_err());
+        // Notifications arrive in commit order: the marker comes first only
+        // if neither statement above sent one.
+        sqlx::query("select pg_notify('together_test', 'marker')")
+            .execute(&pool)
+            .await
+            .expect("the marker");
+        execute_and_notify(&pool, &[&Nothing, &Stamp("c")], "together_test", 1)
+            .await
+            .expect("the statement");
+        assert_eq!(heard(&mut listener).await, "marker");
+        assert_eq!(heard(&mut listener).await, "");
     }
 
     #[tokio::test]

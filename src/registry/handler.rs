@@ -9,8 +9,8 @@ use super::changes::record::{self, Cause};
 use super::decision::decide;
 use super::default_branch_check as default_branch;
 use super::guard::{DeletionGuard, Removal};
-use super::repos;
 use super::{events, holds, RegistryError, Status};
+use super::{known, repos};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -103,7 +103,7 @@ where
             if !locked.as_ref().is_some_and(|l| l.names_match(info)) {
                 // Inserted as `pending`, or its names updated: a rename or
                 // transfer keeps the id, hence the entries.
-                repos::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
+                known::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
                 if locked.is_none() {
                     locked = repos::lock(&mut tx, id).await?;
                 }

@@ -21,6 +21,7 @@ mod guard;
 pub mod handler;
 mod holds;
 pub mod json;
+mod known;
 mod max_removals;
 mod node_ids;
 pub mod query;
@@ -41,12 +42,13 @@ pub use holds::{active_hold_count, active_holds, release_hold};
 pub use json::{
     ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
 };
+pub use known::{ensure_known, ensure_known_with_node_ids, KnownRows};
 pub use max_removals::MaxRemovals;
 pub use node_ids::record_node_ids;
 pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
-pub use repos::{ensure_known, ensure_known_with_node_ids, known_ids, mark_error, KnownRows};
+pub use repos::{known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{tracked_ids, RegistryTracker};

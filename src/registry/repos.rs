@@ -1,16 +1,13 @@
 //! Writes to the `repositories` table: what the source says about a
 //! repository, and the status a reconcile leaves it in.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use sqlx::error::BoxDynError;
-use sqlx::postgres::PgArguments;
-use sqlx::{Arguments, PgConnection, PgExecutor, PgPool};
+use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use super::clip::{clip, MAX_ERROR_BYTES};
 use super::{events, RegistryError, Status};
-use crate::db::together::{self, Part};
 use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
 
 /// The fields a reconcile decides, as locked at its start.
@@ -21,133 +18,6 @@ pub(crate) struct RepoState {
     pub synced_sha: Option<String>,
     pub attempts: i32,
     pub conflicts: Vec<String>,
-}
-
-/// Makes every listed repository visible before its first reconcile:
-/// missing ones are inserted as `pending`, known ones get their current names.
-///
-/// Listings and webhooks call it so an id can be looked up (and resynced)
-/// by name as soon as it is known. It runs on a pool, or on a transaction's
-/// connection so a webhook commits it together with the rest of its writes.
-pub async fn ensure_known<'e, E>(
-    executor: E,
-    repos: &[(RepoId, RepoInfo)],
-) -> Result<(), RegistryError>
-where
-    E: PgExecutor<'e>,
-{
-    let repos: Vec<(RepoId, &RepoInfo, Option<&str>)> =
-        repos.iter().map(|(id, info)| (*id, info, None)).collect();
-    upsert_known(executor, &repos).await
-}
-
-/// [`ensure_known`] that also stores each repository's GraphQL node id
-/// when it is given (a webhook's payload carries it), in the same
-/// statement: the webhook's transaction stays as short as it was.
-pub async fn ensure_known_with_node_ids<'e, E>(
-    executor: E,
-    repos: &[(RepoId, RepoInfo, Option<String>)],
-) -> Result<(), RegistryError>
-where
-    E: PgExecutor<'e>,
-{
-    let repos: Vec<(RepoId, &RepoInfo, Option<&str>)> = repos
-        .iter()
-        .map(|(id, info, node)| (*id, info, node.as_deref()))
-        .collect();
-    upsert_known(executor, &repos).await
-}
-
-async fn upsert_known<'e, E>(
-    executor: E,
-    repos: &[(RepoId, &RepoInfo, Option<&str>)],
-) -> Result<(), RegistryError>
-where
-    E: PgExecutor<'e>,
-{
-    let rows = KnownRows::new(repos);
-    if !rows.is_empty() {
-        together::execute_one(executor, &rows).await?;
-    }
-    Ok(())
-}
-
-/// The upsert behind [`ensure_known`], as a [`Part`] so that a webhook
-/// group writes it in the same statement as its enqueue and its records.
-pub struct KnownRows<'a> {
-    ids: Vec<i64>,
-    owners: Vec<&'a str>,
-    names: Vec<&'a str>,
-    installations: Vec<Option<i64>>,
-    branches: Vec<&'a str>,
-    urls: Vec<Option<&'a str>>,
-    nodes: Vec<Option<&'a str>>,
-}
-
-impl<'a> KnownRows<'a> {
-    /// One row per id (the last one wins), in id order so that concurrent
-    /// writers lock rows in the same order; an empty node id counts as none.
-    pub fn new(repos: &[(RepoId, &'a RepoInfo, Option<&'a str>)]) -> Self {
-        let unique: BTreeMap<RepoId, (&RepoInfo, Option<&str>)> = repos
-            .iter()
-            .map(|(id, info, node)| (*id, (*info, node.filter(|n| !n.is_empty()))))
-            .collect();
-        let mut rows = Self {
-            ids: Vec::with_capacity(unique.len()),
-            owners: Vec::with_capacity(unique.len()),
-            names: Vec::with_capacity(unique.len()),
-            installations: Vec::with_capacity(unique.len()),
-            branches: Vec::with_capacity(unique.len()),
-            urls: Vec::with_capacity(unique.len()),
-            nodes: Vec::with_capacity(unique.len()),
-        };
-        for (id, (info, node)) in unique {
-            rows.ids.push(id.0);
-            rows.owners.push(&info.owner);
-            rows.names.push(&info.name);
-            rows.installations.push(info.installation_id.map(|i| i.0));
-            rows.branches.push(&info.default_branch);
-            rows.urls.push(info.html_url.as_deref());
-            rows.nodes.push(node);
-        }
-        rows
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-}
-
-impl Part for KnownRows<'_> {
-    fn sql(&self) -> &'static str {
-        // A row already as given is not written (nor its index entries).
-        "insert into repositories (id, owner, name, installation_id, default_branch, html_url, node_id)
-         select * from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
-         order by 1
-         on conflict (id) do update set
-             owner = excluded.owner, name = excluded.name,
-             installation_id = excluded.installation_id,
-             default_branch = excluded.default_branch, html_url = excluded.html_url,
-             node_id = coalesce(excluded.node_id, repositories.node_id),
-             updated_at = now()
-         where (repositories.owner, repositories.name, repositories.installation_id,
-                repositories.default_branch, repositories.html_url, repositories.node_id)
-               is distinct from
-               (excluded.owner, excluded.name, excluded.installation_id,
-                excluded.default_branch, excluded.html_url,
-                coalesce(excluded.node_id, repositories.node_id))"
-    }
-
-    fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
-        args.add(&self.ids)?;
-        args.add(&self.owners)?;
-        args.add(&self.names)?;
-        args.add(&self.installations)?;
-        args.add(&self.branches)?;
-        args.add(&self.urls)?;
-        args.add(&self.nodes)?;
-        Ok(())
-    }
 }
 
 /// Which of `ids` the registry knows, on the caller's transaction.

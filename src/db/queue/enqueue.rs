@@ -79,6 +79,9 @@ const ENQUEUE: &str = "
 INSERT INTO queue AS q (repo_id, hint, trigger)
 SELECT id, hint, trigger FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[])
     AS batch(id, hint, trigger)
+WHERE (SELECT w.claimed_by IS NULL AND w.hint IS NULL AND w.trigger >= batch.trigger
+              AND w.not_before <= now()
+       FROM queue w WHERE w.repo_id = batch.id) IS NOT TRUE
 ON CONFLICT (repo_id) DO UPDATE SET
     trigger = CASE
         WHEN q.claimed_by IS NOT NULL AND NOT q.rerun THEN EXCLUDED.trigger
@@ -93,3 +96,58 @@ ON CONFLICT (repo_id) DO UPDATE SET
         ELSE q.not_before
     END,
     rerun = q.claimed_by IS NOT NULL";
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::db::queue::PgQueue;
+
+    /// The row's version (`xmin`) and lock mark (`xmax`): both stay as they
+    /// are only when no statement wrote or locked the row.
+    async fn version(pool: &sqlx::PgPool, id: i64) -> (String, String) {
+        sqlx::query_as("select xmin::text, xmax::text from queue where repo_id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .expect("the row")
+    }
+
+    async fn trigger(pool: &sqlx::PgPool, id: i64) -> i16 {
+        sqlx::query_scalar("select trigger from queue where repo_id = $1")
+            .bind(id)
+            .fetch_one(pool)
+            .await
+            .expect("the row")
+    }
+
+    async fn enqueue(queue: &PgQueue, pool: &sqlx::PgPool, id: i64, why: Trigger) {
+        let mut conn = pool.acquire().await.expect("a connection");
+        queue
+            .enqueue_in(&mut conn, vec![Enqueue::because(RepoId(id), why)])
+            .await
+            .expect("the enqueue");
+    }
+
+    #[tokio::test]
+    async fn an_id_already_waiting_as_asked_should_be_left_unwritten_and_unlocked() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let queue = PgQueue::new(pool.clone(), Duration::from_secs(60));
+        enqueue(&queue, &pool, 1, Trigger::Push).await;
+        let waiting = version(&pool, 1).await;
+
+        // The same trigger again, or a less telling one: nothing to change.
+        enqueue(&queue, &pool, 1, Trigger::Push).await;
+        enqueue(&queue, &pool, 1, Trigger::Listing).await;
+        assert_eq!(version(&pool, 1).await, waiting);
+        assert_eq!(trigger(&pool, 1).await, Trigger::Push.code());
+
+        // A more telling one is written.
+        enqueue(&queue, &pool, 2, Trigger::Listing).await;
+        enqueue(&queue, &pool, 2, Trigger::Push).await;
+        assert_eq!(trigger(&pool, 2).await, Trigger::Push.code());
+    }
+}

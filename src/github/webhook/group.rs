@@ -26,8 +26,8 @@ use super::deliveries::{self, DeliveryRows, NewDelivery};
 use super::event::WebhookEvent;
 use super::gate::Accepted;
 use super::intake::{self, Direct, Intake};
-use crate::db::queue::{EnqueueRows, PgQueue};
-use crate::db::together;
+use crate::db::queue::{self, EnqueueRows, PgQueue};
+use crate::db::together::{self, Part};
 use crate::registry::KnownRows;
 
 /// How deliveries are grouped.
@@ -200,8 +200,11 @@ impl Writers {
         let enqueue = EnqueueRows::new(enqueue);
         let records = records(group, &intakes);
         let deliveries = DeliveryRows::new(&records);
-        together::execute(&self.pool, &[&known, &enqueue, &deliveries]).await?;
-        self.queue.enqueued(enqueue.added());
+        // The other replicas hear of the ids with the commit, when the
+        // enqueue changed a row (one already waiting as asked is left).
+        let parts: [&dyn Part; 3] = [&known, &enqueue, &deliveries];
+        together::execute_and_notify(&self.pool, &parts, queue::CHANNEL, 1).await?;
+        self.queue.enqueued_and_notified(enqueue.added());
         Ok(intakes)
     }
 
