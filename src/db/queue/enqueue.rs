@@ -74,13 +74,19 @@ impl Part for EnqueueRows {
 
 /// One upsert per id. A claimed row is marked to run again (its trigger
 /// belongs to the next run); a waiting row keeps the most telling trigger
-/// and becomes ready now.
+/// and becomes ready now. A row the upsert would leave as it is (ready, or
+/// claimed and already marked to run again, with a trigger as telling and
+/// no hint) is skipped before the upsert, which would lock it: a burst of
+/// pushes to one repository costs an index lookup each, and concurrent
+/// groups do not queue behind each other's lock on it. Skipping is safe
+/// because the run it waits for starts after this statement's snapshot,
+/// so after the push that asked.
 const ENQUEUE: &str = "
 INSERT INTO queue AS q (repo_id, hint, trigger)
 SELECT id, hint, trigger FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[])
     AS batch(id, hint, trigger)
-WHERE (SELECT w.claimed_by IS NULL AND w.hint IS NULL AND w.trigger >= batch.trigger
-              AND w.not_before <= now()
+WHERE (SELECT w.hint IS NULL AND w.trigger >= batch.trigger
+              AND CASE WHEN w.claimed_by IS NULL THEN w.not_before <= now() ELSE w.rerun END
        FROM queue w WHERE w.repo_id = batch.id) IS NOT TRUE
 ON CONFLICT (repo_id) DO UPDATE SET
     trigger = CASE
@@ -102,6 +108,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::controller::WorkQueue;
     use crate::db::queue::PgQueue;
 
     /// The row's version (`xmin`) and lock mark (`xmax`): both stay as they
@@ -149,5 +156,29 @@ mod tests {
         enqueue(&queue, &pool, 2, Trigger::Listing).await;
         enqueue(&queue, &pool, 2, Trigger::Push).await;
         assert_eq!(trigger(&pool, 2).await, Trigger::Push.code());
+    }
+
+    #[tokio::test]
+    async fn an_id_claimed_and_already_marked_to_run_again_should_be_left_unwritten_and_unlocked() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let queue = PgQueue::new(pool.clone(), Duration::from_secs(60));
+        enqueue(&queue, &pool, 1, Trigger::Push).await;
+        let claim = queue
+            .claim("worker")
+            .await
+            .expect("a claim")
+            .expect("the id");
+        // Enqueued while claimed: marked to run again (written).
+        enqueue(&queue, &pool, 1, Trigger::Push).await;
+        let marked = version(&pool, 1).await;
+        enqueue(&queue, &pool, 1, Trigger::Push).await;
+        assert_eq!(version(&pool, 1).await, marked);
+
+        // The mark still makes the id run again once the claim ends.
+        queue.done(&claim).await.expect("done");
+        let again = queue.claim("worker").await.expect("a claim");
+        assert_eq!(again.map(|c| c.key), Some(RepoId(1)));
     }
 }
