@@ -18,6 +18,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
@@ -78,6 +79,9 @@ pub struct GroupCommit {
 
 struct Writers {
     jobs: Jobs,
+    /// The server's pool: the writers stop writing once it is closed.
+    shared: PgPool,
+    /// The writers' own connections ([`own_connections`]), made at start.
     pool: PgPool,
     queue: Arc<PgQueue>,
     limits: GroupLimits,
@@ -93,6 +97,7 @@ impl GroupCommit {
         let (jobs, receiver) = mpsc::channel(limits.max * limits.writers * 4);
         let writers = Writers {
             jobs: Arc::new(tokio::sync::Mutex::new(receiver)),
+            shared: pool.clone(),
             pool,
             queue,
             limits,
@@ -120,7 +125,8 @@ impl GroupCommit {
             Ok(mut idle) => idle.take(),
             Err(poisoned) => poisoned.into_inner().take(),
         };
-        let Some(writers) = writers else { return };
+        let Some(mut writers) = writers else { return };
+        writers.pool = own_connections(&writers.shared, writers.limits.writers);
         let writers = Arc::new(writers);
         for _ in 0..writers.limits.writers {
             tokio::spawn(writers.clone().run());
@@ -173,6 +179,9 @@ impl Writers {
     /// first (pushes: the common case, one round trip), else in one
     /// transaction. Workers are woken after the commit.
     async fn write(&self, group: &[Job]) -> Result<Vec<Intake>, WriteError> {
+        if self.shared.is_closed() {
+            return Err(sqlx::Error::PoolClosed.into());
+        }
         let events: Vec<_> = group.iter().map(|j| &j.accepted.parsed.event).collect();
         match intake::direct(&events) {
             Some(direct) => self.write_at_once(group, direct).await,
@@ -224,6 +233,28 @@ impl Writers {
     }
 }
 
+/// The writers' own connections, one per writer, closed with the server's
+/// pool. Their statements always take PostgreSQL's generic plan: a group's
+/// statement is planned once per connection instead of at every group,
+/// which PostgreSQL would otherwise do when the group's sizes make a
+/// custom plan look cheaper (a burst of pushes to one repository: about a
+/// sixth of the intake, docs/performance.md).
+fn own_connections(shared: &PgPool, writers: usize) -> PgPool {
+    let options = (*shared.connect_options())
+        .clone()
+        .options([("plan_cache_mode", "force_generic_plan")]);
+    let own = PgPoolOptions::new()
+        .max_connections(u32::try_from(writers).unwrap_or(u32::MAX))
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_lazy_with(options);
+    let (closing, closed) = (shared.close_event(), own.clone());
+    tokio::spawn(async move {
+        closing.await;
+        closed.close().await;
+    });
+    own
+}
+
 /// The delivery records of a group, each with its event's outcome.
 fn records<'a>(group: &'a [Job], intakes: &[Intake]) -> Vec<NewDelivery<'a>> {
     group
@@ -248,4 +279,33 @@ enum WriteError {
     Deliveries(#[from] deliveries::DeliveriesError),
     #[error("webhook transaction: {0}")]
     Database(#[from] sqlx::Error),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_writers_connections_should_take_generic_plans_and_close_with_the_shared_pool() {
+        let (shared, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let own = own_connections(&shared, 1);
+        let mode: String = sqlx::query_scalar("select current_setting('plan_cache_mode')")
+            .fetch_one(&own)
+            .await
+            .expect("the setting");
+        assert_eq!(mode, "force_generic_plan");
+        let shared_mode: String = sqlx::query_scalar("select current_setting('plan_cache_mode')")
+            .fetch_one(&shared)
+            .await
+            .expect("the setting");
+        assert_eq!(shared_mode, "auto");
+
+        shared.close().await;
+        tokio::time::timeout(Duration::from_secs(30), own.close_event())
+            .await
+            .expect("the writers' connections closed with the shared pool");
+        assert!(own.is_closed());
+    }
 }
