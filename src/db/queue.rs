@@ -179,15 +179,15 @@ impl PgQueue {
     /// Like [`enqueued`](Self::enqueued), after a write whose statement
     /// sent the `NOTIFY` on [`CHANNEL`] itself
     /// ([`together::execute_and_notify`](crate::db::together::execute_and_notify)):
-    /// wakes this replica's waiters only.
-    pub fn enqueued_and_notified(&self, added: u64) {
-        if added == 0 {
-            return;
-        }
+    /// counts `added` and wakes this replica's waiters when the write
+    /// `changed` a row (otherwise nothing became claimable).
+    pub fn enqueued_and_notified(&self, added: u64, changed: bool) {
         if let Some(adds) = &self.adds {
             adds.inc_by(added);
         }
-        self.signal.notify.notify_waiters();
+        if changed {
+            self.signal.notify.notify_waiters();
+        }
     }
 
     /// Wakes this replica's waiters now, and the other replicas' soon.

@@ -52,13 +52,14 @@ where
 
 /// Like [`execute`], and sends a `NOTIFY` on `channel` when part number
 /// `part` wrote a row: listeners hear of the rows with the commit, never
-/// of rows rolled back, and without a statement of their own.
+/// of rows rolled back, and without a statement of their own. Returns
+/// whether it did, so that the caller wakes its own waiters only then.
 pub async fn execute_and_notify<'e, E>(
     executor: E,
     parts: &[&dyn Part],
     channel: &str,
     part: usize,
-) -> Result<(), sqlx::Error>
+) -> Result<bool, sqlx::Error>
 where
     E: PgExecutor<'e>,
 {
@@ -68,8 +69,9 @@ where
     }
     sqlx::Arguments::add(&mut args, channel).map_err(sqlx::Error::Encode)?;
     let sql = joined(parts.iter().map(|p| p.sql()), Some(part));
-    sqlx::query_with(&sql, args).execute(executor).await?;
-    Ok(())
+    let row = sqlx::query_with(&sql, args).fetch_one(executor).await?;
+    let written: i64 = sqlx::Row::try_get(&row, part)?;
+    Ok(written > 0)
 }
 
 /// The parts' statements as one:
@@ -224,9 +226,10 @@ mod tests {
             .expect("a listener");
         listener.listen("together_test").await.expect("listening");
         // Part 1 writes nothing; then part 1 fails with the statement.
-        execute_and_notify(&pool, &[&Stamp("a"), &Nothing], "together_test", 1)
+        let sent = execute_and_notify(&pool, &[&Stamp("a"), &Nothing], "together_test", 1)
             .await
             .expect("the statement");
+        assert!(!sent);
         let (b, again) = (Stamp("b"), Stamp("b"));
         assert!(execute_and_notify(&pool, &[&b, &again], "together_test", 1)
             .await
@@ -237,9 +240,10 @@ mod tests {
             .execute(&pool)
             .await
             .expect("the marker");
-        execute_and_notify(&pool, &[&Nothing, &Stamp("c")], "together_test", 1)
+        let sent = execute_and_notify(&pool, &[&Nothing, &Stamp("c")], "together_test", 1)
             .await
             .expect("the statement");
+        assert!(sent);
         assert_eq!(heard(&mut listener).await, "marker");
         assert_eq!(heard(&mut listener).await, "");
     }

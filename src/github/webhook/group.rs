@@ -209,11 +209,12 @@ impl Writers {
         let enqueue = EnqueueRows::new(enqueue);
         let records = records(group, &intakes);
         let deliveries = DeliveryRows::new(&records);
-        // The other replicas hear of the ids with the commit, when the
-        // enqueue changed a row (one already waiting as asked is left).
+        // Workers, here and in the other replicas, hear of the ids with the
+        // commit, and only when the enqueue changed a row: an id already
+        // waiting as asked, or marked to run again, has nothing new to claim.
         let parts: [&dyn Part; 3] = [&known, &enqueue, &deliveries];
-        together::execute_and_notify(&self.pool, &parts, queue::CHANNEL, 1).await?;
-        self.queue.enqueued_and_notified(enqueue.added());
+        let wrote = together::execute_and_notify(&self.pool, &parts, queue::CHANNEL, 1).await?;
+        self.queue.enqueued_and_notified(enqueue.added(), wrote);
         Ok(intakes)
     }
 
