@@ -160,9 +160,7 @@ impl PgQueue {
         if added == 0 {
             return;
         }
-        if let Some(adds) = &self.adds {
-            adds.inc_by(added);
-        }
+        self.count(added);
         self.wake();
     }
 
@@ -182,11 +180,15 @@ impl PgQueue {
     /// counts `added` and wakes this replica's waiters when the write
     /// `changed` a row (otherwise nothing became claimable).
     pub fn enqueued_and_notified(&self, added: u64, changed: bool) {
-        if let Some(adds) = &self.adds {
-            adds.inc_by(added);
-        }
+        self.count(added);
         if changed {
             self.signal.notify.notify_waiters();
+        }
+    }
+
+    fn count(&self, added: u64) {
+        if let Some(adds) = &self.adds {
+            adds.inc_by(added);
         }
     }
 

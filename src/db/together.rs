@@ -3,7 +3,7 @@
 //! `COMMIT`.
 //!
 //! Each owner keeps its statement: a [`Part`] holds its SQL (parameters
-//! numbered from `$1`) and the values to bind. [`execute`] renumbers the
+//! numbered from `$1`) and the values to bind. [`execute_and_notify`] renumbers the
 //! parameters and runs the parts as data-modifying `WITH` queries of one
 //! statement. The parts share one snapshot and none sees the rows another
 //! writes, so only parts that do not read each other's tables may be joined
@@ -36,24 +36,11 @@ where
 }
 
 /// Runs every part in one statement, in the order given (so that row
-/// locks are taken in the same order as by the owners' transactions).
-pub async fn execute<'e, E>(executor: E, parts: &[&dyn Part]) -> Result<(), sqlx::Error>
-where
-    E: PgExecutor<'e>,
-{
-    let mut args = PgArguments::default();
-    for part in parts {
-        part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
-    }
-    let sql = joined(parts.iter().map(|p| p.sql()), None);
-    sqlx::query_with(&sql, args).execute(executor).await?;
-    Ok(())
-}
-
-/// Like [`execute`], and sends a `NOTIFY` on `channel` when part number
-/// `part` wrote a row: listeners hear of the rows with the commit, never
-/// of rows rolled back, and without a statement of their own. Returns
-/// whether it did, so that the caller wakes its own waiters only then.
+/// locks are taken in the same order as by the owners' transactions), and
+/// sends a `NOTIFY` on `channel` when part number `part` wrote a row:
+/// listeners hear of the rows with the commit, never of rows rolled back,
+/// and without a statement of their own. Returns whether it did, so that
+/// the caller wakes its own waiters only then.
 pub async fn execute_and_notify<'e, E>(
     executor: E,
     parts: &[&dyn Part],
@@ -186,7 +173,9 @@ mod tests {
         let names = ["first", "second", "third", "fourth"];
         let stamps: Vec<Stamp> = names.iter().map(|n| Stamp(n)).collect();
         let parts: Vec<&dyn Part> = stamps.iter().map(|s| s as &dyn Part).collect();
-        execute(&pool, &parts).await.expect("the statement");
+        execute_and_notify(&pool, &parts, "together_test", 0)
+            .await
+            .expect("the statement");
         let order: Vec<String> = sqlx::query_scalar("select part from runs order by at")
             .fetch_all(&pool)
             .await
@@ -253,7 +242,11 @@ mod tests {
         let pool = with_runs().await;
         // The second insert of the same key fails the whole statement.
         let (a, b) = (Stamp("same"), Stamp("same"));
-        assert!(execute(&pool, &[&Stamp("other"), &a, &b]).await.is_err());
+        assert!(
+            execute_and_notify(&pool, &[&Stamp("other"), &a, &b], "together_test", 0)
+                .await
+                .is_err()
+        );
         let count: i64 = sqlx::query_scalar("select count(*) from runs")
             .fetch_one(&pool)
             .await

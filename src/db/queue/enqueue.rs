@@ -129,6 +129,13 @@ mod tests {
             .expect("the row")
     }
 
+    async fn fresh_queue() -> (PgQueue, sqlx::PgPool) {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        (PgQueue::new(pool.clone(), Duration::from_secs(60)), pool)
+    }
+
     async fn enqueue(queue: &PgQueue, pool: &sqlx::PgPool, id: i64, why: Trigger) {
         let mut conn = pool.acquire().await.expect("a connection");
         queue
@@ -139,10 +146,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_id_already_waiting_as_asked_should_be_left_unwritten_and_unlocked() {
-        let (pool, _url) = crate::db::testing::fresh_database()
-            .await
-            .expect("a fresh test database");
-        let queue = PgQueue::new(pool.clone(), Duration::from_secs(60));
+        let (queue, pool) = fresh_queue().await;
         enqueue(&queue, &pool, 1, Trigger::Push).await;
         let waiting = version(&pool, 1).await;
 
@@ -160,10 +164,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_id_claimed_and_already_marked_to_run_again_should_be_left_unwritten_and_unlocked() {
-        let (pool, _url) = crate::db::testing::fresh_database()
-            .await
-            .expect("a fresh test database");
-        let queue = PgQueue::new(pool.clone(), Duration::from_secs(60));
+        let (queue, pool) = fresh_queue().await;
         enqueue(&queue, &pool, 1, Trigger::Push).await;
         let claim = queue
             .claim("worker")
