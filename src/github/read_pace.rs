@@ -6,7 +6,7 @@
 //! ```text
 //! reserve = pages of its latest listing + a tenth of them
 //! spare   = remaining − reserve            (at least 1)
-//! every   = time until reset / spare       (at least FASTEST)
+//! every   = time until reset / spare       (at least FASTEST, 1 s)
 //! burst   = min(spare, BURST)
 //! ```
 //!
@@ -20,9 +20,11 @@ use std::time::{Duration, SystemTime};
 use super::rate_limit::Budget;
 use crate::controller::ReadPace;
 
-/// Reads never go faster than this, whatever the budget: one query reads
-/// up to 100 repositories, and a faster trickle gains nothing but requests.
-pub const FASTEST: Duration = Duration::from_millis(100);
+/// Reads never go faster than this (the fixed pace), whatever the budget:
+/// a trickle's pushes then share reads of up to 100 repositories, each
+/// waiting at most about this long, and the hour's budget stays mostly
+/// unspent for what comes later.
+pub const FASTEST: Duration = Duration::from_secs(1);
 
 /// Reads that may start at once after a quiet spell.
 pub const BURST: u32 = 30;
@@ -72,20 +74,21 @@ mod tests {
     #[test]
     fn a_full_budget_should_spread_what_the_listing_leaves_over_the_window() {
         let now = SystemTime::now();
-        // 5,000 an hour, a 100-page listing kept in reserve: 4,890 reads.
-        let pace = from_budgets([(budget(5_000, 3_600, now), reserve(100))], now);
+        // 2,000 left for the hour, a 100-page listing kept in reserve:
+        // 1,890 reads.
+        let pace = from_budgets([(budget(2_000, 3_600, now), reserve(100))], now);
         assert_eq!(
             pace,
             Some(ReadPace {
                 burst: BURST,
-                every: Duration::from_secs(3_600) / 4_890,
+                every: Duration::from_secs(3_600) / 1_890,
             })
         );
-        // 12,500 an hour: faster, but never beyond the fastest pace.
-        let pace = from_budgets([(budget(12_500, 3_600, now), 0)], now);
-        assert_eq!(pace.map(|p| p.every), Some(Duration::from_millis(288)));
-        let pace = from_budgets([(budget(1_000_000, 60, now), 0)], now);
-        assert_eq!(pace.map(|p| p.every), Some(FASTEST));
+        // A larger budget than a read a second needs: never beyond that.
+        for remaining in [5_000, 12_500, 1_000_000] {
+            let pace = from_budgets([(budget(remaining, 3_600, now), reserve(100))], now);
+            assert_eq!(pace.map(|p| p.every), Some(FASTEST), "{remaining}");
+        }
     }
 
     #[test]
