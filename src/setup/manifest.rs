@@ -163,6 +163,12 @@ mod tests {
     }
 
     #[test]
+    fn app_yml_should_read_as_a_full_yaml_parser_reads_it() {
+        let full: Value = serde_yaml::from_str(APP_YML).expect("app.yml is YAML");
+        assert_eq!(yaml_to_json(APP_YML).expect("read"), full);
+    }
+
+    #[test]
     fn a_public_address_should_be_a_plain_http_url() {
         assert!(PublicUrl::parse("http://127.0.0.1:8080").is_ok());
         assert_eq!(
