@@ -32,6 +32,7 @@ mod lease_loss;
 mod module_graph;
 mod notify;
 mod notify_crash;
+mod notify_targets;
 mod outages;
 mod pg_queue;
 mod project_schema;
