@@ -43,6 +43,7 @@ mod replicas;
 mod secrets_in_logs;
 mod sessions;
 mod setup;
+mod setup_browser;
 mod slow_clients;
 mod table_owners;
 mod webhook_bounds;
