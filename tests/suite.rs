@@ -4,10 +4,12 @@
 
 mod support;
 
+mod app_docs;
 mod auth_throttle;
 mod browser;
 mod changes;
 mod changes_api;
+mod changes_page;
 mod checks;
 mod cli_config;
 mod crash_recovery;
@@ -29,6 +31,7 @@ mod holds;
 mod hostile_file_e2e;
 mod http_api;
 mod lease_loss;
+mod local_ids;
 mod module_graph;
 mod notify;
 mod notify_crash;
