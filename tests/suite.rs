@@ -14,6 +14,7 @@ mod checks;
 mod cli_config;
 mod crash_recovery;
 mod dashboard;
+mod deploy_database;
 mod deploy_manifests;
 mod dir_bounds;
 mod dir_source_e2e;
