@@ -27,7 +27,7 @@ pub mod preview;
 mod problem;
 mod rules;
 pub mod schema;
-mod tree;
+pub(crate) mod tree;
 pub mod verdict;
 
 #[cfg(test)]
