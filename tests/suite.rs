@@ -13,6 +13,7 @@ mod cli_config;
 mod crash_recovery;
 mod dashboard;
 mod deploy_manifests;
+mod directory;
 mod dir_bounds;
 mod dir_source_e2e;
 mod embedded_pg;

@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn a_malformed_file_should_say_what_and_where() {
         let cases: [(&[u8], &str); 7] = [
-            (b"teams: [", "teams.yaml:1:"),
+            (b"teams: [", "teams.yaml:2:1: "),
             (b"teams:\n  - name: no slug\n", "teams.yaml:2:5: teams[1]: slug is required"),
             (b"teams:\n  - slug: a\n    owner: x\n", "teams.yaml:3:5: teams[1]: unknown field \"owner\""),
             (b"teams:\n  - slug: a\n  - slug: A\n", "teams.yaml:3:11: teams[2].slug: \"A\" is also teams[1]'s"),
