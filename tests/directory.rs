@@ -123,7 +123,13 @@ async fn the_listing_should_read_teams_and_members_100_a_page() {
     assert_eq!(
         resolve(&dir, "@acme/team-7"),
         Resolution::Team {
-            id: dir.teams.iter().find(|t| t.team.slug == "team-7").unwrap().team.id,
+            id: dir
+                .teams
+                .iter()
+                .find(|t| t.team.slug == "team-7")
+                .unwrap()
+                .team
+                .id,
             slug: "team-7".into()
         }
     );
@@ -191,7 +197,11 @@ async fn a_team_renamed_twice_before_its_webhooks_arrive_should_end_with_what_gi
     assert_eq!(env.deliver("team", &older).await.outcome(), "queued");
     env.fake.reset_counts();
     assert_eq!(env.reread().await, 1, "both asked for one read");
-    assert_eq!(env.fake.count(routes::GRAPHQL_DIRECTORY), 1, "the teams only");
+    assert_eq!(
+        env.fake.count(routes::GRAPHQL_DIRECTORY),
+        1,
+        "the teams only"
+    );
 
     let dir = env.directory(1).await;
     assert_eq!(slugs(&dir), ["money"]);
@@ -203,7 +213,13 @@ async fn a_team_renamed_twice_before_its_webhooks_arrive_should_end_with_what_gi
             to: "money".into()
         }
     );
-    assert_eq!(resolve(&dir, "money"), Resolution::Team { id, slug: "money".into() });
+    assert_eq!(
+        resolve(&dir, "money"),
+        Resolution::Team {
+            id,
+            slug: "money".into()
+        }
+    );
     // Nothing more asked: the next pass reads nothing.
     assert_eq!(env.reread().await, 0);
 }
@@ -217,18 +233,33 @@ async fn a_deleted_team_should_resolve_as_deleted_and_members_follow_their_webho
     let team = env.team(1, id).await;
 
     env.fake.delete_team(1, id);
-    env.deliver("team", &fake_dir::team_event(1, "acme", "deleted", &team, None))
-        .await;
+    env.deliver(
+        "team",
+        &fake_dir::team_event(1, "acme", "deleted", &team, None),
+    )
+    .await;
     env.fake.remove_member(1, alice);
     let bob = env.fake.add_member(1, "bob");
-    env.deliver("organization", &fake_dir::member_event(1, "acme", "member_removed", (alice, "alice")))
-        .await;
-    env.deliver("membership", &fake_dir::membership_event(1, "acme", "added", &team, (bob, "bob")))
-        .await;
+    env.deliver(
+        "organization",
+        &fake_dir::member_event(1, "acme", "member_removed", (alice, "alice")),
+    )
+    .await;
+    env.deliver(
+        "membership",
+        &fake_dir::membership_event(1, "acme", "added", &team, (bob, "bob")),
+    )
+    .await;
     env.reread().await;
 
     let dir = env.directory(1).await;
-    assert_eq!(resolve(&dir, "legacy"), Resolution::Deleted { id, slug: "legacy".into() });
+    assert_eq!(
+        resolve(&dir, "legacy"),
+        Resolution::Deleted {
+            id,
+            slug: "legacy".into()
+        }
+    );
     assert_eq!(resolve(&dir, "@alice").status(), "unknown");
     assert_eq!(resolve(&dir, "@bob").status(), "member");
 }
@@ -240,7 +271,10 @@ async fn a_renamed_organisation_should_still_resolve_its_old_name() {
     env.list().await;
     env.fake.rename_account(1, "acme-corp");
     let answer = env
-        .deliver("organization", &fake_dir::renamed_event(1, "acme-corp", "acme"))
+        .deliver(
+            "organization",
+            &fake_dir::renamed_event(1, "acme-corp", "acme"),
+        )
         .await;
     assert_eq!(answer.outcome(), "queued");
 
@@ -276,14 +310,26 @@ async fn webhooks_of_an_organisation_roster_does_not_know_should_be_ignored_and_
         secret: false,
     };
     for (name, body) in [
-        ("team", fake_dir::team_event(77, "globex", "created", &stranger, None)),
-        ("organization", fake_dir::renamed_event(77, "globex-2", "globex")),
-        ("organization", fake_dir::member_event(77, "globex", "member_added", (5, "x"))),
+        (
+            "team",
+            fake_dir::team_event(77, "globex", "created", &stranger, None),
+        ),
+        (
+            "organization",
+            fake_dir::renamed_event(77, "globex-2", "globex"),
+        ),
+        (
+            "organization",
+            fake_dir::member_event(77, "globex", "member_added", (5, "x")),
+        ),
     ] {
         let intake = env.deliver(name, &body).await;
         assert_eq!(intake.outcome(), "ignored", "{name}");
         let reason = intake.ignored.unwrap_or_default();
-        assert!(reason.contains("globex") && reason.contains("not known"), "{reason}");
+        assert!(
+            reason.contains("globex") && reason.contains("not known"),
+            "{reason}"
+        );
     }
     assert_eq!(env.reread().await, 0);
     assert_eq!(env.directory(1).await, before);
@@ -352,8 +398,15 @@ async fn the_local_teams_file_should_fill_the_directory_and_a_malformed_one_lose
 
     std::fs::write(&file, "teams:\n  - slug: payments\n  - name: no slug\n").unwrap();
     assert!(roster::source::dir::teams::sync_once(folder.path(), &db).await);
-    assert_eq!(db.load(0).await.unwrap(), Some(local.clone()), "nothing lost");
-    let error = db.accounts().await.unwrap()[0].read_error.clone().unwrap_or_default();
+    assert_eq!(
+        db.load(0).await.unwrap(),
+        Some(local.clone()),
+        "nothing lost"
+    );
+    let error = db.accounts().await.unwrap()[0]
+        .read_error
+        .clone()
+        .unwrap_or_default();
     assert_eq!(error, "teams.yaml:3:5: teams[2]: slug is required");
 
     std::fs::write(&file, "teams:\n  - slug: payments\n").unwrap();
@@ -362,4 +415,30 @@ async fn the_local_teams_file_should_fill_the_directory_and_a_malformed_one_lose
     assert_eq!(slugs(&local), ["payments"]);
     assert_eq!(resolve(&local, "platform").status(), "deleted");
     assert_eq!(db.accounts().await.unwrap()[0].read_error, None);
+}
+
+#[tokio::test]
+async fn the_example_organisation_should_have_exactly_one_owner_that_names_nobody() {
+    let (pool, _url) = fresh_database().await.expect("fresh database");
+    let db = DirectoryDb::new(pool);
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/org");
+    assert!(roster::source::dir::teams::sync_once(&examples, &db).await);
+    let local = db.load(0).await.unwrap().expect("the local account");
+    assert_eq!(db.accounts().await.unwrap()[0].read_error, None);
+    let mut unknown = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let Ok(text) = std::fs::read_to_string(entry.unwrap().path().join("project.yaml")) else {
+            continue;
+        };
+        for line in text.lines() {
+            let Some(owner) = line.trim().strip_prefix("owner:") else {
+                continue;
+            };
+            let owner = owner.trim().trim_matches('"');
+            if !owner.is_empty() && resolve(&local, owner).status() != "team" {
+                unknown.insert(owner.to_owned());
+            }
+        }
+    }
+    assert_eq!(unknown.into_iter().collect::<Vec<_>>(), ["team-discovery"]);
 }

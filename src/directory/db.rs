@@ -369,13 +369,11 @@ async fn set_login_in(
     .bind(before)
     .execute(&mut *conn)
     .await?;
-    sqlx::query(
-        "delete from directory_org_logins where org_id = $1 and login_lower = lower($2)",
-    )
-    .bind(org)
-    .bind(login)
-    .execute(&mut *conn)
-    .await?;
+    sqlx::query("delete from directory_org_logins where org_id = $1 and login_lower = lower($2)")
+        .bind(org)
+        .bind(login)
+        .execute(&mut *conn)
+        .await?;
     sqlx::query("update directory_orgs set login = $2 where org_id = $1")
         .bind(org)
         .bind(login)
@@ -506,12 +504,11 @@ async fn finish_members_in(
 }
 
 async fn load_in(conn: &mut PgConnection, org: i64) -> Result<Option<Directory>, sqlx::Error> {
-    let Some(row) = sqlx::query(
-        "select login, personal, off_reason from directory_orgs where org_id = $1",
-    )
-    .bind(org)
-    .fetch_optional(&mut *conn)
-    .await?
+    let Some(row) =
+        sqlx::query("select login, personal, off_reason from directory_orgs where org_id = $1")
+            .bind(org)
+            .fetch_optional(&mut *conn)
+            .await?
     else {
         return Ok(None);
     };

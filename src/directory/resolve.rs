@@ -65,9 +65,9 @@ impl Resolution {
                 "no team or member {owner:?} in {org} (did you mean {}?)",
                 suggestions.join(", ")
             )),
-            Resolution::Renamed { to, .. } => Some(format!(
-                "{owner:?} was renamed to {to:?}; update the file"
-            )),
+            Resolution::Renamed { to, .. } => {
+                Some(format!("{owner:?} was renamed to {to:?}; update the file"))
+            }
             Resolution::Deleted { .. } => Some(format!("team {owner:?} was deleted in {org}")),
             _ => None,
         }
@@ -274,7 +274,13 @@ mod tests {
     #[test]
     fn a_slug_in_every_form_and_case_should_name_the_team() {
         let dir = acme();
-        for owner in ["platform", "PLATFORM", "@acme/platform", "@ACME/Platform", " platform "] {
+        for owner in [
+            "platform",
+            "PLATFORM",
+            "@acme/platform",
+            "@ACME/Platform",
+            " platform ",
+        ] {
             assert_eq!(
                 resolve(&dir, owner),
                 Resolution::Team {

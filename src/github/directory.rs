@@ -184,7 +184,11 @@ impl DirectoryReader {
         if let Some(error) = &error {
             tracing::warn!(account = %account.login, %error, "could not read the organisation's teams and members");
         }
-        if let Err(db_error) = self.db().record_error(account.org_id, error.as_deref()).await {
+        if let Err(db_error) = self
+            .db()
+            .record_error(account.org_id, error.as_deref())
+            .await
+        {
             tracing::warn!(account = %account.login, error = %db_error, "could not record the directory read");
         }
         outcome.is_ok()
@@ -226,7 +230,11 @@ impl DirectoryReader {
     }
 
     async fn read_teams(&self, installation: i64, account: &Account) -> Result<(), Refused> {
-        let started = self.db().read_started().await.map_err(DirectoryError::from)?;
+        let started = self
+            .db()
+            .read_started()
+            .await
+            .map_err(DirectoryError::from)?;
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
             let page: Page<TeamNode> = self.page(installation, account, READ_TEAMS, after).await?;
@@ -263,11 +271,16 @@ impl DirectoryReader {
     }
 
     async fn read_members(&self, installation: i64, account: &Account) -> Result<(), Refused> {
-        let started = self.db().read_started().await.map_err(DirectoryError::from)?;
+        let started = self
+            .db()
+            .read_started()
+            .await
+            .map_err(DirectoryError::from)?;
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page: Page<MemberNode> =
-                self.page(installation, account, READ_MEMBERS, after).await?;
+            let page: Page<MemberNode> = self
+                .page(installation, account, READ_MEMBERS, after)
+                .await?;
             let members: Vec<Member> = page
                 .nodes
                 .into_iter()

@@ -61,7 +61,11 @@ fn parse(found: &Found) -> Result<TeamsFile, String> {
 }
 
 /// Keeps the local directory in step with `root/teams.yaml` until `stop`.
-pub async fn run(root: PathBuf, directory: DirectoryDb, stop: impl std::future::Future<Output = ()>) {
+pub async fn run(
+    root: PathBuf,
+    directory: DirectoryDb,
+    stop: impl std::future::Future<Output = ()>,
+) {
     tokio::pin!(stop);
     let mut applied: Option<Found> = None;
     loop {
@@ -69,10 +73,8 @@ pub async fn run(root: PathBuf, directory: DirectoryDb, stop: impl std::future::
         let found = tokio::task::spawn_blocking(move || read(&root_now))
             .await
             .unwrap_or_else(|e| Found::Refused(format!("{TEAMS_FILE}: {e}")));
-        if applied.as_ref() != Some(&found) {
-            if sync(&directory, &found).await {
-                applied = Some(found);
-            }
+        if applied.as_ref() != Some(&found) && sync(&directory, &found).await {
+            applied = Some(found);
         }
         tokio::select! {
             () = &mut stop => return,
@@ -86,7 +88,11 @@ pub async fn run(root: PathBuf, directory: DirectoryDb, stop: impl std::future::
 async fn sync(directory: &DirectoryDb, found: &Found) -> bool {
     let result = match parse(found) {
         Ok(file) => directory.replace_local(&file).await.map(|()| {
-            tracing::info!(teams = file.teams.len(), members = file.members.len(), "local teams read");
+            tracing::info!(
+                teams = file.teams.len(),
+                members = file.members.len(),
+                "local teams read"
+            );
         }),
         Err(message) => {
             tracing::warn!(error = %message, "{TEAMS_FILE} refused; the directory keeps what it had");

@@ -116,7 +116,9 @@ pub fn parse(bytes: &[u8]) -> Result<TeamsFile, TeamsFileError> {
             if !is_name(&login) {
                 return Err(walk.at(
                     node,
-                    format!("teams[{index}].members: {login:?} must be letters, digits, '-' or '_'"),
+                    format!(
+                        "teams[{index}].members: {login:?} must be letters, digits, '-' or '_'"
+                    ),
                 ));
             }
             members.entry(login.to_lowercase()).or_insert(login);
@@ -223,10 +225,22 @@ mod tests {
     fn a_malformed_file_should_say_what_and_where() {
         let cases: [(&[u8], &str); 7] = [
             (b"teams: [", "teams.yaml:2:1: "),
-            (b"teams:\n  - name: no slug\n", "teams.yaml:2:5: teams[1]: slug is required"),
-            (b"teams:\n  - slug: a\n    owner: x\n", "teams.yaml:3:5: teams[1]: unknown field \"owner\""),
-            (b"teams:\n  - slug: a\n  - slug: A\n", "teams.yaml:3:11: teams[2].slug: \"A\" is also teams[1]'s"),
-            (b"teams:\n  - slug: 'two words'\n", "teams.yaml:2:11: teams[1].slug: \"two words\" must be"),
+            (
+                b"teams:\n  - name: no slug\n",
+                "teams.yaml:2:5: teams[1]: slug is required",
+            ),
+            (
+                b"teams:\n  - slug: a\n    owner: x\n",
+                "teams.yaml:3:5: teams[1]: unknown field \"owner\"",
+            ),
+            (
+                b"teams:\n  - slug: a\n  - slug: A\n",
+                "teams.yaml:3:11: teams[2].slug: \"A\" is also teams[1]'s",
+            ),
+            (
+                b"teams:\n  - slug: 'two words'\n",
+                "teams.yaml:2:11: teams[1].slug: \"two words\" must be",
+            ),
             (b"teams: payments\n", "teams.yaml:1:8: teams must be a list"),
             (b"- a\n", "teams.yaml:1:1: the file must be a mapping"),
         ];

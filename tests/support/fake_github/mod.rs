@@ -192,7 +192,11 @@ impl FakeGithub {
         if let Some(i) = world.installations.get_mut(&installation) {
             i.login = login.to_owned();
         }
-        for repo in world.repos.values_mut().filter(|r| r.installation == installation) {
+        for repo in world
+            .repos
+            .values_mut()
+            .filter(|r| r.installation == installation)
+        {
             repo.owner = login.to_owned();
         }
     }
@@ -250,7 +254,12 @@ impl FakeGithub {
     /// The team as GitHub has it now.
     pub fn team(&self, installation: i64, id: i64) -> Option<directory::Team> {
         let world = self.shared.world();
-        world.directories.get(&installation)?.teams.get(&id).cloned()
+        world
+            .directories
+            .get(&installation)?
+            .teams
+            .get(&id)
+            .cloned()
     }
 
     /// Renames a team (its slug follows its name, as on GitHub).

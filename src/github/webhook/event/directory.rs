@@ -78,6 +78,8 @@ pub(super) fn parse_organization(body: &[u8]) -> Result<WebhookEvent, serde_json
     Ok(match event.action.as_str() {
         "member_added" | "member_removed" => change(org, false, true, false),
         "renamed" => change(org, false, false, true),
-        other => ignored(format!("organization {other} does not change the directory")),
+        other => ignored(format!(
+            "organization {other} does not change the directory"
+        )),
     })
 }
