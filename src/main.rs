@@ -33,7 +33,8 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate(DatabaseArgs),
-    /// Validate a project file and print every problem (exit 1 when invalid).
+    /// Validate a project file and print every problem (exit 1 when invalid,
+    /// 2 when the file cannot be read).
     Check {
         /// The project file to check.
         #[arg(default_value = "project.yaml")]

@@ -186,12 +186,13 @@ fn is_name(text: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-/// A stable, positive id for a local team or member.
+/// A stable, positive id for a local team or member, below 2^53 like local
+/// repository ids (a JSON reader's double holds it exactly).
 fn local_id(kind: &str, name: &str) -> i64 {
     let digest = Sha256::digest(format!("{kind}/{}", name.to_lowercase()).as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
-    i64::try_from(u64::from_be_bytes(first) >> 2).unwrap_or(i64::MAX) + 1
+    i64::try_from(u64::from_be_bytes(first) >> 11).unwrap_or(0) + 1
 }
 
 #[cfg(test)]
@@ -211,7 +212,7 @@ mod tests {
         assert_eq!(logins, ["alice", "Bob"]);
         let again = parse(b"teams: [{slug: Payments}]").expect("valid");
         assert_eq!(parsed.teams[0].id, again.teams[0].id);
-        assert!(parsed.teams.iter().all(|t| t.id > 0));
+        assert!(parsed.teams.iter().all(|t| t.id > 0 && t.id <= 1 << 53));
     }
 
     #[test]
