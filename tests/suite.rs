@@ -40,6 +40,7 @@ mod notify;
 mod notify_crash;
 mod notify_targets;
 mod outages;
+mod owners_api;
 mod pg_queue;
 mod project_schema;
 mod redelivery;
