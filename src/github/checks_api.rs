@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::client::Client;
 use super::graphql::too_large;
 use super::http::{join, CallError, Reply, Request};
-use super::rate_limit::{Bucket, Resource, Who};
+use super::rate_limit::{Bucket, Known, Resource, Who};
 use super::MAX_FILE_BYTES;
 use crate::project::verdict::HeadFile;
 
@@ -73,6 +73,20 @@ pub struct ChecksApi {
 impl ChecksApi {
     pub(crate) fn new(client: Arc<Client>) -> Self {
         Self { client }
+    }
+
+    /// What is known of the installation's budget for `resource`.
+    pub fn known_budget(
+        &self,
+        installation: i64,
+        resource: Resource,
+        now: std::time::SystemTime,
+    ) -> Option<Known> {
+        let bucket = Bucket {
+            who: Who::Installation(installation),
+            resource,
+        };
+        self.client.http.limits().known(bucket, now)
     }
 
     /// Path of the project file inside a repository.

@@ -314,3 +314,29 @@ fn until(at: u64, now: SystemTime) -> Duration {
 #[cfg(test)]
 #[path = "rate_limit_tests.rs"]
 mod tests;
+
+/// What is known of one budget's window, for callers that hold back part of
+/// it for others (the checks keep a reserve for the sync).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    pub limit: u64,
+    pub remaining: u64,
+    /// When the window resets.
+    pub reset: SystemTime,
+}
+
+impl RateLimits {
+    /// The window of `bucket` as the last answers told it (counting the
+    /// requests sent since), if its limit, remainder and reset are known
+    /// and the reset is still ahead.
+    pub fn known(&self, bucket: Bucket, now: SystemTime) -> Option<Known> {
+        let state = self.state.lock().ok()?;
+        let window = state.windows.get(&bucket)?;
+        let reset = UNIX_EPOCH + Duration::from_secs(window.reset?);
+        (reset > now).then_some(Known {
+            limit: window.limit.or(window.remaining)?,
+            remaining: window.remaining?,
+            reset,
+        })
+    }
+}

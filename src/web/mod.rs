@@ -14,6 +14,7 @@ mod auth;
 pub mod client;
 mod dashboard;
 pub mod error;
+mod escape;
 mod extract;
 pub mod forwarded;
 mod health;
