@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+
 use tokio::time::Instant;
 
 use crate::github::checks_api::ChecksApi;
@@ -59,8 +60,9 @@ pub fn reserve(limit: u64, repositories: u64) -> u64 {
 }
 
 impl ChecksBudget {
-    /// When checks may spend `resource` of `installation` again, if what is
-    /// left is at or below the reserve now.
+    /// Takes one request of `resource` of `installation` for a check, or
+    /// says when checks may spend it again if what is left is at or below
+    /// the reserve now.
     pub fn held_until(
         &self,
         api: &ChecksApi,
@@ -71,8 +73,8 @@ impl ChecksBudget {
         if !self.reserve {
             return None;
         }
-        let known = api.known_budget(installation, resource, SystemTime::now())?;
-        (known.remaining <= reserve(known.limit, repositories)).then_some(known.reset)
+        api.take_above(installation, resource, |limit| reserve(limit, repositories))
+            .err()
     }
 
     /// Waits for the installation's next turn to write, at least

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::client::Client;
 use super::graphql::too_large;
 use super::http::{join, CallError, Reply, Request};
-use super::rate_limit::{Bucket, Known, Resource, Who};
+use super::rate_limit::{Bucket, Resource, Who};
 use super::MAX_FILE_BYTES;
 use crate::project::verdict::HeadFile;
 
@@ -75,18 +75,23 @@ impl ChecksApi {
         Self { client }
     }
 
-    /// What is known of the installation's budget for `resource`.
-    pub fn known_budget(
+    /// Counts one request of the installation's `resource` if what is
+    /// left stays above `floor(limit)`; otherwise when the window resets
+    /// ([`super::rate_limit::RateLimits::take_above`]).
+    pub fn take_above(
         &self,
         installation: i64,
         resource: Resource,
-        now: std::time::SystemTime,
-    ) -> Option<Known> {
+        floor: impl Fn(u64) -> u64,
+    ) -> Result<(), std::time::SystemTime> {
         let bucket = Bucket {
             who: Who::Installation(installation),
             resource,
         };
-        self.client.http.limits().known(bucket, now)
+        self.client
+            .http
+            .limits()
+            .take_above(bucket, std::time::SystemTime::now(), floor)
     }
 
     /// Path of the project file inside a repository.
