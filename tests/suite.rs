@@ -10,6 +10,7 @@ mod changes;
 mod changes_api;
 mod checks;
 mod checks_budget;
+mod checks_hostile;
 mod cli_config;
 mod crash_recovery;
 mod dashboard;
