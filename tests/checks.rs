@@ -122,7 +122,14 @@ impl Env {
         self.send_pr("opened", repo, name, number, sha).await;
     }
 
-    pub(crate) async fn send_pr(&self, action: &str, repo: i64, name: &str, number: i64, sha: &str) {
+    pub(crate) async fn send_pr(
+        &self,
+        action: &str,
+        repo: i64,
+        name: &str,
+        number: i64,
+        sha: &str,
+    ) {
         let pr = pull_requests::Pr {
             repo,
             installation: ACME,

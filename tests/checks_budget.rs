@@ -31,7 +31,11 @@ async fn low_budget(reset_in: Duration) -> (Env, i64) {
     let sha = env.fake.pr_commit(id, FILE, yaml("amp", "pr").as_bytes());
     env.open_pr(id, "amp", 1, &sha).await;
     env.settle().await;
-    assert_eq!(env.fake.check_runs_on(id, &sha).len(), 1, "the first one went out");
+    assert_eq!(
+        env.fake.check_runs_on(id, &sha).len(),
+        1,
+        "the first one went out"
+    );
     env.fake.reset_counts();
     (env, id)
 }
@@ -61,7 +65,11 @@ async fn a_flood_below_the_reserve_should_spend_nothing_and_a_push_should_still_
     flood(&env, id).await;
     env.settle().await;
     assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 0, "no file read");
-    assert_eq!(env.fake.count(routes::CHECK_RUN_CREATE), 0, "no run written");
+    assert_eq!(
+        env.fake.count(routes::CHECK_RUN_CREATE),
+        0,
+        "no run written"
+    );
     assert_eq!(env.fake.total(), 0, "nothing at all");
     assert_eq!(
         [
@@ -84,7 +92,8 @@ async fn a_flood_below_the_reserve_should_spend_nothing_and_a_push_should_still_
     assert_eq!(attempts, 0);
 
     // A push syncs at once with what the checks left.
-    env.fake.push_file(id, FILE, yaml("amp", "pushed").as_bytes());
+    env.fake
+        .push_file(id, FILE, yaml("amp", "pushed").as_bytes());
     assert_eq!(env.reconcile(id).await, "synced");
     let description: Option<String> =
         sqlx::query_scalar("select description from entries where name = 'amp'")
@@ -131,13 +140,18 @@ async fn checks_should_resume_at_the_reset_and_stop_again_at_half_the_limit() {
     let graphql = env.fake.remaining(ACME, "graphql");
     let core = env.fake.remaining(ACME, "core");
     let evaluated = env.fake.count(routes::GRAPHQL_FILE);
-    println!("after the reset: {evaluated} evaluated, {graphql} GraphQL and {core} REST left of {LIMIT}");
+    println!(
+        "after the reset: {evaluated} evaluated, {graphql} GraphQL and {core} REST left of {LIMIT}"
+    );
     assert!(graphql >= RESERVE && core >= RESERVE, "{graphql} / {core}");
     assert!(
         evaluated >= (LIMIT - RESERVE) / 2,
         "only {evaluated} evaluated"
     );
-    assert!(waiting(&env).await > 0, "the rest waits for the next window");
+    assert!(
+        waiting(&env).await > 0,
+        "the rest waits for the next window"
+    );
     let registered: i64 = sqlx::query_scalar("select count(*) from entries")
         .fetch_one(&env.pool)
         .await

@@ -47,7 +47,10 @@ async fn a_nul_should_fail_the_pull_request_and_leave_the_repository_invalid_not
             .await
             .expect("repository");
     assert_eq!(status, "invalid");
-    assert_eq!(error.as_deref(), Some(format!("project.yaml:3:14: {NUL_MESSAGE}").as_str()));
+    assert_eq!(
+        error.as_deref(),
+        Some(format!("project.yaml:3:14: {NUL_MESSAGE}").as_str())
+    );
     let description: Option<String> =
         sqlx::query_scalar("select description from entries where name = 'amp'")
             .fetch_one(&env.pool)
@@ -64,7 +67,12 @@ async fn a_summary_long_in_bytes_should_be_cut_by_bytes_and_posted() {
     // 40 projects, each with 1,000 characters of CJK (3 bytes each): about
     // 45,000 characters and 125,000 bytes of summary before the cut.
     let projects: String = (0..40)
-        .map(|k| format!("  - name: p{k}\n    owner: t\n    description: {}\n", "漢".repeat(1000)))
+        .map(|k| {
+            format!(
+                "  - name: p{k}\n    owner: t\n    description: {}\n",
+                "漢".repeat(1000)
+            )
+        })
         .collect();
     let sha = env
         .fake
@@ -74,14 +82,22 @@ async fn a_summary_long_in_bytes_should_be_cut_by_bytes_and_posted() {
     let run = env.only_run(id, &sha);
     assert_eq!(run.conclusion.as_deref(), Some("success"));
     let summary = run.summary.unwrap_or_default();
-    println!("summary: {} characters, {} bytes", summary.chars().count(), summary.len());
+    println!(
+        "summary: {} characters, {} bytes",
+        summary.chars().count(),
+        summary.len()
+    );
     assert!(summary.len() <= 65_535, "{} bytes", summary.len());
     assert!(summary.contains("longer than GitHub shows"));
     let detail = get(&web(&env), "/api/v1/repos/acme/cjk").await.json();
     assert_eq!(detail["checks"][0]["sha"], sha.as_str());
     assert_eq!(detail["checks"][0]["posted"], true);
     assert_eq!(detail["checks"][0]["post_error"], serde_json::Value::Null);
-    assert_eq!(detail["projects"], json!(["cjk"]), "nothing registered changed");
+    assert_eq!(
+        detail["projects"],
+        json!(["cjk"]),
+        "nothing registered changed"
+    );
 }
 
 #[tokio::test]
@@ -107,7 +123,10 @@ async fn the_fake_should_refuse_a_summary_over_65535_bytes_as_github_does() {
         panic!("not a 422: {refused:?}");
     };
     assert_eq!(status, 422);
-    assert!(message.contains("exceeds a maximum bytesize of 65535"), "{message}");
+    assert!(
+        message.contains("exceeds a maximum bytesize of 65535"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -142,10 +161,16 @@ async fn a_post_github_refuses_should_be_shown_as_not_posted() {
     assert_eq!(check["sha"], gone.as_str());
     assert_eq!(check["posted"], false);
     let error = check["post_error"].as_str().unwrap_or_default();
-    assert!(error.contains("GitHub refused the check run (422)"), "{error}");
+    assert!(
+        error.contains("GitHub refused the check run (422)"),
+        "{error}"
+    );
     let page = get(&app, "/repos/acme/refused").await;
     assert!(page.body.contains("not posted"), "{}", page.body);
-    assert!(!page.body.contains("kind-check-success"), "not shown as success");
+    assert!(
+        !page.body.contains("kind-check-success"),
+        "not shown as success"
+    );
     env.settle().await;
     assert_eq!(env.fake.count(routes::CHECK_RUN_CREATE), 1, "not retried");
     assert_eq!(detail["projects"], json!(["refused"]));
@@ -210,7 +235,9 @@ async fn a_public_owner_should_still_be_named_on_a_public_repository() {
     let open = env.repo("open", &yaml("open", "public")).await;
     env.quiet().await;
     // A pull request on the owner tells that it is public.
-    let sha = env.fake.pr_commit(owner, FILE, yaml("shared-lib", "v2").as_bytes());
+    let sha = env
+        .fake
+        .pr_commit(owner, FILE, yaml("shared-lib", "v2").as_bytes());
     let pr = |repo, name, number, sha| pull_requests::Pr {
         repo,
         installation: ACME,
@@ -256,7 +283,10 @@ async fn invisible_characters_should_be_escaped_in_the_run_and_on_the_pages() {
     let summary = run.summary.unwrap_or_default();
     assert!(summary.contains("team\\u{2066}-amp"), "{summary}");
     assert!(summary.contains("x\\u{202E}y"), "{summary}");
-    assert!(!summary.contains(['\u{202E}', '\u{2066}', '\u{200B}']), "{summary}");
+    assert!(
+        !summary.contains(['\u{202E}', '\u{2066}', '\u{200B}']),
+        "{summary}"
+    );
     // The registered entry keeps its text as written; the pages escape it.
     let stored: Option<String> =
         sqlx::query_scalar("select description from entries where name = 'amp'")
@@ -268,8 +298,16 @@ async fn invisible_characters_should_be_escaped_in_the_run_and_on_the_pages() {
     for path in ["/repos/acme/amp", "/projects", "/"] {
         let page = get(&app, path).await;
         assert_eq!(page.status, 200, "{path}");
-        assert!(!page.body.contains(['\u{202E}', '\u{200B}']), "{path}: {}", page.body);
+        assert!(
+            !page.body.contains(['\u{202E}', '\u{200B}']),
+            "{path}: {}",
+            page.body
+        );
     }
     let page = get(&app, "/repos/acme/amp").await;
-    assert!(page.body.contains("admin\\u{202E}gnp.exe\\u{200B}"), "{}", page.body);
+    assert!(
+        page.body.contains("admin\\u{202E}gnp.exe\\u{200B}"),
+        "{}",
+        page.body
+    );
 }

@@ -129,7 +129,9 @@ async fn a_database_that_is_not_utf8_should_be_refused_at_start() {
         "{stderr}"
     );
     let tables: i64 = {
-        let mut conn = sqlx::PgConnection::connect(url.as_str()).await.expect("connect");
+        let mut conn = sqlx::PgConnection::connect(url.as_str())
+            .await
+            .expect("connect");
         sqlx::query_scalar("select count(*) from pg_tables where schemaname = 'public'")
             .fetch_one(&mut conn)
             .await

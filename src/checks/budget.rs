@@ -17,7 +17,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-
 use tokio::time::Instant;
 
 use crate::github::checks_api::ChecksApi;

@@ -48,7 +48,10 @@ mod tests {
             escape_invisible("evil\u{202E}txt.exe"),
             "evil\\u{202E}txt.exe"
         );
-        assert_eq!(escape_invisible("a\u{200B}b\u{2066}c"), "a\\u{200B}b\\u{2066}c");
+        assert_eq!(
+            escape_invisible("a\u{200B}b\u{2066}c"),
+            "a\\u{200B}b\\u{2066}c"
+        );
         assert_eq!(escape_invisible("\u{FEFF}x"), "\\u{FEFF}x");
     }
 

@@ -23,7 +23,11 @@ fn every_escape_of_nul_should_be_refused() {
     for escape in ["\\x00", "\\u0000", "\\U00000000"] {
         let yaml = format!("name: a\nowner: \"team{escape}\"\n");
         let found = problems(yaml.as_bytes());
-        assert_eq!(found, vec![format!("project.yaml:2:8: {MESSAGE}")], "{escape}");
+        assert_eq!(
+            found,
+            vec![format!("project.yaml:2:8: {MESSAGE}")],
+            "{escape}"
+        );
     }
 }
 
@@ -53,11 +57,17 @@ fn many_nuls_should_be_cut_at_the_problem_bound() {
     }
     let found = problems(yaml.as_bytes());
     assert_eq!(found.len(), MAX_PROBLEMS + 1);
-    assert_eq!(found[MAX_PROBLEMS], "project.yaml: file: … and 50 more problems");
+    assert_eq!(
+        found[MAX_PROBLEMS],
+        "project.yaml: file: … and 50 more problems"
+    );
 }
 
 #[test]
 fn a_file_without_nul_should_still_parse() {
-    let parsed = parse("project.yaml", b"name: a\nowner: b\ndescription: \"a\\tb\"\n");
+    let parsed = parse(
+        "project.yaml",
+        b"name: a\nowner: b\ndescription: \"a\\tb\"\n",
+    );
     assert!(parsed.is_ok(), "{parsed:?}");
 }

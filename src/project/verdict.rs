@@ -342,14 +342,19 @@ mod tests {
     #[test]
     fn a_summary_of_cjk_text_should_be_cut_by_bytes_at_a_line() {
         // 3 bytes a character: 30,000 characters are 90,000 bytes.
-        let long: String = (0..3_000).map(|_| format!("{}\n", "漢".repeat(9))).collect();
+        let long: String = (0..3_000)
+            .map(|_| format!("{}\n", "漢".repeat(9)))
+            .collect();
         assert!(long.chars().count() < MAX_SUMMARY_BYTES);
         let cut = clip_summary(long.clone());
         assert!(cut.len() <= MAX_SUMMARY_BYTES, "{} bytes", cut.len());
         assert!(cut.ends_with("longer than GitHub shows)\n"));
         let kept = cut.trim_end_matches(|c| c != '…').trim_end_matches('…');
         assert!(long.starts_with(kept.trim_end_matches('\n')));
-        assert!(kept.trim_end_matches('\n').ends_with(&"漢".repeat(9)), "cut at a line");
+        assert!(
+            kept.trim_end_matches('\n').ends_with(&"漢".repeat(9)),
+            "cut at a line"
+        );
     }
 
     #[test]
@@ -357,10 +362,19 @@ mod tests {
         let text = "name: a\nowner: b\ndescription: \"x\u{202E}y\u{200B}\"\nbad\u{2066}: 1\n";
         let verdict = run(text, &Snapshot::default());
         assert_eq!(verdict.conclusion, "failure");
-        let message = verdict.annotations[0]["message"].as_str().unwrap_or_default();
+        let message = verdict.annotations[0]["message"]
+            .as_str()
+            .unwrap_or_default();
         assert!(message.contains("bad\\u{2066}"), "{message}");
-        assert!(verdict.summary.contains("bad\\u{2066}"), "{}", verdict.summary);
-        let valid = run("name: a\nowner: b\ndescription: \"x\u{202E}y\"\n", &Snapshot::default());
+        assert!(
+            verdict.summary.contains("bad\\u{2066}"),
+            "{}",
+            verdict.summary
+        );
+        let valid = run(
+            "name: a\nowner: b\ndescription: \"x\u{202E}y\"\n",
+            &Snapshot::default(),
+        );
         assert!(valid.summary.contains("x\\u{202E}y"), "{}", valid.summary);
         assert!(!valid.summary.contains('\u{202E}'));
     }
