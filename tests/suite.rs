@@ -4,16 +4,19 @@
 
 mod support;
 
+mod app_docs;
 mod auth_throttle;
 mod browser;
 mod changes;
 mod changes_api;
+mod changes_page;
 mod checks;
 mod checks_budget;
 mod checks_hostile;
 mod cli_config;
 mod crash_recovery;
 mod dashboard;
+mod deploy_database;
 mod deploy_manifests;
 mod dir_bounds;
 mod dir_source_e2e;
@@ -31,9 +34,11 @@ mod holds;
 mod hostile_file_e2e;
 mod http_api;
 mod lease_loss;
+mod local_ids;
 mod module_graph;
 mod notify;
 mod notify_crash;
+mod notify_targets;
 mod nul_file;
 mod outages;
 mod pg_queue;
