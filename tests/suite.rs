@@ -26,6 +26,7 @@ mod github_batch_read;
 mod github_batches;
 mod github_e2e;
 mod github_outages;
+mod github_read_pace;
 mod github_secondary_limit;
 mod github_source;
 mod github_start;
