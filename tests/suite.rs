@@ -20,6 +20,7 @@ mod deploy_database;
 mod deploy_manifests;
 mod dir_bounds;
 mod dir_source_e2e;
+mod directory;
 mod embedded_pg;
 mod fuzz_regressions;
 mod github_batch_read;

@@ -29,7 +29,7 @@ mod problem;
 mod rules;
 pub mod schema;
 mod suggest;
-mod tree;
+pub(crate) mod tree;
 pub mod verdict;
 
 #[cfg(test)]
