@@ -451,6 +451,29 @@ impl FakeGithub {
         self.shared.world().budget(installation, resource).remaining = remaining;
     }
 
+    /// Sets an installation's whole `resource` budget: the window's limit,
+    /// what is left of it, and when it resets (GitHub's windows are an
+    /// hour; a test may shorten one).
+    pub fn set_budget(
+        &self,
+        installation: i64,
+        resource: &'static str,
+        limit: u64,
+        remaining: u64,
+        reset_in: Duration,
+    ) {
+        let mut world = self.shared.world();
+        let budget = world.budget(installation, resource);
+        budget.limit = limit;
+        budget.remaining = remaining;
+        budget.reset = world::epoch_secs(SystemTime::now() + reset_in);
+    }
+
+    /// What is left of an installation's `resource` budget.
+    pub fn remaining(&self, installation: i64, resource: &'static str) -> u64 {
+        self.shared.world().budget(installation, resource).remaining
+    }
+
     /// How long new installation tokens live.
     pub fn set_token_lifetime(&self, lifetime: Duration) {
         self.shared.world().token_lifetime = lifetime;
