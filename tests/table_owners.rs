@@ -38,6 +38,9 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["registry/check_runs.rs", "registry/check_requests.rs"],
     ),
     ("check_permissions", &["registry/check_runs.rs"]),
+    ("setup_app", &["setup/store.rs"]),
+    ("setup_tokens", &["setup/store.rs"]),
+    ("setup_states", &["setup/store.rs"]),
 ];
 
 const SQL_WORDS: &[&str] = &["from", "into", "update", "join", "table"];
