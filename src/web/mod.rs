@@ -17,6 +17,7 @@ pub mod error;
 mod extract;
 pub mod forwarded;
 pub(crate) mod health;
+pub mod long_polls;
 mod metrics_route;
 mod origin;
 mod params;
