@@ -183,7 +183,9 @@ async fn setup(args: SetupArgs) -> Result<(), Failure> {
             let rendered = roster::setup::print_env::render(&pool, key.as_ref()).await;
             pool.close().await;
             rendered.map_err(|e| match e {
-                roster::setup::print_env::PrintEnvError::Config(e) => Failure::config(e),
+                roster::setup::print_env::PrintEnvError::Setting(setting, message) => {
+                    Failure::config(ConfigError::new(setting, message))
+                }
                 other => Failure::runtime(other),
             })
         }

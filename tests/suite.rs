@@ -36,6 +36,7 @@ mod local_ids;
 mod module_graph;
 mod notify;
 mod notify_crash;
+mod notify_targets;
 mod outages;
 mod pg_queue;
 mod project_schema;
