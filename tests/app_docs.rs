@@ -65,14 +65,18 @@ fn line_starting<'t>(text: &'t str, start: &str) -> &'t str {
 fn the_by_hand_registration_should_grant_what_app_yml_asks_for() {
     let (permissions, events) = manifest();
     let guide = read("docs/github-app.md");
-    let listed: BTreeSet<(String, String)> =
-        bold(line_starting(&guide, "| Repository permissions |"))
-            .into_iter()
-            .map(|p| {
-                let (name, level) = p.split_once(':').unwrap_or_else(|| panic!("{p:?}"));
-                (key(name), access(level))
-            })
-            .collect();
+    let rows = [
+        line_starting(&guide, "| Repository permissions |"),
+        line_starting(&guide, "| Organization and account permissions |"),
+    ];
+    let listed: BTreeSet<(String, String)> = rows
+        .into_iter()
+        .flat_map(bold)
+        .map(|p| {
+            let (name, level) = p.split_once(':').unwrap_or_else(|| panic!("{p:?}"));
+            (key(name), access(level))
+        })
+        .collect();
     assert_eq!(listed, permissions);
     let subscribed: BTreeSet<String> = bold(line_starting(&guide, "| Subscribe to events |"))
         .into_iter()
@@ -143,4 +147,57 @@ fn the_readme_step_should_name_every_permission_and_event_of_app_yml() {
         .filter(|c| !c.contains('.') && !c.contains('/'))
         .collect();
     assert_eq!(named, events);
+}
+
+/// The subcommands `roster --help` lists (clap's "Commands:" section).
+fn subcommands() -> BTreeSet<String> {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--help")
+        .output()
+        .expect("roster --help runs");
+    let text = String::from_utf8_lossy(&help.stdout).into_owned();
+    text.split("Commands:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Commands: in\n{text}"))
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_readme_should_count_and_list_every_command() {
+    let commands = subcommands();
+    assert!(commands.contains("serve"), "{commands:?}");
+    let readme = read("README.md");
+    let words = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ];
+    let line = line_starting(&readme, "One binary, ");
+    let said = line
+        .trim_start_matches("One binary, ")
+        .split_whitespace()
+        .next()
+        .unwrap_or_default();
+    assert_eq!(
+        words.iter().position(|w| *w == said).map(|n| n + 1),
+        Some(commands.len()),
+        "{line:?} for {commands:?}"
+    );
+    let listed: BTreeSet<String> = readme
+        .split(line)
+        .nth(1)
+        .unwrap_or_default()
+        .split("\n\n")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `roster "))
+        .filter_map(|l| l.split([' ', '`']).next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(listed, commands);
 }

@@ -192,6 +192,22 @@ fn webhook_concurrency_should_be_between_1_and_256() {
 }
 
 #[test]
+fn long_polls_should_default_to_1000_and_refuse_nonsense() {
+    let here = here();
+    assert_eq!(parse(&["--source", &here]).unwrap().long_polls, 1000);
+    for bad in ["0", "100001", "-5", "lots", "", "1.5"] {
+        let error = err(&["--source", &here, &format!("--long-polls={bad}")]);
+        assert_eq!(error.setting, "ROSTER_LONG_POLLS", "{bad:?}");
+        assert!(
+            error.message.ends_with("must be a number from 1 to 100000"),
+            "{error}"
+        );
+    }
+    let s = parse(&["--source", &here, "--long-polls", " 50 "]).unwrap();
+    assert_eq!(s.long_polls, 50);
+}
+
+#[test]
 fn delivery_retention_should_parse_human_durations_of_at_least_3_days() {
     let here = here();
     let s = parse(&["--source", &here, "--delivery-retention", "72h"]).unwrap();
@@ -319,5 +335,22 @@ fn checks_should_default_to_all_and_name_roster_checks_when_wrong() {
     assert_eq!(
         e.to_string(),
         "ROSTER_CHECKS: must be all, pull_requests or off, not \"some\""
+    );
+}
+
+#[test]
+fn owners_should_default_to_warn_and_name_roster_owners_when_wrong() {
+    use crate::directory::OwnersMode;
+    let here = here();
+    assert_eq!(
+        parse(&["--source", &here]).unwrap().owners,
+        OwnersMode::Warn
+    );
+    let s = parse(&["--source", &here, "--owners", "require"]).unwrap();
+    assert_eq!(s.owners, OwnersMode::Require);
+    let e = err(&["--source", &here, "--owners", "strict"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_OWNERS: must be off, warn or require, not \"strict\""
     );
 }
