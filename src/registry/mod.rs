@@ -9,6 +9,7 @@
 pub mod changes;
 pub mod check_requests;
 pub mod check_runs;
+pub mod budget;
 mod clip;
 mod cursor;
 mod db;

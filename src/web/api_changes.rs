@@ -23,7 +23,7 @@ use tower_http::trace::TraceLayer;
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
 use super::state::AppState;
-use crate::registry::changes::{self, wake, ChangeJson, ChangeWaker, Feed, FeedError};
+use crate::registry::changes::{self, wake, ChangeWaker, Feed, FeedError};
 
 /// Longest `wait` a reader may ask for.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -172,7 +172,8 @@ pub struct HistoryParams {
 }
 
 /// `GET /api/v1/projects/{name}/history`: the name's changes, newest
-/// first, also after it was removed; `404` when it never had one.
+/// first, also after it was removed, at most 1 MiB a page; `404` when it
+/// never had one.
 pub async fn history(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -186,14 +187,12 @@ pub async fn history(
     .check()
     .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", "before:", 1)))?;
     let before = params.before.as_ref().map(|_| check.after);
-    let items: Vec<ChangeJson> = changes::history(&state.pool, &name, before, check.limit).await?;
-    if items.is_empty() && before.is_none() {
+    let page = changes::history(&state.pool, &name, before, check.limit).await?;
+    if page.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
-    let next_cursor = (items.len() as i64 == check.limit)
-        .then(|| items.last().map(|c| c.seq.to_string()))
-        .flatten();
-    Ok(Json(json!({ "items": items, "next_cursor": next_cursor })))
+    let next_cursor = page.next_cursor().map(|seq| seq.to_string());
+    Ok(Json(json!({ "items": page.items, "next_cursor": next_cursor })))
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.

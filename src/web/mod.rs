@@ -17,6 +17,7 @@ pub mod error;
 mod extract;
 pub mod forwarded;
 mod health;
+mod html_budget;
 mod metrics_route;
 mod origin;
 mod params;
