@@ -215,6 +215,7 @@ pub struct ChangesTemplate {
 pub struct TargetRow {
     target: String,
     backlog: i64,
+    stalled: bool,
     last_error: String,
     last_error_at: Option<TimeView>,
     last_sent_at: Option<TimeView>,
@@ -225,6 +226,7 @@ impl TargetRow {
         Self {
             target: t.target,
             backlog: t.backlog,
+            stalled: t.stalled,
             last_error: t.last_error.unwrap_or_default(),
             last_error_at: TimeView::maybe(t.last_error_at, now),
             last_sent_at: TimeView::maybe(t.last_sent_at, now),
