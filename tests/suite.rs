@@ -6,6 +6,7 @@ mod support;
 
 mod auth_throttle;
 mod browser;
+mod change_log_bounds;
 mod changes;
 mod changes_api;
 mod checks;

@@ -98,7 +98,10 @@ pub async fn prune_round(pool: &PgPool, bounds: Bounds) -> Result<(), sqlx::Erro
     }
     let oversize = changes::prune::prune_oversize(pool, bounds.max_bytes).await?;
     if oversize > 0 {
-        tracing::info!(removed = oversize, "change log: pruned the oldest changes over the size bound");
+        tracing::info!(
+            removed = oversize,
+            "change log: pruned the oldest changes over the size bound"
+        );
     }
     Ok(())
 }

@@ -186,11 +186,17 @@ fn a_label_should_have_a_key_of_at_most_63_and_a_value_of_at_most_256_characters
     let file = accepted(&format!("name: a\nowner: b\nlabels:\n  {key}: {value}\n"));
     assert_eq!(file.projects[0].labels.get(&key), Some(&value));
     assert_eq!(
-        problems(&format!("name: a\nowner: b\nlabels:\n  {}: x\n", "k".repeat(64))),
+        problems(&format!(
+            "name: a\nowner: b\nlabels:\n  {}: x\n",
+            "k".repeat(64)
+        )),
         ["project.yaml:4:3: labels: a key must be at most 63 characters, found 64"]
     );
     assert_eq!(
-        problems(&format!("name: a\nowner: b\nlabels:\n  tier: {}\n", "v".repeat(257))),
+        problems(&format!(
+            "name: a\nowner: b\nlabels:\n  tier: {}\n",
+            "v".repeat(257)
+        )),
         ["project.yaml:4:9: labels.tier: must be at most 256 characters, found 257"]
     );
 }

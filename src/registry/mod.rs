@@ -6,10 +6,10 @@
 //! side ([`query`]) is shared by the API and the dashboard so they never
 //! disagree.
 
+pub mod budget;
 pub mod changes;
 pub mod check_requests;
 pub mod check_runs;
-pub mod budget;
 mod clip;
 mod cursor;
 mod db;

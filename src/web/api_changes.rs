@@ -192,7 +192,9 @@ pub async fn history(
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
     let next_cursor = page.next_cursor().map(|seq| seq.to_string());
-    Ok(Json(json!({ "items": page.items, "next_cursor": next_cursor })))
+    Ok(Json(
+        json!({ "items": page.items, "next_cursor": next_cursor }),
+    ))
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.

@@ -217,8 +217,9 @@ impl<'t> Walk<'t> {
             let chars = key.chars().count();
             if chars > MAX_LABEL_KEY_CHARS {
                 // Named by the map, not the key: the line stays short.
-                let message =
-                    format!("a key must be at most {MAX_LABEL_KEY_CHARS} characters, found {chars}");
+                let message = format!(
+                    "a key must be at most {MAX_LABEL_KEY_CHARS} characters, found {chars}"
+                );
                 self.issue(key_id, field, message);
                 continue;
             }

@@ -52,11 +52,21 @@ pub struct PageParams {
 
 impl PageParams {
     fn before(&self) -> Result<Option<i64>, ApiError> {
-        match self.before.as_deref().map(str::trim).filter(|v| !v.is_empty()) {
+        match self
+            .before
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+        {
             None => Ok(None),
-            Some(v) => v.parse::<i64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| {
-                ApiError::BadRequest(format!("before: {v:?} is not a seq (a whole number)"))
-            }),
+            Some(v) => v
+                .parse::<i64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(Some)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!("before: {v:?} is not a seq (a whole number)"))
+                }),
         }
     }
 }
@@ -85,13 +95,21 @@ pub struct FieldDiff {
 impl ChangeRow {
     /// Bytes of the row's values once escaped.
     fn html_len(&self) -> usize {
-        let text = [&self.cause, &self.name, &self.repo, &self.repo_href, &self.sha];
+        let text = [
+            &self.cause,
+            &self.name,
+            &self.repo,
+            &self.repo_href,
+            &self.sha,
+        ];
         text.iter().map(|t| escaped_len(t)).sum::<usize>()
             + self.sha_href.as_deref().map_or(0, escaped_len)
             + self
                 .diff
                 .iter()
-                .map(|d| 96 + escaped_len(&d.field) + escaped_len(&d.before) + escaped_len(&d.after))
+                .map(|d| {
+                    96 + escaped_len(&d.field) + escaped_len(&d.before) + escaped_len(&d.after)
+                })
                 .sum::<usize>()
     }
 
