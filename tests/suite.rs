@@ -43,6 +43,7 @@ mod registry_waiting;
 mod replicas;
 mod secrets_in_logs;
 mod sessions;
+mod setup;
 mod slow_clients;
 mod table_owners;
 mod webhook_bounds;

@@ -15,4 +15,5 @@ pub mod receiver;
 pub mod router;
 pub mod seed;
 pub mod server;
+pub mod setup_flow;
 pub mod stall_proxy;
