@@ -33,7 +33,8 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate(DatabaseArgs),
-    /// Validate a project file and print every problem (exit 1 when invalid).
+    /// Validate a project file and print every problem (exit 1 when invalid,
+    /// 2 when the file cannot be read).
     Check {
         /// The project file to check.
         #[arg(default_value = "project.yaml")]
@@ -182,7 +183,9 @@ async fn setup(args: SetupArgs) -> Result<(), Failure> {
             let rendered = roster::setup::print_env::render(&pool, key.as_ref()).await;
             pool.close().await;
             rendered.map_err(|e| match e {
-                roster::setup::print_env::PrintEnvError::Config(e) => Failure::config(e),
+                roster::setup::print_env::PrintEnvError::Setting(setting, message) => {
+                    Failure::config(ConfigError::new(setting, message))
+                }
                 other => Failure::runtime(other),
             })
         }

@@ -635,3 +635,141 @@ async fn a_bad_callback_should_store_nothing_and_github_down_should_be_retryable
     assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
     assert_eq!(stored_apps(&pool).await, 1);
 }
+
+#[tokio::test]
+async fn bad_setup_input_should_be_answered_with_the_form_and_a_reason() {
+    let fake = FakeGithub::start().await;
+    let (pool, url) = database().await;
+    let logs = logs_dir();
+    let (roster, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    let cases = [
+        ("../acme", roster.base.clone(), "not a GitHub organisation"),
+        ("acme", "roster.example.com".to_owned(), "not a URL"),
+        (
+            "acme",
+            "ftp://roster.example.com".to_owned(),
+            "http or https",
+        ),
+        ("acme", format!("{}/?next=x", roster.base), "plain address"),
+    ];
+    for (org, public_url, says) in cases {
+        let answer = post_form(
+            &roster.url("/setup"),
+            &[("token", &token), ("org", org), ("public_url", &public_url)],
+        )
+        .await;
+        assert_eq!(
+            answer.status,
+            StatusCode::BAD_REQUEST,
+            "{org} {public_url}: {}",
+            answer.body
+        );
+        assert!(
+            answer.body.contains(says),
+            "expected {says:?}: {}",
+            answer.body
+        );
+        // The form comes back with what was typed, to correct it.
+        assert!(answer.body.contains(r#"id="setup""#), "{}", answer.body);
+        assert!(setup_flow::manifest_form(&answer.body).is_none());
+    }
+    let (states,): (i64,) = sqlx::query_as("select count(*) from setup_states")
+        .fetch_one(&pool)
+        .await
+        .expect("states");
+    assert_eq!(states, 0);
+
+    // A personal account: GitHub's page without an organisation.
+    let (answer, form) = submit(&roster, &token, "").await;
+    let (action, _) = form.unwrap_or_else(|| panic!("no form: {}", answer.body));
+    assert_eq!(
+        action,
+        format!(
+            "{}/settings/apps/new?state={}",
+            fake.web_url(),
+            state_of(&action)
+        )
+    );
+    let status = roster.terminate();
+    assert!(status.success(), "setup mode stops on SIGTERM: {status}");
+}
+
+#[tokio::test]
+async fn any_replica_should_finish_the_flow_and_the_others_should_follow() {
+    let fake = fake_with_repo().await;
+    let (pool, url) = database().await;
+    let logs = logs_dir();
+    let (first, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    let (second, _) = setup_flow::start(&fake, &url, logs.path()).await;
+    // The first replica's token and state, the second replica's callback.
+    let (answer, form) = submit(&second, &token, "acme").await;
+    let (action, manifest) = form.unwrap_or_else(|| panic!("no form: {}", answer.body));
+    let manifest: Value = serde_json::from_str(&manifest).expect("manifest");
+    assert_eq!(manifest["url"], second.base.as_str());
+    let code = fake.manifest_code(manifest, "acme");
+    let done = callback(&second, &code, &state_of(&action)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_eq!(stored_apps(&pool).await, 1);
+    // The first replica finds the stored App on its own and starts too.
+    eventually(
+        "the first replica out of setup mode",
+        Duration::from_secs(20),
+        || async {
+            let answer = get(&first.url("/setup")).await.ok()?;
+            (answer.status == StatusCode::NOT_FOUND).then_some(())
+        },
+    )
+    .await;
+    eventually(
+        "the first replica serving the registry",
+        Duration::from_secs(30),
+        || async {
+            let answer = get(&first.url("/api/v1/projects/widgets")).await.ok()?;
+            (answer.status == StatusCode::OK).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        first
+            .logs()
+            .contains("using the GitHub App stored by setup"),
+        "{}",
+        first.logs()
+    );
+}
+
+#[tokio::test]
+async fn with_the_private_database_the_key_should_be_made_in_the_data_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeGithub::start().await;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    // The private PostgreSQL may run as the `postgres` user: let it in.
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let data_dir = tmp.path().join("data");
+    let env = [
+        ("ROSTER_DATA_DIR", data_dir.display().to_string()),
+        ("GITHUB_API_URL", fake.api_url().to_string()),
+        ("GITHUB_URL", fake.web_url()),
+    ];
+    let roster = Roster::start(&env, tmp.path()).await;
+    let token = setup_flow::token(&roster).await;
+    let key_file = data_dir.join(roster::setup::KEY_FILE);
+    let mode = std::fs::metadata(&key_file)
+        .expect("key file")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let key = std::fs::read_to_string(&key_file).expect("key");
+    assert_eq!(key.trim().len(), 64);
+    let page = get(&roster.url(&format!("/setup?token={token}")))
+        .await
+        .expect("page");
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(roster.terminate().success());
+
+    // The next start keeps the key (a stored App stays readable).
+    let roster = Roster::start(&env, tmp.path()).await;
+    setup_flow::token(&roster).await;
+    assert_eq!(std::fs::read_to_string(&key_file).expect("key"), key);
+    assert!(roster.terminate().success());
+}

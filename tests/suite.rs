@@ -4,15 +4,18 @@
 
 mod support;
 
+mod app_docs;
 mod auth_throttle;
 mod browser;
 mod change_log_bounds;
 mod changes;
 mod changes_api;
+mod changes_page;
 mod checks;
 mod cli_config;
 mod crash_recovery;
 mod dashboard;
+mod deploy_database;
 mod deploy_manifests;
 mod dir_bounds;
 mod dir_source_e2e;
@@ -30,6 +33,7 @@ mod holds;
 mod hostile_file_e2e;
 mod http_api;
 mod lease_loss;
+mod local_ids;
 mod module_graph;
 mod notify;
 mod notify_crash;
@@ -44,6 +48,7 @@ mod replicas;
 mod secrets_in_logs;
 mod sessions;
 mod setup;
+mod setup_browser;
 mod slow_clients;
 mod table_owners;
 mod webhook_bounds;

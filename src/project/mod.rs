@@ -27,6 +27,7 @@ pub mod preview;
 mod problem;
 mod rules;
 pub mod schema;
+mod suggest;
 mod tree;
 pub mod verdict;
 

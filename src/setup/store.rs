@@ -161,6 +161,10 @@ pub async fn add_state(
     org: &str,
     public_url: &str,
 ) -> Result<(), sqlx::Error> {
+    // States long past their hour are of no use, even to say "expired".
+    sqlx::query("delete from setup_states where created_at < now() - interval '1 day'")
+        .execute(pool)
+        .await?;
     sqlx::query("insert into setup_states (nonce, org, public_url) values ($1, $2, $3)")
         .bind(nonce)
         .bind(org)

@@ -19,10 +19,12 @@ pub fn escaped_len(text: &str) -> usize {
         .sum()
 }
 
-/// Keeps the rows that fit in a page (at least one), each measured by
-/// `size`; returns whether rows were dropped.
-pub fn keep_rows<T>(rows: &mut Vec<T>, size: impl Fn(&T) -> usize) -> bool {
-    crate::registry::budget::keep_within(rows, ITEMS_BUDGET, |row| ROW_MARKUP + size(row))
+/// Keeps the rows that fit in `budget` bytes of a page (at least one),
+/// each measured by `size`; returns whether rows were dropped. A page's
+/// lists together take at most [`ITEMS_BUDGET`].
+pub fn keep_rows<T>(rows: &mut Vec<T>, budget: usize, size: impl Fn(&T) -> usize) -> bool {
+    debug_assert!(budget <= ITEMS_BUDGET);
+    crate::registry::budget::keep_within(rows, budget, |row| ROW_MARKUP + size(row))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! allowance here.
 #![allow(dead_code)]
 
+pub mod cdp;
 pub mod fake_github;
 pub mod github_app;
 pub mod github_server;

@@ -6,6 +6,7 @@
 //!   transaction that takes the `seq`s.
 //! - [`read`]: the feed after a cursor, an entry's history, recently removed
 //!   entries.
+//! - [`stream`]: the whole log newest first, filtered, for the dashboard.
 //! - [`wake`]: wakes long-polling readers when changes commit.
 //! - [`prune`]: retention by age and by size, in small batches.
 //! - `patch`: a change stores `after` whole and only the moved fields of
@@ -16,6 +17,7 @@ mod patch;
 pub mod prune;
 pub mod read;
 pub(crate) mod record;
+pub mod stream;
 pub mod wake;
 
 pub use json::{ChangeJson, ChangeKind};
@@ -24,4 +26,5 @@ pub use read::{
     Listed,
 };
 pub use record::Cause;
+pub use stream::{stream, StreamFilter};
 pub use wake::{ChangeWaker, CHANNEL};

@@ -34,7 +34,7 @@ pub enum FeedError {
 }
 
 #[derive(sqlx::FromRow)]
-struct ChangeRow {
+pub(super) struct ChangeRow {
     seq: i64,
     at: DateTime<Utc>,
     kind: String,
@@ -99,7 +99,7 @@ const COLUMNS: &str = "c.seq, c.at, c.kind, c.name, c.repo, c.repo_id, c.sha, c.
 /// `desc` by `seq`), at most `limit`, and no more than the byte bound
 /// holds by their `shown_bytes` (at least one): one statement, so one
 /// snapshot. `$1`, `$2` are `limit` and the byte budget; `binds` follow.
-fn page_query(filter: &str, order: &str) -> String {
+pub(super) fn page_query(filter: &str, order: &str) -> String {
     format!(
         "with matched as (
              select c.seq, c.shown_bytes from changes c where {filter}
@@ -116,7 +116,7 @@ fn page_query(filter: &str, order: &str) -> String {
 
 /// Decodes a page and cuts it to the exact byte bound (the stored sizes
 /// are close, not exact).
-fn listed(rows: Vec<ChangeRow>) -> Result<Listed, RegistryError> {
+pub(super) fn listed(rows: Vec<ChangeRow>) -> Result<Listed, RegistryError> {
     let matched = rows.first().map_or(0, |r| r.matched);
     let mut items: Vec<ChangeJson> = rows
         .into_iter()
@@ -127,7 +127,7 @@ fn listed(rows: Vec<ChangeRow>) -> Result<Listed, RegistryError> {
     Ok(Listed { items, more })
 }
 
-fn budget_bind() -> i64 {
+pub(super) fn budget_bind() -> i64 {
     i64::try_from(budget::ITEMS_BUDGET).unwrap_or(i64::MAX)
 }
 

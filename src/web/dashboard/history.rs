@@ -1,7 +1,8 @@
 //! `GET /projects/{name}/history`: an entry's changes, newest first, each
 //! with its field diff, commit and cause; also after the entry was removed.
-//! `GET /changes`: notification targets (backlog, last error) and the
-//! entries removed most recently, each with its last version.
+//! `GET /changes`: the organisation's change stream (see
+//! [`super::change_stream`]), then notification targets (backlog, last
+//! error) and the entries removed most recently, each with its last version.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -9,9 +10,11 @@ use axum::extract::State;
 use chrono::Utc;
 use serde_json::Value;
 
+use super::change_stream::{self, StreamParams, StreamView};
 use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::notify::outbox::{self, TargetStatus};
+use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::changes::{self, ChangeJson};
 use crate::web::error::ApiError;
 use crate::web::extract::{ApiPath, ApiQuery};
@@ -19,6 +22,9 @@ use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
+
+/// Bytes of rows each of the two lists of `/changes` may take.
+pub(super) const HALF_PAGE: usize = ITEMS_BUDGET / 2;
 
 /// Changes an entry's page shows.
 const HISTORY_ROWS: i64 = 100;
@@ -94,7 +100,7 @@ pub struct FieldDiff {
 
 impl ChangeRow {
     /// Bytes of the row's values once escaped.
-    fn html_len(&self) -> usize {
+    pub(super) fn html_len(&self) -> usize {
         let text = [
             &self.cause,
             &self.name,
@@ -113,7 +119,7 @@ impl ChangeRow {
                 .sum::<usize>()
     }
 
-    fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
+    pub(super) fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
         let sha = change.sha.clone().unwrap_or_default();
         Self {
             seq: change.seq,
@@ -157,20 +163,40 @@ pub fn field_diff(before: Option<&Value>, after: Option<&Value>) -> Vec<FieldDif
         .collect()
 }
 
-/// A value as one line of text: strings bare, nothing as "—".
+/// A value as one line of text a person reads: strings bare, tags as
+/// `a, b`, links as `title (url)`, labels as `key=value`, nothing as "—";
+/// never JSON.
 fn show(value: &Value) -> String {
     match value {
         Value::Null => "—".to_owned(),
         Value::String(s) => s.clone(),
         Value::Array(a) if a.is_empty() => "—".to_owned(),
         Value::Object(o) if o.is_empty() => "—".to_owned(),
+        Value::Array(items) => items.iter().map(show_item).collect::<Vec<_>>().join(", "),
+        Value::Object(pairs) => pairs
+            .iter()
+            .map(|(key, value)| format!("{key}={}", show(value)))
+            .collect::<Vec<_>>()
+            .join(", "),
         other => other.to_string(),
+    }
+}
+
+/// One item of a list: a link (`{title, url}`) as `title (url)`.
+fn show_item(item: &Value) -> String {
+    match (item.get("title"), item.get("url")) {
+        (Some(Value::String(title)), Some(Value::String(url))) => format!("{title} ({url})"),
+        _ => show(item),
     }
 }
 
 /// Rows of a page of changes, cut to the page's byte bound, and the `seq`
 /// the next (older) page starts before, when there is one.
-fn page_rows(page: changes::Listed, web: Option<&str>) -> (Vec<ChangeRow>, Option<i64>) {
+pub(super) fn page_rows(
+    page: changes::Listed,
+    web: Option<&str>,
+    budget: usize,
+) -> (Vec<ChangeRow>, Option<i64>) {
     let now = Utc::now();
     let more = page.more;
     let mut rows: Vec<ChangeRow> = page
@@ -178,7 +204,7 @@ fn page_rows(page: changes::Listed, web: Option<&str>) -> (Vec<ChangeRow>, Optio
         .into_iter()
         .map(|c| ChangeRow::new(c, web, now))
         .collect();
-    let cut = keep_rows(&mut rows, ChangeRow::html_len);
+    let cut = keep_rows(&mut rows, budget, ChangeRow::html_len);
     let next = rows.last().filter(|_| more || cut).map(|r| r.seq);
     (rows, next)
 }
@@ -199,7 +225,7 @@ pub async fn entry_history(
         return Err(ApiError::NotFound(format!("project {name} has no history")).into());
     }
     let current = crate::registry::get_project(&state.pool, &name).await?;
-    let (rows, next) = page_rows(history, state.github_web_url.as_deref());
+    let (rows, next) = page_rows(history, state.github_web_url.as_deref(), ITEMS_BUDGET);
     let first_href = format!("/projects/{}/history", urlencoding(&name));
     Ok(HistoryTemplate {
         chrome: Chrome::for_viewer(viewer),
@@ -221,12 +247,9 @@ fn urlencoding(segment: &str) -> String {
 #[template(path = "changes.html")]
 pub struct ChangesTemplate {
     chrome: Chrome,
+    stream: StreamView,
     targets: Vec<TargetRow>,
     removed: Vec<ChangeRow>,
-    /// Whether this is an older page of removals (`?before=`).
-    paged: bool,
-    first_href: String,
-    next_href: Option<String>,
 }
 
 /// A notification target as a row.
@@ -252,30 +275,30 @@ impl TargetRow {
     }
 }
 
-/// `GET /changes?before=SEQ`: the targets, and a page of removals.
+/// `GET /changes`: the change stream, the targets, the newest removals.
 pub async fn changes_page(
     State(state): State<AppState>,
     viewer: Viewer,
-    params: Result<ApiQuery<PageParams>, ApiError>,
+    params: Result<ApiQuery<StreamParams>, ApiError>,
 ) -> Result<ChangesTemplate, PageError> {
     let ApiQuery(params) = params?;
-    let before = params.before()?;
+    let stream = change_stream::load(&state, &params).await?;
     let targets = outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
-    let removed = changes::removed_before(&state.pool, before, REMOVED_ROWS).await?;
+    let removed = changes::removed_before(&state.pool, None, REMOVED_ROWS).await?;
     let now = Utc::now();
-    let (removed, next) = page_rows(removed, state.github_web_url.as_deref());
+    // The newest removals that fit in the half of the page the stream
+    // leaves; older ones are in the stream (kind "removed").
+    let (removed, _) = page_rows(removed, state.github_web_url.as_deref(), HALF_PAGE);
     Ok(ChangesTemplate {
         chrome: Chrome::for_viewer(viewer),
+        stream,
         targets: targets
             .into_iter()
             .map(|t| TargetRow::new(t, now))
             .collect(),
         removed,
-        paged: before.is_some(),
-        first_href: "/changes".to_owned(),
-        next_href: next.map(|seq| format!("/changes?before={seq}")),
     })
 }
 
@@ -294,7 +317,46 @@ mod tests {
             .iter()
             .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
             .collect();
-        assert_eq!(shown, vec![("owner", "a", "b"), ("tags", "—", "[\"x\"]")]);
+        assert_eq!(shown, vec![("owner", "a", "b"), ("tags", "—", "x")]);
+    }
+
+    #[test]
+    fn field_diff_should_show_tags_links_and_labels_as_text_not_json() {
+        let before = json!({
+            "tags": ["payments", "pci"],
+            "links": [{"title": "Runbook", "url": "https://wiki/run"}],
+            "labels": {"tier": "1", "team": "pay"},
+        });
+        let after = json!({
+            "tags": ["payments"],
+            "links": [
+                {"title": "Runbook", "url": "https://wiki/run"},
+                {"title": "Docs", "url": "https://docs/pay"}
+            ],
+            "labels": {},
+        });
+        let diff = field_diff(Some(&before), Some(&after));
+        let shown: Vec<(&str, &str, &str)> = diff
+            .iter()
+            .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("labels", "team=pay, tier=1", "—"),
+                (
+                    "links",
+                    "Runbook (https://wiki/run)",
+                    "Runbook (https://wiki/run), Docs (https://docs/pay)"
+                ),
+                ("tags", "payments, pci", "payments"),
+            ]
+        );
+        for d in &diff {
+            for text in [&d.before, &d.after] {
+                assert!(!text.contains(['{', '[', '"']), "{text}");
+            }
+        }
     }
 
     #[test]
