@@ -14,7 +14,7 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use roster::controller::Handler;
 use roster::notify::outbox;
-use roster::notify::stall::stall_behind;
+use roster::notify::stall::{needed_after, stall_behind};
 use roster::registry::changes::prune::{prune_oversize, stored_bytes};
 use roster::registry::changes::{self, ChangeWaker};
 use roster::registry::RegistryHandler;
@@ -35,10 +35,15 @@ const PUSHES: usize = 24;
 /// (a 1,000-character description, 50 labels of 63 + 256 characters, 20
 /// links of 200 + 2,000), every value different on each push.
 fn big_file(push: usize) -> String {
+    big_file_named("big-svc", push)
+}
+
+/// [`big_file`] with projects named `{prefix}-0` to `{prefix}-3`.
+fn big_file_named(prefix: &str, push: usize) -> String {
     let mut yaml = String::from("projects:\n");
     for p in 0..PROJECTS {
         let tag = format!("{push:04}{p}");
-        yaml.push_str(&format!("  - name: big-svc-{p}\n    owner: team-big\n"));
+        yaml.push_str(&format!("  - name: {prefix}-{p}\n    owner: team-big\n"));
         yaml.push_str(&format!("    description: {}{tag}\n", "d".repeat(995)));
         yaml.push_str("    labels:\n");
         for k in 0..50 {
@@ -56,10 +61,14 @@ fn big_file(push: usize) -> String {
 }
 
 fn observed(sha: &str, bytes: Vec<u8>) -> Observed {
+    observed_in("big", sha, bytes)
+}
+
+fn observed_in(repo: &str, sha: &str, bytes: Vec<u8>) -> Observed {
     Observed::Present {
         repo: RepoInfo {
             owner: "acme".to_string(),
-            name: "big".to_string(),
+            name: repo.to_string(),
             installation_id: Some(InstallationId(7)),
             default_branch: "main".to_string(),
             html_url: None,
@@ -287,7 +296,7 @@ async fn the_log_should_keep_to_its_size_bound_oldest_first_with_a_410_for_reade
     let a = attacked().await;
     let before = stored_bytes(&a.pool).await.expect("bytes");
     let bound = (before / 3) as u64;
-    let removed = prune_oversize(&a.pool, bound).await.expect("prune");
+    let removed = prune_oversize(&a.pool, bound, None).await.expect("prune");
     assert!(removed > 0);
     let after = stored_bytes(&a.pool).await.expect("bytes");
     assert!(after as u64 <= bound, "{after} > {bound}");
@@ -384,7 +393,9 @@ async fn a_target_should_keep_its_backlog_until_it_is_more_than_the_bound_behind
         .await
         .expect("stall")
         .is_empty());
-    prune_oversize(&f.pool, bound).await.expect("prune");
+    prune_oversize(&f.pool, bound, needed(&f.pool).await)
+        .await
+        .expect("prune");
     assert_eq!(
         changes::oldest_kept(&f.pool).await.expect("oldest"),
         received + 1
@@ -398,7 +409,9 @@ async fn a_target_should_keep_its_backlog_until_it_is_more_than_the_bound_behind
         (stalled[0].first_seq, stalled[0].last_seq),
         (received + 1, head)
     );
-    prune_oversize(&f.pool, bound).await.expect("prune");
+    prune_oversize(&f.pool, bound, needed(&f.pool).await)
+        .await
+        .expect("prune");
     assert!(stored_bytes(&f.pool).await.expect("bytes") as u64 <= bound);
     let status = outbox::status(&f.pool).await.expect("status");
     assert!(status[0].stalled && status[0].backlog == 0, "{status:?}");
@@ -441,4 +454,70 @@ async fn a_target_should_keep_its_backlog_until_it_is_more_than_the_bound_behind
         text.contains(&format!("roster_notify_stalled{{target=\"{label}\"}} 0")),
         "{text}"
     );
+}
+
+#[tokio::test]
+async fn the_registry_should_be_listed_at_most_a_mebibyte_a_page_in_the_api_and_on_the_page() {
+    let a = attacked().await;
+    for repo in 2..=6 {
+        let file = big_file_named(&format!("svc{repo}"), 0);
+        a.handler
+            .apply(
+                &RepoId(repo),
+                Ok(observed_in(&format!("big{repo}"), "sha0", file.into())),
+            )
+            .await
+            .expect("reconcile");
+    }
+    let expected = PROJECTS * 6;
+    let (mut uri, mut names, mut pages) = ("/api/v1/projects?limit=1000".to_owned(), Vec::new(), 0);
+    loop {
+        let answer = get(&a.main, &uri).await;
+        assert_eq!(answer.status, StatusCode::OK);
+        assert!(
+            answer.body.len() <= MAX_ANSWER,
+            "{} bytes",
+            answer.body.len()
+        );
+        let body = answer.json();
+        names.extend(
+            body["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .map(|e| e["name"].as_str().unwrap_or_default().to_owned()),
+        );
+        pages += 1;
+        match body["next_cursor"].as_str() {
+            Some(next) => uri = format!("/api/v1/projects?limit=1000&cursor={next}"),
+            None => break,
+        }
+    }
+    assert_eq!(names.len(), expected, "{names:?}");
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+    assert!(pages > 1, "not cut by size");
+
+    let (mut uri, mut rows) = ("/projects".to_owned(), 0);
+    loop {
+        let page = get(&a.main, &uri).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert!(page.body.len() <= MAX_ANSWER, "{} bytes", page.body.len());
+        rows += page.body.matches("<td data-label=\"Name\">").count();
+        let next = page
+            .body
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .find(|href| href.contains("cursor="))
+            .map(|href| href.replace("&amp;", "&"));
+        match next {
+            Some(next) => uri = next,
+            None => break,
+        }
+    }
+    assert_eq!(rows, expected);
+}
+
+async fn needed(pool: &sqlx::PgPool) -> Option<i64> {
+    needed_after(pool).await.expect("targets")
 }

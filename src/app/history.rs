@@ -96,7 +96,8 @@ pub async fn prune_round(pool: &PgPool, bounds: Bounds) -> Result<(), sqlx::Erro
              its backlog was dropped"
         );
     }
-    let oversize = changes::prune::prune_oversize(pool, bounds.max_bytes).await?;
+    let needed_after = crate::notify::stall::needed_after(pool).await?;
+    let oversize = changes::prune::prune_oversize(pool, bounds.max_bytes, needed_after).await?;
     if oversize > 0 {
         tracing::info!(
             removed = oversize,

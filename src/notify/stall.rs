@@ -6,6 +6,8 @@
 
 use sqlx::PgPool;
 
+use crate::registry::changes;
+
 /// A target just marked stalled, and what it missed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stalled {
@@ -19,33 +21,58 @@ pub struct Stalled {
 /// cursor as stalled: its cursor moves to the head, and the gap (added to
 /// one not yet announced) waits for the delivery task. Returns them.
 pub async fn stall_behind(pool: &PgPool, max_bytes: u64) -> Result<Vec<Stalled>, sqlx::Error> {
-    let rows: Vec<(String, i64, i64)> = sqlx::query_as(
-        "update notify_targets t
-         set stalled_at = clock_timestamp(),
-             gap_first = coalesce(t.gap_first, t.cursor + 1),
-             gap_last = h.seq,
-             cursor = h.seq,
-             attempts = 0,
-             next_attempt_at = null,
-             last_error = format('fell more than %s bytes of changes behind: seq %s to %s dropped',
-                                 $1, coalesce(t.gap_first, t.cursor + 1), h.seq),
-             last_error_at = clock_timestamp()
-         from change_head h
-         where h.seq > t.cursor
-           and (select coalesce(sum(c.bytes), 0) from changes c where c.seq > t.cursor) > $1
-         returning t.url, t.gap_first, t.gap_last",
-    )
-    .bind(i64::try_from(max_bytes).unwrap_or(i64::MAX))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(url, first_seq, last_seq)| Stalled {
-            target: super::redact(&url),
-            first_seq,
-            last_seq,
-        })
-        .collect())
+    let head = changes::head(pool).await?;
+    let behind: Vec<(String, i64)> =
+        sqlx::query_as("select url, cursor from notify_targets where cursor < $1")
+            .bind(head)
+            .fetch_all(pool)
+            .await?;
+    let max = i64::try_from(max_bytes).unwrap_or(i64::MAX);
+    let mut stalled = Vec::new();
+    for (url, cursor) in behind {
+        if changes::prune::bytes_after(pool, cursor).await? <= max {
+            continue;
+        }
+        // Only if the cursor did not move meanwhile (a delivery caught up).
+        let gap: Option<(i64, i64)> = sqlx::query_as(
+            "update notify_targets
+             set stalled_at = clock_timestamp(),
+                 gap_first = coalesce(gap_first, cursor + 1),
+                 gap_last = $3,
+                 cursor = $3,
+                 attempts = 0,
+                 next_attempt_at = null,
+                 last_error = format(
+                     'fell more than %s bytes of changes behind: seq %s to %s dropped',
+                     $4::bigint, coalesce(gap_first, cursor + 1), $3::bigint),
+                 last_error_at = clock_timestamp()
+             where url = $1 and cursor = $2
+             returning gap_first, gap_last",
+        )
+        .bind(&url)
+        .bind(cursor)
+        .bind(head)
+        .bind(max)
+        .fetch_optional(pool)
+        .await?;
+        if let Some((first_seq, last_seq)) = gap {
+            stalled.push(Stalled {
+                target: super::redact(&url),
+                first_seq,
+                last_seq,
+            });
+        }
+    }
+    Ok(stalled)
+}
+
+/// The smallest cursor of the targets: the changes after it are still
+/// needed by one of them (`None` without targets). Cursors only move
+/// forward, so a value read earlier keeps at least what is needed.
+pub async fn needed_after(pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("select min(cursor) from notify_targets")
+        .fetch_one(pool)
+        .await
 }
 
 /// The `gap` notification's body: the first and last `seq` the target

@@ -52,42 +52,56 @@ pub async fn prune_expired(pool: &PgPool, retention: Duration) -> Result<u64, sq
 }
 
 /// Removes up to `batch` of the oldest changes while the log takes more
-/// than `max_bytes`, keeping every change a notification target has not
-/// acknowledged yet (a target more than `max_bytes` behind is stalled
-/// first, which moves its cursor to the head). Returns how many went.
+/// than `max_bytes`, but none after `needed_after` (the changes a
+/// notification target has not acknowledged yet; a target more than
+/// `max_bytes` behind is stalled first, which moves its cursor to the
+/// head). Returns how many went.
 pub async fn prune_oversize_once(
     pool: &PgPool,
     max_bytes: u64,
+    needed_after: Option<i64>,
     batch: i64,
 ) -> Result<u64, sqlx::Error> {
     let done = sqlx::query(
         "with total as (select coalesce(sum(bytes), 0) as bytes from changes),
-              kept_for as (select min(cursor) as seq from notify_targets),
               prefix as (
                   select seq, sum(bytes) over (order by seq) - bytes as dropped_before
                   from (select seq, bytes from changes order by seq limit $2) s)
          delete from changes where seq in (
-             select p.seq from prefix p, total t, kept_for k
-             where t.bytes - p.dropped_before > $1 and (k.seq is null or p.seq <= k.seq))",
+             select p.seq from prefix p, total t
+             where t.bytes - p.dropped_before > $1 and ($3::bigint is null or p.seq <= $3))",
     )
     .bind(i64::try_from(max_bytes).unwrap_or(i64::MAX))
     .bind(batch.max(1))
+    .bind(needed_after)
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
 }
 
-/// Removes the oldest changes until the log takes at most `max_bytes`
-/// (or only what targets still need is left); returns how many went.
-pub async fn prune_oversize(pool: &PgPool, max_bytes: u64) -> Result<u64, sqlx::Error> {
+/// Removes the oldest changes until the log takes at most `max_bytes`, or
+/// only changes after `needed_after` are left; returns how many went.
+pub async fn prune_oversize(
+    pool: &PgPool,
+    max_bytes: u64,
+    needed_after: Option<i64>,
+) -> Result<u64, sqlx::Error> {
     let mut total = 0;
     loop {
-        let removed = prune_oversize_once(pool, max_bytes, BATCH).await?;
+        let removed = prune_oversize_once(pool, max_bytes, needed_after, BATCH).await?;
         total += removed;
         if removed < BATCH as u64 {
             return Ok(total);
         }
     }
+}
+
+/// Bytes of the changes after `seq`: how far behind a reader at `seq` is.
+pub async fn bytes_after(pool: &PgPool, seq: i64) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("select coalesce(sum(bytes), 0)::bigint from changes where seq > $1")
+        .bind(seq)
+        .fetch_one(pool)
+        .await
 }
 
 /// Bytes the log takes now, as the size bound counts them.
