@@ -1,6 +1,7 @@
 //! What the lister and the storage share: the HTTP road, the App's
 //! credentials, the installations seen last, and the ETag cache.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
@@ -28,6 +29,9 @@ pub struct Client {
     etags: EtagCache,
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
+    /// Pages (GraphQL requests) each installation's latest listing took:
+    /// what the next one needs, kept in reserve by the read pace.
+    listing_pages: Mutex<HashMap<i64, usize>>,
 }
 
 impl Client {
@@ -49,6 +53,7 @@ impl Client {
             registry: RegistryDb::new(pool),
             etags: EtagCache::new(etag_capacity),
             installations: Mutex::new(None),
+            listing_pages: Mutex::default(),
         }
     }
 
@@ -68,6 +73,28 @@ impl Client {
             Some(found) => Ok(found),
             None => self.refresh_installations().await,
         }
+    }
+
+    /// Records that the listing of `installation` has asked for `pages`
+    /// pages: all of them when `complete`, else so far (a listing under
+    /// way never lowers what the one before needed).
+    pub fn record_listing_pages(&self, installation: i64, pages: usize, complete: bool) {
+        if let Ok(mut recorded) = self.listing_pages.lock() {
+            let known = recorded.entry(installation).or_insert(pages);
+            *known = match complete {
+                true => pages,
+                false => (*known).max(pages),
+            };
+        }
+    }
+
+    /// Pages the latest listing of `installation` took (0 before the first).
+    pub fn listing_pages(&self, installation: i64) -> usize {
+        self.listing_pages
+            .lock()
+            .ok()
+            .and_then(|recorded| recorded.get(&installation).copied())
+            .unwrap_or(0)
     }
 
     /// Whether the last listing (or a token request since) saw `id` suspended.

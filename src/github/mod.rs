@@ -16,6 +16,7 @@ pub mod graphql;
 pub mod http;
 pub mod lister;
 pub mod rate_limit;
+pub mod read_pace;
 pub mod read_query;
 pub mod redelivery;
 pub mod settings;

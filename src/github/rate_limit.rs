@@ -120,6 +120,15 @@ impl RateHeaders {
     }
 }
 
+/// What one installation may still spend in the current window of its
+/// scarcest budget (REST or GraphQL), as GitHub last said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub remaining: u64,
+    /// When the window resets (`x-ratelimit-reset`).
+    pub reset: SystemTime,
+}
+
 /// What to do before sending a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -291,6 +300,37 @@ impl RateLimits {
             .filter(|(bucket, _)| bucket.who == Who::Installation(installation))
             .filter_map(|(_, w)| Some((w.remaining?, w.limit.or(w.remaining)?)))
             .min()
+    }
+
+    /// Each installation's scarcest budget whose window has not reset by
+    /// `now`, for pacing reads by what is really left.
+    pub fn installation_budgets(&self, now: SystemTime) -> Vec<(i64, Budget)> {
+        let Ok(state) = self.state.lock() else {
+            return Vec::new();
+        };
+        let mut scarcest: HashMap<i64, Budget> = HashMap::new();
+        for (bucket, window) in &state.windows {
+            let Who::Installation(id) = bucket.who else {
+                continue;
+            };
+            let (Some(remaining), Some(reset)) = (window.remaining, window.reset) else {
+                continue;
+            };
+            let reset = UNIX_EPOCH + Duration::from_secs(reset);
+            if reset <= now {
+                continue;
+            }
+            let budget = Budget { remaining, reset };
+            scarcest
+                .entry(id)
+                .and_modify(|b| {
+                    if remaining < b.remaining {
+                        *b = budget;
+                    }
+                })
+                .or_insert(budget);
+        }
+        scarcest.into_iter().collect()
     }
 
     /// The lowest remaining budget known for an installation (for the gauge).
