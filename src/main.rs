@@ -217,8 +217,10 @@ async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
             )))
         }
         Ok(Err(e)) => return Err(cannot_connect(&e)),
-        Ok(Ok(conn)) => {
+        Ok(Ok(mut conn)) => {
+            let encoding = server_encoding(&mut conn).await;
             let _ = conn.close().await;
+            encoding?;
         }
     }
     roster::db::connect_and_migrate(url)
@@ -229,6 +231,27 @@ async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
             // The database answered: a failed migration is not a setting.
             other @ DbError::Migrate(_) => Failure::runtime(other),
         })
+}
+
+/// Refuses a database whose encoding is not UTF-8: in any other, text
+/// from a project file could hold characters the database cannot store,
+/// and every write of that repository would fail. (NUL, the one character
+/// UTF-8 PostgreSQL cannot store, is refused by the project file's rules.)
+async fn server_encoding(conn: &mut sqlx::PgConnection) -> Result<(), Failure> {
+    let encoding: String = sqlx::query_scalar("show server_encoding")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| Failure::runtime(format!("cannot read the database's encoding: {e}")))?;
+    if encoding.eq_ignore_ascii_case("UTF8") {
+        return Ok(());
+    }
+    Err(Failure::config(ConfigError::new(
+        "DATABASE_URL",
+        format!(
+            "the database's encoding is {encoding}; Roster needs a UTF-8 database \
+             (create it with `CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0`)"
+        ),
+    )))
 }
 
 /// `DATABASE_URL` when set; otherwise the private PostgreSQL under the

@@ -65,14 +65,18 @@ fn line_starting<'t>(text: &'t str, start: &str) -> &'t str {
 fn the_by_hand_registration_should_grant_what_app_yml_asks_for() {
     let (permissions, events) = manifest();
     let guide = read("docs/github-app.md");
-    let listed: BTreeSet<(String, String)> =
-        bold(line_starting(&guide, "| Repository permissions |"))
-            .into_iter()
-            .map(|p| {
-                let (name, level) = p.split_once(':').unwrap_or_else(|| panic!("{p:?}"));
-                (key(name), access(level))
-            })
-            .collect();
+    let rows = [
+        line_starting(&guide, "| Repository permissions |"),
+        line_starting(&guide, "| Organization and account permissions |"),
+    ];
+    let listed: BTreeSet<(String, String)> = rows
+        .into_iter()
+        .flat_map(bold)
+        .map(|p| {
+            let (name, level) = p.split_once(':').unwrap_or_else(|| panic!("{p:?}"));
+            (key(name), access(level))
+        })
+        .collect();
     assert_eq!(listed, permissions);
     let subscribed: BTreeSet<String> = bold(line_starting(&guide, "| Subscribe to events |"))
         .into_iter()

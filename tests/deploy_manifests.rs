@@ -466,7 +466,8 @@ fn the_app_manifest_should_ask_only_for_read_access_to_metadata_and_contents() {
             ("metadata".to_owned(), "read".to_owned()),
             ("contents".to_owned(), "read".to_owned()),
             ("checks".to_owned(), "write".to_owned()),
-            ("pull_requests".to_owned(), "read".to_owned())
+            ("pull_requests".to_owned(), "read".to_owned()),
+            ("members".to_owned(), "read".to_owned())
         ]
     );
     let hook = app["hook_attributes"]["url"].as_str().unwrap_or_default();

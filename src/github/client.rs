@@ -13,6 +13,7 @@ use super::etag::EtagCache;
 use super::graphql::{Answer, GraphqlError};
 use super::http::{CallError, Http, Reply, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
+use crate::directory::DirectoryDb;
 use crate::registry::RegistryDb;
 
 /// The GitHub App as the source uses it; one per process.
@@ -26,6 +27,8 @@ pub struct Client {
     pub project_file: String,
     /// What the registry recorded, for reading GitHub the right way.
     pub registry: RegistryDb,
+    /// The organisations' teams and members.
+    pub directory: DirectoryDb,
     etags: EtagCache,
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
@@ -50,6 +53,7 @@ impl Client {
             api_url,
             graphql_url,
             project_file: project_file.trim_start_matches('/').to_owned(),
+            directory: DirectoryDb::new(pool.clone()),
             registry: RegistryDb::new(pool),
             etags: EtagCache::new(etag_capacity),
             installations: Mutex::new(None),

@@ -22,6 +22,7 @@ use futures_util::future::join_all;
 
 use super::auth::Installation;
 use super::client::Client;
+use super::directory::DirectoryReader;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
 use crate::controller::{Enqueue, Failure, Found, Lister, Partition, Trigger};
@@ -247,7 +248,10 @@ impl Lister for GithubLister {
         let listings = installations
             .iter()
             .map(|i| self.list_installation(i, &found));
-        let mut partitions = join_all(listings).await;
+        // Each organisation's teams and members, alongside its repositories.
+        let reader = DirectoryReader::new(self.client.clone());
+        let directories = installations.iter().map(|i| reader.read_installation(i));
+        let (mut partitions, _) = tokio::join!(join_all(listings), join_all(directories));
         partitions.extend(self.vanished(&installations).await);
         Ok(partitions)
     }

@@ -10,6 +10,7 @@ mod batch_read;
 pub mod checks_api;
 mod client;
 mod contents;
+pub mod directory;
 pub mod error;
 pub mod etag;
 pub mod graphql;

@@ -351,6 +351,42 @@ fn until(at: u64, now: SystemTime) -> Duration {
     Duration::from_secs(at).saturating_sub(now)
 }
 
+impl RateLimits {
+    /// Counts one request in `bucket` if what is left stays above
+    /// `floor(limit)`; otherwise sends nothing and answers when the window
+    /// resets. Check and count are one step, so callers running at once
+    /// never spend below the floor together. A window no answer has told
+    /// yet (or whose reset has passed) is not held.
+    pub fn take_above(
+        &self,
+        bucket: Bucket,
+        now: SystemTime,
+        floor: impl Fn(u64) -> u64,
+    ) -> Result<(), SystemTime> {
+        let Ok(mut state) = self.state.lock() else {
+            return Ok(());
+        };
+        let Some(window) = state.windows.get_mut(&bucket) else {
+            return Ok(());
+        };
+        let (Some(remaining), Some(reset)) = (window.remaining, window.reset) else {
+            return Ok(());
+        };
+        let reset = UNIX_EPOCH + Duration::from_secs(reset);
+        if reset <= now {
+            return Ok(());
+        }
+        let limit = window.limit.unwrap_or(remaining);
+        if remaining <= floor(limit) {
+            return Err(reset);
+        }
+        // The request is counted here and again when it is admitted: the
+        // next answer's headers set the true count.
+        window.remaining = Some(remaining - 1);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 #[path = "rate_limit_tests.rs"]
 mod tests;

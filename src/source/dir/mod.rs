@@ -7,6 +7,8 @@
 mod lister;
 mod open;
 mod storage;
+pub mod teams;
+pub mod teams_file;
 mod watcher;
 
 pub use lister::DirLister;

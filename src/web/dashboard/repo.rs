@@ -68,6 +68,8 @@ struct CheckView {
     pull_request: Option<i32>,
     conclusion: String,
     title: String,
+    /// Why GitHub does not have this run: shown instead of the conclusion.
+    post_error: Option<String>,
 }
 
 struct ConflictView {
@@ -315,6 +317,7 @@ pub async fn repo_detail(
                 pull_request: c.pull_request,
                 conclusion: c.conclusion,
                 title: c.title,
+                post_error: c.post_error.filter(|_| !c.posted),
             })
             .collect(),
         full_name: repo.full_name,
