@@ -107,6 +107,7 @@ async fn attacked() -> Attack {
         pool: f.pool.clone(),
         waker: ChangeWaker::start(f.pool.clone()),
         stop: stop_rx,
+        long_polls: roster::web::long_polls::LongPolls::default(),
     });
     let handler = RegistryHandler::new(f.pool.clone(), f.queue.clone(), "project.yaml");
     for push in 0..PUSHES {

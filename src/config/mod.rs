@@ -202,6 +202,10 @@ pub struct ServeArgs {
     /// ROSTER_NOTIFY_URLS.
     #[arg(long, env = "ROSTER_NOTIFY_SECRET", hide_env_values = true)]
     pub notify_secret: Option<String>,
+    /// Long polls of the change feed waiting at once; past it, a poll is
+    /// answered at once with what there is.
+    #[arg(long, env = "ROSTER_LONG_POLLS", default_value_t = crate::registry::changes::wake::DEFAULT_LONG_POLLS.to_string())]
+    pub long_polls: String,
 
     /// GitHub's web address (where new Apps are registered); derived from
     /// GITHUB_API_URL when unset.
@@ -267,6 +271,8 @@ pub struct Settings {
     pub history_max_bytes: u64,
     /// Where changes are POSTed, and the secret that signs them.
     pub notify: NotifySettings,
+    /// Long polls of the change feed waiting at once (`ROSTER_LONG_POLLS`).
+    pub long_polls: usize,
     /// Which check runs are posted (`ROSTER_CHECKS`).
     pub checks: crate::checks::ChecksMode,
     /// How owners are checked (`ROSTER_OWNERS`).
@@ -339,6 +345,7 @@ impl ServeArgs {
         let history_retention = history::parse_history_retention(&self.history_retention)?;
         let history_max_bytes = history::parse_history_max_bytes(&self.history_max_bytes)?;
         let notify = history::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
+        let long_polls = parse::parse_long_polls(&self.long_polls)?;
         let checks = match non_empty(Some(self.checks)) {
             None => crate::checks::ChecksMode::default(),
             Some(raw) => raw
@@ -371,6 +378,7 @@ impl ServeArgs {
             history_retention,
             history_max_bytes,
             notify,
+            long_polls,
             checks,
             owners,
             setup,
