@@ -6,6 +6,7 @@
 pub mod api_changes;
 mod api_deliveries;
 mod api_holds;
+mod api_owners;
 mod api_projects;
 mod api_repos;
 mod api_write;
@@ -18,6 +19,7 @@ pub(crate) mod escape;
 mod extract;
 pub mod forwarded;
 pub(crate) mod health;
+pub mod long_polls;
 mod metrics_route;
 mod origin;
 mod params;
