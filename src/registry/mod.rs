@@ -51,6 +51,6 @@ pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
-pub use repos::{known_ids, mark_error};
+pub use repos::{count_of_installation, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{tracked_ids, RegistryTracker};

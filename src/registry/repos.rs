@@ -33,6 +33,20 @@ pub async fn known_ids(
     Ok(known.into_iter().collect())
 }
 
+/// How many repositories of `installation` the registry tracks: the
+/// checks' budget keeps the next listing's reads for them in reserve.
+pub async fn count_of_installation(
+    pool: &PgPool,
+    installation: InstallationId,
+) -> Result<u64, RegistryError> {
+    let count: i64 =
+        sqlx::query_scalar("select count(*) from repositories where installation_id = $1")
+            .bind(installation.0)
+            .fetch_one(pool)
+            .await?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
 /// `owner/name` of a known repository; `None` when unknown.
 pub async fn full_name<'e, E: PgExecutor<'e>>(
     executor: E,
