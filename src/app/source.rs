@@ -11,6 +11,7 @@ use super::shared::Shared;
 use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings};
 use crate::github::webhook::retention::{self, Retention};
+use crate::github::webhook::free_push::FreePushes;
 use crate::github::webhook::{self, WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
 use crate::shutdown::{self, Stop};
@@ -84,6 +85,7 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
+        free_pushes: Some(FreePushes::new(&settings.project_file)),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Check runs on GitHub (docs/checks.md), until the server has stopped.

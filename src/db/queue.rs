@@ -31,7 +31,7 @@ use crate::controller::queue::{
 use crate::db::together;
 use crate::source::RepoId;
 
-pub use enqueue::EnqueueRows;
+pub use enqueue::{EnqueueRows, SETTLED};
 
 /// The `LISTEN/NOTIFY` channel that announces new work.
 pub const CHANNEL: &str = "roster_queue";

@@ -10,7 +10,8 @@ use super::event::{PayloadRepo, WebhookEvent};
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::queue::PgQueue;
-use crate::registry::{check_requests, check_runs};
+use super::free_push::FreePushes;
+use crate::registry::{check_requests, check_runs, settle_free_pushes, FreePushRows};
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
 };
@@ -77,7 +78,7 @@ pub async fn apply(
     queue: &PgQueue,
     event: &WebhookEvent,
 ) -> Result<Intake, IntakeError> {
-    let Batch { mut intakes, .. } = apply_batch(conn, queue, &[event]).await?;
+    let Batch { mut intakes, .. } = apply_batch(conn, queue, &[event], None).await?;
     Ok(intakes.pop().unwrap_or(Intake {
         enqueued: 0,
         listing_requested: false,
@@ -95,13 +96,17 @@ pub struct Batch {
 }
 
 /// Writes what every event of a group asks for with one statement per kind
-/// of write (repositories made known, ids enqueued, a listing requested),
-/// on the caller's transaction. Each event still gets its own [`Intake`],
-/// as if it had been written alone.
+/// of write (repositories made known, pushes decided without a read, ids
+/// enqueued, a listing requested), on the caller's transaction. Each event
+/// still gets its own [`Intake`], as if it had been written alone. With
+/// `free`, a repository whose pushes left the project file alone has its
+/// recorded commit moved instead of being enqueued, when the registry
+/// recorded their `before` ([`FreePushes`]).
 pub async fn apply_batch(
     conn: &mut PgConnection,
     queue: &PgQueue,
     events: &[&WebhookEvent],
+    free: Option<&FreePushes>,
 ) -> Result<Batch, IntakeError> {
     let mut known = Vec::new();
     // Every id each event asks for, with its trigger; the enqueue merges
@@ -132,6 +137,12 @@ pub async fn apply_batch(
         listing |= plan.listing;
     }
     make_known(conn, &known).await?;
+    if let Some(free) = free {
+        let moves = free.moves(events);
+        let rows = FreePushRows::new(&moves, free.fingerprint());
+        let settled = settle_free_pushes(&mut *conn, &rows).await?;
+        to_enqueue.retain(|e| !settled.contains(&e.key));
+    }
     let enqueued = queue.enqueue_in(conn, to_enqueue).await?;
     if listing {
         queue.request_listing_in(&mut *conn).await?;

@@ -71,7 +71,7 @@ pub fn plan(event: &WebhookEvent) -> Plan {
 fn plan_each(event: &WebhookEvent) -> Plan {
     match event {
         WebhookEvent::Ping => ignore("ping"),
-        WebhookEvent::DefaultBranchPush { repo } => make_known_and_enqueue(vec![repo.clone()]),
+        WebhookEvent::DefaultBranchPush { repo, .. } => make_known_and_enqueue(vec![repo.clone()]),
         // A deleted repository is not made known: if Roster never tracked
         // it, there is nothing to show; if it did, the enqueue is enough.
         WebhookEvent::Repository {
@@ -173,7 +173,10 @@ mod tests {
 
     #[test]
     fn default_branch_push_should_make_known_and_enqueue_the_repository() {
-        let plan = plan(&WebhookEvent::DefaultBranchPush { repo: repo(1) });
+        let plan = plan(&WebhookEvent::DefaultBranchPush {
+            repo: repo(1),
+            change: None,
+        });
         assert_eq!(plan.known, vec![repo(1)]);
         assert_eq!(plan.enqueue, vec![RepoId(1)]);
         assert!(!plan.listing);

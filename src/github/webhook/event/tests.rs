@@ -76,8 +76,10 @@ fn ping_fixtures_should_parse_as_ping() {
 
 #[test]
 fn push_to_the_default_branch_should_name_the_repository() {
+    // The fixtures create the branch: such a push is read.
     let expected = WebhookEvent::DefaultBranchPush {
         repo: hello_world(186853002, "Codertocat", Some(1)),
+        change: None,
     };
     assert_eq!(event_of("push.default-branch-created.json"), expected);
     assert_eq!(
