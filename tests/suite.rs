@@ -16,6 +16,7 @@ mod deploy_manifests;
 mod dir_bounds;
 mod dir_source_e2e;
 mod embedded_pg;
+mod free_pushes;
 mod fuzz_regressions;
 mod github_batch_read;
 mod github_batches;

@@ -161,7 +161,8 @@ pub const MODE_SYMLINK: u64 = 0o120_000;
 /// What a project file that is a symbolic link reads as, on every source:
 /// an edit to its target would never touch its path, so no push could be
 /// trusted to show a change of it.
-pub const SYMLINK_MESSAGE: &str = "the file is a symbolic link; Roster reads only a regular file at this path";
+pub const SYMLINK_MESSAGE: &str =
+    "the file is a symbolic link; Roster reads only a regular file at this path";
 
 /// A blob; every field is absent when the path names a tree or a submodule.
 #[derive(Debug, Deserialize)]

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::entries::{self, Changes, Desired};
-use super::repos::RepoState;
 use super::free_push::blob_id;
+use super::repos::RepoState;
 use super::{RegistryError, Status};
 use crate::source::{FileState, Observed, RepoId};
 

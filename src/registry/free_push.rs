@@ -45,9 +45,9 @@ impl Fingerprint {
 }
 
 /// One repository's recorded commit to move, from `before` to `after`, with
-/// the names its push carried (the move requires them to be the stored ones,
-/// so that it never writes a row the same statement's
-/// [`super::KnownRows`] writes).
+/// the names its push carried (the move requires them to be the stored
+/// ones; a node id the registry lacks is stored with it). The same
+/// statement's [`super::KnownRows`] leaves the moved rows out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FreePush<'a> {
     pub id: RepoId,
@@ -71,6 +71,10 @@ pub struct FreePushRows<'a> {
     urls: Vec<Option<&'a str>>,
     nodes: Vec<Option<&'a str>>,
     fingerprint: &'a str,
+    /// Every row the statement writes in `repositories`, locked first in
+    /// id order (as every writer locks them), so that two statements never
+    /// wait for each other in a circle.
+    locked: Vec<i64>,
 }
 
 impl<'a> FreePushRows<'a> {
@@ -98,7 +102,21 @@ impl<'a> FreePushRows<'a> {
                 .map(|p| p.node_id.filter(|n| !n.is_empty()))
                 .collect(),
             fingerprint: fingerprint.as_str(),
+            locked: pushes.iter().map(|p| p.id.0).collect(),
         }
+    }
+
+    /// Also locks `ids` first, in id order: the rows the same statement's
+    /// [`super::KnownRows`] may write.
+    pub fn locking(mut self, ids: impl IntoIterator<Item = RepoId>) -> Self {
+        let all: BTreeSet<i64> = self
+            .locked
+            .iter()
+            .copied()
+            .chain(ids.into_iter().map(|id| id.0))
+            .collect();
+        self.locked = all.into_iter().collect();
+        self
     }
 
     pub fn is_empty(&self) -> bool {
@@ -108,21 +126,23 @@ impl<'a> FreePushRows<'a> {
 
 impl Part for FreePushRows<'_> {
     fn sql(&self) -> &'static str {
-        // The names compare as `KnownRows` compares them: a row it would
-        // write (a rename) is not moved here, and its push is read.
-        "update repositories r set synced_sha = f.after, last_synced_at = now()
+        // A renamed or transferred repository is not moved: its push is
+        // read. The rows the statement writes are locked first, in id order.
+        "update repositories r set synced_sha = f.after, last_synced_at = now(),
+             node_id = coalesce(f.node_id, r.node_id)
          from unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
                      $6::bigint[], $7::text[], $8::text[], $9::text[])
              as f(id, before, after, owner, name, installation_id, default_branch,
                   html_url, node_id)
          where r.id = f.id
+           and r.id in (select id from repositories where id = any($11)
+                        order by id for update)
            and r.status in ('synced', 'no_file')
            and r.synced_sha = f.before
            and r.fingerprint = $10
-           and (r.owner, r.name, r.installation_id, r.default_branch, r.html_url, r.node_id)
+           and (r.owner, r.name, r.installation_id, r.default_branch, r.html_url)
                is not distinct from
-               (f.owner, f.name, f.installation_id, f.default_branch, f.html_url,
-                coalesce(f.node_id, r.node_id))"
+               (f.owner, f.name, f.installation_id, f.default_branch, f.html_url)"
     }
 
     fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
@@ -136,6 +156,7 @@ impl Part for FreePushRows<'_> {
         args.add(&self.urls)?;
         args.add(&self.nodes)?;
         args.add(self.fingerprint)?;
+        args.add(&self.locked)?;
         Ok(())
     }
 
@@ -156,9 +177,7 @@ pub async fn settle_free_pushes(
     let mut args = PgArguments::default();
     rows.add_to(&mut args).map_err(sqlx::Error::Encode)?;
     let sql = format!("{} returning r.id", rows.sql());
-    let moved: Vec<RepoId> = sqlx::query_scalar_with(&sql, args)
-        .fetch_all(conn)
-        .await?;
+    let moved: Vec<RepoId> = sqlx::query_scalar_with(&sql, args).fetch_all(conn).await?;
     Ok(moved.into_iter().collect())
 }
 

@@ -174,8 +174,7 @@ where
                     sha: old.synced_sha.as_deref(),
                     blob: old.file_blob.as_deref(),
                 };
-                default_branch::preview(&mut tx, id, &observed, &self.project_file, before)
-                    .await?
+                default_branch::preview(&mut tx, id, &observed, &self.project_file, before).await?
             }
             false => None,
         };
@@ -188,8 +187,15 @@ where
         };
         let status = decision.state.status;
         let fingerprint = Some(self.fingerprint.as_str());
-        repos::write_state(&mut tx, id, &old, &decision.state, decision.synced, fingerprint)
-            .await?;
+        repos::write_state(
+            &mut tx,
+            id,
+            &old,
+            &decision.state,
+            decision.synced,
+            fingerprint,
+        )
+        .await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
         if let Some(check) = check {
             let error = decision.state.error.as_deref();

@@ -106,6 +106,29 @@ pub fn push(repo: &Repo, before: &str, after: &str) -> Vec<u8> {
     payload.to_string().into_bytes()
 }
 
+/// A push from `before` to `after` of `repo`'s default branch whose
+/// commits are listed as GitHub lists them: each `(id, modified paths)`, the
+/// last one's id being `after`'s when the push is well formed.
+pub fn push_of_commits(
+    repo: &Repo,
+    before: &str,
+    after: &str,
+    commits: &[(&str, &[&str])],
+) -> Vec<u8> {
+    let mut payload: Value =
+        serde_json::from_slice(&push(repo, before, after)).unwrap_or(Value::Null);
+    payload["commits"] = commits
+        .iter()
+        .map(|(id, modified)| {
+            json!({
+                "id": id, "distinct": true, "message": "a change",
+                "added": [], "modified": modified, "removed": [],
+            })
+        })
+        .collect();
+    payload.to_string().into_bytes()
+}
+
 /// `repository` `renamed`: `repo` carries the new name.
 pub fn renamed(repo: &Repo, from: &str) -> Vec<u8> {
     let mut payload: Value = serde_json::from_str(RENAMED).unwrap_or(Value::Null);

@@ -157,8 +157,16 @@ mod tests {
         assert_eq!(m, [(1, "a".to_owned(), "c".to_owned())]);
         // Out of order, or one touching the file: the repository is read.
         assert!(moves(&[push(1, "b", "c", &["y"]), push(1, "a", "b", &["x"])]).is_empty());
-        assert!(moves(&[push(1, "a", "b", &["x"]), push(1, "b", "c", &["project.yaml"])]).is_empty());
-        assert!(moves(&[push(1, "a", "b", &["project.yaml"]), push(1, "b", "c", &["x"])]).is_empty());
+        assert!(moves(&[
+            push(1, "a", "b", &["x"]),
+            push(1, "b", "c", &["project.yaml"])
+        ])
+        .is_empty());
+        assert!(moves(&[
+            push(1, "a", "b", &["project.yaml"]),
+            push(1, "b", "c", &["x"])
+        ])
+        .is_empty());
     }
 
     #[test]
@@ -167,7 +175,11 @@ mod tests {
             action: RepositoryAction::Renamed,
             repo: repo(1, "renamed"),
         };
-        let m = moves(&[push(1, "a", "b", &["x"]), renamed, push(2, "c", "d", &["x"])]);
+        let m = moves(&[
+            push(1, "a", "b", &["x"]),
+            renamed,
+            push(2, "c", "d", &["x"]),
+        ]);
         assert_eq!(m, [(2, "c".to_owned(), "d".to_owned())]);
     }
 }

@@ -25,8 +25,8 @@ use tokio::time::Instant;
 
 use super::deliveries::{self, DeliveryRows, NewDelivery};
 use super::event::WebhookEvent;
-use super::gate::Accepted;
 use super::free_push::FreePushes;
+use super::gate::Accepted;
 use super::intake::{self, Direct, Intake};
 use crate::db::queue::{self, EnqueueRows, PgQueue};
 use crate::db::together::{self, Part};
@@ -220,7 +220,7 @@ impl Writers {
             .iter()
             .map(|r| (r.id, &r.info, r.node_id.as_deref()))
             .collect();
-        let known = KnownRows::new(&repos);
+        let mut known = KnownRows::new(&repos);
         let events: Vec<&WebhookEvent> = group.iter().map(|j| &j.accepted.parsed.event).collect();
         let (moves, fingerprint) = match &self.free {
             Some(free) => (free.moves(&events), Some(free.fingerprint())),
@@ -228,9 +228,12 @@ impl Writers {
         };
         let settle = fingerprint
             .filter(|_| !moves.is_empty())
-            .map(|fingerprint| FreePushRows::new(&moves, fingerprint));
+            .map(|fingerprint| {
+                FreePushRows::new(&moves, fingerprint).locking(repos.iter().map(|r| r.0))
+            });
         let mut enqueue = EnqueueRows::new(enqueue);
         if settle.is_some() {
+            known = known.except_settled();
             enqueue = enqueue.except_settled();
         }
         let records = records(group, &intakes);
@@ -239,11 +242,12 @@ impl Writers {
         // commit, and only when the enqueue changed a row: an id already
         // waiting as asked, or marked to run again, has nothing new to claim.
         // Pushes decided without a read move their repositories' recorded
-        // commits first, and the enqueue leaves those out.
-        let mut parts: Vec<&dyn Part> = vec![&known];
+        // commits first; the upsert and the enqueue leave those out.
+        let mut parts: Vec<&dyn Part> = Vec::with_capacity(4);
         if let Some(settle) = &settle {
             parts.push(settle);
         }
+        parts.push(&known);
         let enqueue_part = parts.len();
         parts.extend([&enqueue as &dyn Part, &deliveries]);
         let wrote =

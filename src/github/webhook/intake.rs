@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::event::{PayloadRepo, WebhookEvent};
+use super::free_push::FreePushes;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::queue::PgQueue;
-use super::free_push::FreePushes;
 use crate::registry::{check_requests, check_runs, settle_free_pushes, FreePushRows};
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,

@@ -225,7 +225,10 @@ mod tests {
             ("a merge listing nothing", merge),
             ("a commit without its removed list", without_lists),
             ("2,048 commits", body(Value::Array(many_commits))),
-            ("3,000 paths", body(json!([commit("b2", &long_list, &[], &[])]))),
+            (
+                "3,000 paths",
+                body(json!([commit("b2", &long_list, &[], &[])])),
+            ),
             ("commits of another shape", odd_shape),
         ] {
             assert_eq!(change_of(&body), None, "{why}");
