@@ -43,6 +43,16 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             Ok(run(shared, source, &settings, listener, stop).await?)
         }
         SourceSetting::Github => {
+            // The App from the environment, else the one stored by setup,
+            // else setup mode until one is stored.
+            let found = crate::setup::app_or_setup(&settings, &shared.pool, listener).await?;
+            let Some((app, listener)) = found else {
+                return Ok(());
+            };
+            let settings = Settings {
+                github: Some(app),
+                ..settings
+            };
             let source = source::github(&settings, &shared).await?;
             Ok(run(shared, source, &settings, listener, stop).await?)
         }

@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod notify;
 pub mod project;
 pub mod registry;
+pub mod setup;
 pub mod shutdown;
 pub mod source;
 pub mod web;

@@ -1,4 +1,4 @@
-//! The `roster` command: `serve`, `migrate` and `check`.
+//! The `roster` command: `serve`, `migrate`, `check` and `setup`.
 //!
 //! Exit codes: 0 success; 1 a runtime failure (or, for `check`, an invalid
 //! file); 2 a misconfiguration found at start (`error: SETTING: message`).
@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use secrecy::ExposeSecret;
 
-use roster::config::{ConfigError, DatabaseArgs, DatabaseSettings, ServeArgs};
+use roster::config::{ConfigError, DatabaseArgs, DatabaseSettings, ServeArgs, SetupArgs};
 use roster::db::embedded::EmbeddedPostgres;
 use roster::db::DbError;
 
@@ -41,6 +41,9 @@ enum Command {
     },
     /// Print the project file's JSON Schema (for editors).
     Schema,
+    /// The GitHub App stored by setup: `--print-env` prints it as
+    /// environment lines.
+    Setup(Box<SetupArgs>),
 }
 
 /// A failure that ends the process: what to print and the exit code.
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         }
         Command::Serve(args) => with_runtime(|| serve(*args)),
         Command::Migrate(args) => with_runtime(|| migrate(args)),
+        Command::Setup(args) => with_runtime(|| setup(*args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -149,6 +153,44 @@ async fn migrate(args: DatabaseArgs) -> Result<(), Failure> {
     }
     stop_embedded(embedded).await;
     result.map(|_| ())
+}
+
+/// `roster setup --print-env`: the stored App as `KEY=value` lines.
+async fn setup(args: SetupArgs) -> Result<(), Failure> {
+    if !args.print_env {
+        return Err(Failure {
+            code: 2,
+            message: "roster setup: nothing to do; `roster setup --print-env` prints the \
+                      stored App (`roster serve` without an App starts the setup page)"
+                .into(),
+        });
+    }
+    let (database, key) = args.validate().map_err(Failure::config)?;
+    roster::logging::init(roster::config::LogFormat::Text);
+    let key = match key {
+        Some(key) => Some(key),
+        None if database.database_url.is_none() => Some(
+            roster::setup::SecretKey::load_or_create(&database.data_dir).map_err(|e| {
+                Failure::config(ConfigError::new("ROSTER_SECRET_KEY", e.to_string()))
+            })?,
+        ),
+        None => None,
+    };
+    let (url, embedded) = resolve_database(&database).await?;
+    let printed = match connect(&url).await {
+        Ok(pool) => {
+            let rendered = roster::setup::print_env::render(&pool, key.as_ref()).await;
+            pool.close().await;
+            rendered.map_err(|e| match e {
+                roster::setup::print_env::PrintEnvError::Config(e) => Failure::config(e),
+                other => Failure::runtime(other),
+            })
+        }
+        Err(failure) => Err(failure),
+    };
+    stop_embedded(embedded).await;
+    print!("{}", printed?);
+    Ok(())
 }
 
 /// Opens the pool and applies migrations. One direct connection first: the

@@ -36,15 +36,6 @@ fn valid_dir_source() -> String {
 }
 
 #[test]
-fn serve_without_any_source_should_name_roster_source() {
-    let output = serve_with(&[]);
-    assert_stops_naming(&output, "ROSTER_SOURCE");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("dir:PATH"), "{stderr}");
-    assert!(stderr.contains("GITHUB_APP_ID"), "{stderr}");
-}
-
-#[test]
 fn serve_with_a_missing_dir_should_name_roster_source() {
     let output = serve_with(&[("ROSTER_SOURCE", "dir:/no/such/folder/for/roster")]);
     assert_stops_naming(&output, "ROSTER_SOURCE");

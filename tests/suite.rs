@@ -43,6 +43,8 @@ mod registry_waiting;
 mod replicas;
 mod secrets_in_logs;
 mod sessions;
+mod setup;
+mod setup_browser;
 mod slow_clients;
 mod table_owners;
 mod webhook_bounds;

@@ -18,6 +18,7 @@ use url::Url;
 mod github_app;
 mod history;
 mod parse;
+mod setup;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +35,7 @@ use parse::{
     parse_log_format, parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
     parse_webhook_concurrency, parse_workers,
 };
+pub use setup::{derive_web_url, SetupArgs, SetupSettings};
 
 /// Raw database settings, shared by `serve` and `migrate`.
 #[derive(Debug, Clone, Args)]
@@ -191,6 +193,18 @@ pub struct ServeArgs {
     /// ROSTER_NOTIFY_URLS.
     #[arg(long, env = "ROSTER_NOTIFY_SECRET", hide_env_values = true)]
     pub notify_secret: Option<String>,
+
+    /// GitHub's web address (where new Apps are registered); derived from
+    /// GITHUB_API_URL when unset.
+    #[arg(long, env = "GITHUB_URL")]
+    pub github_url: Option<String>,
+    /// The address GitHub reaches Roster at; pre-fills the setup page.
+    #[arg(long, env = "ROSTER_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// 64 hex characters that encrypt the App stored by setup; unset
+    /// without DATABASE_URL: a key file under ROSTER_DATA_DIR.
+    #[arg(long, env = "ROSTER_SECRET_KEY", hide_env_values = true)]
+    pub secret_key: Option<String>,
 }
 
 /// Where repositories come from.
@@ -244,6 +258,8 @@ pub struct Settings {
     pub notify: NotifySettings,
     /// Which check runs are posted (`ROSTER_CHECKS`).
     pub checks: crate::checks::ChecksMode,
+    /// GitHub's addresses and the secret key, for setup and a stored App.
+    pub setup: SetupSettings,
 }
 
 /// A setting that is missing or wrong; shown as `SETTING: message`.
@@ -269,6 +285,13 @@ impl ServeArgs {
     pub fn validate(self) -> Result<Settings, ConfigError> {
         let database = self.database.validate()?;
         let listen = parse_listen(&self.listen)?;
+        let setup = setup::parse(
+            non_empty(self.github_url),
+            &self.github_api_url,
+            non_empty(self.github_graphql_url.clone()),
+            non_empty(self.public_url),
+            non_empty(self.secret_key),
+        )?;
         let github = github_app::from_args(
             non_empty(self.github_app_id),
             non_empty(self.github_app_private_key),
@@ -278,7 +301,7 @@ impl ServeArgs {
             &self.github_api_url,
             non_empty(self.github_graphql_url),
         )?;
-        let source = parse_source(non_empty(self.source), github.is_some())?;
+        let source = parse_source(non_empty(self.source))?;
         let project_file = parse_project_file(&self.project_file)?;
         let resync_interval = parse_resync_interval(&self.resync_interval)?;
         let workers = parse_workers(&self.workers)?;
@@ -328,6 +351,7 @@ impl ServeArgs {
             history_retention,
             notify,
             checks,
+            setup,
         })
     }
 }

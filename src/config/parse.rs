@@ -28,30 +28,15 @@ pub(super) fn parse_listen(raw: &str) -> Result<SocketAddr, ConfigError> {
     })
 }
 
-pub(super) fn parse_source(
-    raw: Option<String>,
-    app_configured: bool,
-) -> Result<SourceSetting, ConfigError> {
+pub(super) fn parse_source(raw: Option<String>) -> Result<SourceSetting, ConfigError> {
+    // Without an App in the environment, the App stored by setup is used,
+    // or `serve` starts in setup mode to register one.
     let Some(raw) = raw else {
-        return if app_configured {
-            Ok(SourceSetting::Github)
-        } else {
-            Err(ConfigError::new(
-                "ROSTER_SOURCE",
-                "set dir:PATH or configure a GitHub App (GITHUB_APP_ID)",
-            ))
-        };
+        return Ok(SourceSetting::Github);
     };
     let raw = raw.trim();
     if raw == "github" {
-        return if app_configured {
-            Ok(SourceSetting::Github)
-        } else {
-            Err(ConfigError::new(
-                "GITHUB_APP_ID",
-                "required when ROSTER_SOURCE is github",
-            ))
-        };
+        return Ok(SourceSetting::Github);
     }
     let Some(path) = raw.strip_prefix("dir:") else {
         return Err(ConfigError::new(

@@ -72,18 +72,17 @@ fn defaults_should_apply_with_only_a_dir_source() {
 }
 
 #[test]
-fn no_source_and_no_app_should_name_roster_source() {
-    let e = err(&[]);
-    assert_eq!(e.setting, "ROSTER_SOURCE");
-    assert_eq!(
-        e.to_string(),
-        "ROSTER_SOURCE: set dir:PATH or configure a GitHub App (GITHUB_APP_ID)"
-    );
+fn no_source_and_no_app_should_mean_github_for_setup_mode() {
+    let s = parse(&[]).expect("valid");
+    assert_eq!(s.source, SourceSetting::Github);
+    assert!(s.github.is_none());
 }
 
 #[test]
-fn github_source_without_an_app_should_name_the_app_id() {
-    assert_eq!(err(&["--source", "github"]).setting, "GITHUB_APP_ID");
+fn github_source_without_an_app_should_mean_setup_mode() {
+    let s = parse(&["--source", "github"]).expect("valid");
+    assert_eq!(s.source, SourceSetting::Github);
+    assert!(s.github.is_none());
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! allowance here.
 #![allow(dead_code)]
 
+pub mod cdp;
 pub mod fake_github;
 pub mod github_app;
 pub mod github_server;
@@ -15,4 +16,5 @@ pub mod receiver;
 pub mod router;
 pub mod seed;
 pub mod server;
+pub mod setup_flow;
 pub mod stall_proxy;

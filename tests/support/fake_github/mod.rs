@@ -14,6 +14,7 @@ pub mod fault;
 pub mod graphql;
 pub mod hook_deliveries;
 pub mod jwt;
+pub mod manifest;
 pub mod rest;
 pub mod world;
 
@@ -71,9 +72,16 @@ struct Shared {
     world: Mutex<World>,
     key: DecodingKey,
     base: String,
+    manifests: Mutex<manifest::Manifests>,
 }
 
 impl Shared {
+    fn manifests(&self) -> MutexGuard<'_, manifest::Manifests> {
+        self.manifests
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn world(&self) -> MutexGuard<'_, World> {
         // A test that panicked while holding the lock already failed.
         self.world
@@ -114,6 +122,7 @@ impl FakeGithub {
             world: Mutex::new(World::new(APP_ID)),
             key,
             base: format!("http://{addr}"),
+            manifests: Mutex::default(),
         });
         let app = axum::Router::new()
             .fallback(handle)
@@ -126,6 +135,32 @@ impl FakeGithub {
             addr,
             server,
         }
+    }
+
+    /// GitHub's web address for this fake (the manifest flow's pages).
+    pub fn web_url(&self) -> String {
+        self.shared.base.clone()
+    }
+
+    /// A conversion code for an App made from `manifest`, owned by `owner`
+    /// (what GitHub hands back after "Create GitHub App").
+    pub fn manifest_code(&self, manifest: Value, owner: &str) -> String {
+        self.shared.manifests().register(manifest, owner)
+    }
+
+    /// Manifests posted to the new-App pages, oldest first.
+    pub fn posted_manifests(&self) -> Vec<manifest::Posted> {
+        self.shared.manifests().posted.clone()
+    }
+
+    /// Makes every conversion fail this way (`None`: answer again).
+    pub fn fail_conversions(&self, failure: Option<manifest::ConversionFailure>) {
+        self.shared.manifests().failure = failure;
+    }
+
+    /// Conversions asked for so far.
+    pub fn conversions(&self) -> u64 {
+        self.shared.manifests().conversions
     }
 
     pub fn api_url(&self) -> Url {
@@ -482,6 +517,9 @@ async fn answer_request(
     let body = axum::body::to_bytes(body, 32 * 1024 * 1024)
         .await
         .unwrap_or_default();
+    if let Some(response) = manifest::answer(&shared, &parts.method, &parts.uri, &body) {
+        return response;
+    }
     let Some((route, segments)) = classify(&parts.method, parts.uri.path()) else {
         return respond(Answer::not_found(), &[]);
     };

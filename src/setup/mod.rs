@@ -1,0 +1,22 @@
+//! Setup in one click: with no GitHub App configured, `serve` offers a
+//! setup page that registers Roster's App through GitHub's manifest flow
+//! (`app.yml`, the addresses filled in), stores it sealed with
+//! `ROSTER_SECRET_KEY` in PostgreSQL and starts the GitHub source. The
+//! flow: a one-time token in the log opens the page; a signed, single-use,
+//! one-hour `state` ties GitHub's callback to the form this Roster issued.
+
+mod conversion;
+mod key;
+mod manifest;
+mod mode;
+mod pages;
+pub mod print_env;
+mod routes;
+mod seal;
+mod state;
+pub mod store;
+
+pub use key::{random_hex, KeyError, SecretKey, KEY_FILE};
+pub use manifest::{manifest_json, PublicUrl};
+pub use mode::{app_or_setup, app_settings, secret_key};
+pub use state::{issue as issue_state, verify as verify_state};

@@ -1,0 +1,180 @@
+//! Which App `serve` runs with: the environment's, else the one stored by
+//! setup, else none yet: then setup mode serves the setup page until an
+//! App is stored (by this replica or another), and hands the listener back
+//! so the GitHub source starts without a restart.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+use super::key::{random_hex, SecretKey};
+use super::routes::{router, SetupState};
+use super::store::{self, StoreError, StoredApp};
+use crate::config::{ConfigError, GithubAppSettings, Settings};
+
+/// How often setup mode looks for an App another replica stored.
+const POLL: Duration = Duration::from_secs(3);
+
+/// The App to run with and the listener, or `None` when asked to stop
+/// during setup mode.
+pub async fn app_or_setup(
+    settings: &Settings,
+    pool: &PgPool,
+    listener: TcpListener,
+) -> Result<Option<(GithubAppSettings, TcpListener)>, ConfigError> {
+    if let Some(app) = &settings.github {
+        return Ok(Some((app.clone(), listener)));
+    }
+    let key = secret_key(settings)?;
+    if let Some(app) = stored(settings, pool, key.as_ref()).await? {
+        return Ok(Some((app, listener)));
+    }
+    let key = key.ok_or_else(|| {
+        ConfigError::new(
+            "ROSTER_SECRET_KEY",
+            "required in setup mode when DATABASE_URL is set, so every replica can read \
+             the App setup stores (64 hex characters: `openssl rand -hex 32`)",
+        )
+    })?;
+    let Some(listener) = serve_setup(settings, pool, &key, listener).await? else {
+        return Ok(None);
+    };
+    match stored(settings, pool, Some(&key)).await? {
+        Some(app) => Ok(Some((app, listener))),
+        None => Err(ConfigError::new(
+            "GITHUB_APP_ID",
+            "setup ended without an App",
+        )),
+    }
+}
+
+/// `ROSTER_SECRET_KEY`, else (with the private database) the key file
+/// under the data folder; `None` with a shared database and no key.
+pub fn secret_key(settings: &Settings) -> Result<Option<SecretKey>, ConfigError> {
+    if let Some(key) = &settings.setup.secret_key {
+        return Ok(Some(key.clone()));
+    }
+    if settings.database_url.is_some() {
+        return Ok(None);
+    }
+    SecretKey::load_or_create(&settings.data_dir)
+        .map(Some)
+        .map_err(|e| ConfigError::new("ROSTER_SECRET_KEY", e.to_string()))
+}
+
+/// The stored App as settings, when one is stored.
+async fn stored(
+    settings: &Settings,
+    pool: &PgPool,
+    key: Option<&SecretKey>,
+) -> Result<Option<GithubAppSettings>, ConfigError> {
+    let database = |e: sqlx::Error| ConfigError::new("DATABASE_URL", e.to_string());
+    if !store::app_exists(pool).await.map_err(database)? {
+        return Ok(None);
+    }
+    let key = key.ok_or_else(|| {
+        ConfigError::new(
+            "ROSTER_SECRET_KEY",
+            "required to read the GitHub App stored by setup (the key it was stored with)",
+        )
+    })?;
+    let app = match store::load_app(pool, key).await {
+        Ok(Some(app)) => app,
+        Ok(None) => return Ok(None),
+        Err(StoreError::Db(e)) => return Err(database(e)),
+        Err(e) => return Err(ConfigError::new("ROSTER_SECRET_KEY", e.to_string())),
+    };
+    tracing::info!(app_id = app.app_id, slug = %app.slug, "using the GitHub App stored by setup");
+    Ok(Some(app_settings(&app, settings)))
+}
+
+/// Settings of the stored App, with GitHub's addresses from the settings.
+pub fn app_settings(app: &StoredApp, settings: &Settings) -> GithubAppSettings {
+    GithubAppSettings {
+        app_id: app.app_id,
+        private_key: SecretString::from(app.pem.clone()),
+        webhook_secret: SecretString::from(app.webhook_secret.clone()),
+        api_url: settings.setup.api_url.clone(),
+        graphql_url: settings.setup.graphql_url.clone(),
+    }
+}
+
+/// Serves the setup routes until an App is stored (the listener is handed
+/// back) or SIGTERM/Ctrl-C (`None`).
+async fn serve_setup(
+    settings: &Settings,
+    pool: &PgPool,
+    key: &SecretKey,
+    listener: TcpListener,
+) -> Result<Option<TcpListener>, ConfigError> {
+    let cannot = |e: std::io::Error| ConfigError::new("ROSTER_LISTEN", e.to_string());
+    // One socket, two handles: the setup server closes its own, and the
+    // full server then accepts on the other (what waits meanwhile is kept).
+    let socket = listener.into_std().map_err(cannot)?;
+    let spare = socket.try_clone().map_err(cannot)?;
+    let for_setup = TcpListener::from_std(socket).map_err(cannot)?;
+    let token = random_hex(32);
+    store::add_token(pool, &token)
+        .await
+        .map_err(|e| ConfigError::new("DATABASE_URL", e.to_string()))?;
+    let stored = Arc::new(Notify::new());
+    let state = SetupState {
+        pool: pool.clone(),
+        key: key.clone(),
+        github_url: settings.setup.github_url.clone(),
+        api_url: settings.setup.api_url.clone(),
+        public_url: settings.setup.public_url.clone(),
+        stored: stored.clone(),
+    };
+    let base = match &settings.setup.public_url {
+        Some(public) => public.base().to_owned(),
+        None => format!("http://{}", local_address(settings.listen)),
+    };
+    tracing::info!("setup mode: no GitHub App yet; register one at {base}/setup?token={token}");
+    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
+    let watch_pool = pool.clone();
+    let watcher = tokio::spawn(async move {
+        let app_stored = async {
+            loop {
+                tokio::select! {
+                    () = stored.notified() => return,
+                    () = tokio::time::sleep(POLL) => {
+                        if matches!(store::app_exists(&watch_pool).await, Ok(true)) {
+                            return;
+                        }
+                    }
+                }
+            }
+        };
+        let outcome = tokio::select! {
+            () = app_stored => true,
+            () = crate::shutdown::signal() => false,
+        };
+        let _ = done_tx.send(true);
+        outcome
+    });
+    crate::web::serve::serve(for_setup, router(state), async move {
+        let _ = done_rx.wait_for(|done| *done).await;
+    })
+    .await;
+    let app_stored = watcher.await.unwrap_or(false);
+    if !app_stored {
+        return Ok(None);
+    }
+    tracing::info!("setup done: starting the GitHub source");
+    TcpListener::from_std(spare).map(Some).map_err(cannot)
+}
+
+/// An address a browser on this machine can open for `listen`.
+fn local_address(listen: SocketAddr) -> SocketAddr {
+    if listen.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], listen.port()))
+    } else {
+        listen
+    }
+}

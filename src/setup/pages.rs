@@ -1,0 +1,75 @@
+//! The setup pages and the headers they are served with: never cached,
+//! never sent as a referrer (the first address carries the token), and
+//! allowed to post one form to GitHub.
+
+use askama::Template;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+
+/// The form asking for the organisation and the public address.
+#[derive(Template)]
+#[template(path = "setup.html")]
+pub struct SetupPage {
+    pub token: String,
+    pub org: String,
+    pub public_url: String,
+    pub problem: Option<String>,
+}
+
+/// The form that takes the manifest to GitHub's new-App page.
+#[derive(Template)]
+#[template(path = "setup_github.html")]
+pub struct GithubPage {
+    pub action: String,
+    pub manifest: String,
+    pub owner: String,
+    pub public_url: String,
+}
+
+/// Why a step was refused, and what to do.
+#[derive(Template)]
+#[template(path = "setup_problem.html")]
+pub struct ProblemPage {
+    pub status: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub hint: &'static str,
+}
+
+/// `template` as an HTML answer with `status` and the setup headers;
+/// `form_target` is the one other origin a form may post to.
+pub fn page(status: StatusCode, template: &impl Template, form_target: &str) -> Response {
+    let body = match template.render() {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot render a setup page");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+    };
+    let policy = format!(
+        "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; \
+         frame-ancestors 'none'; base-uri 'none'; form-action 'self' {form_target}"
+    );
+    let mut response = (status, Html(body)).into_response();
+    let headers = response.headers_mut();
+    if let Ok(policy) = HeaderValue::from_str(&policy) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// A [`ProblemPage`] answer.
+pub fn problem(status: StatusCode, message: impl Into<String>, hint: &'static str) -> Response {
+    let template = ProblemPage {
+        status: status.as_u16(),
+        reason: status.canonical_reason().unwrap_or(""),
+        message: message.into(),
+        hint,
+    };
+    page(status, &template, "")
+}

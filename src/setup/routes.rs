@@ -1,0 +1,297 @@
+//! The routes of setup mode: the probes, the setup page, the manifest form
+//! and GitHub's callback. Everything else answers 503: Roster has no App
+//! yet.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Form, Json, Router};
+use serde::Deserialize;
+use sqlx::PgPool;
+use tokio::sync::Notify;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use url::Url;
+
+use super::conversion::{self, ExchangeError, Expected};
+use super::key::SecretKey;
+use super::manifest::{check_org, manifest_json, PublicUrl};
+use super::pages::{page, problem, GithubPage, SetupPage};
+use super::state;
+use super::store::{self, StateUse};
+use crate::web::{assets, health};
+
+/// What the setup routes share.
+#[derive(Clone)]
+pub struct SetupState {
+    pub pool: PgPool,
+    pub key: SecretKey,
+    /// GitHub's web address (the new-App page) and REST base (the exchange).
+    pub github_url: Url,
+    pub api_url: Url,
+    /// Pre-fills the setup page.
+    pub public_url: Option<PublicUrl>,
+    /// Told once this replica has stored the App.
+    pub stored: Arc<Notify>,
+}
+
+impl SetupState {
+    /// GitHub's origin, the one place the manifest form may post to.
+    fn github_origin(&self) -> String {
+        self.github_url.origin().ascii_serialization()
+    }
+}
+
+const BODY_LIMIT: usize = 64 * 1024;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const RESTART_HINT: &str = "Start again from the setup address in Roster's log.";
+
+/// The router of setup mode.
+pub fn router(state: SetupState) -> Router {
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(readyz))
+        .route("/static/roster.css", get(assets::stylesheet))
+        .route("/setup", get(show).post(submit))
+        .route("/setup/callback", get(callback))
+        .fallback(waiting)
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(state)
+}
+
+async fn readyz(State(state): State<SetupState>) -> Response {
+    let ping = sqlx::query("select 1").execute(&state.pool);
+    match tokio::time::timeout(Duration::from_secs(2), ping).await {
+        Ok(Ok(_)) => Json(serde_json::json!({ "status": "ready" })).into_response(),
+        _ => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({ "error": "the database is not answering" })),
+        )
+            .into_response(),
+    }
+}
+
+async fn waiting() -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [(header::RETRY_AFTER, "60")],
+        "Roster has no GitHub App yet: open the setup address printed in its log.\n",
+    )
+        .into_response()
+}
+
+/// 404 once an App is stored; a 503 page when the database cannot say.
+async fn closed(pool: &PgPool) -> Option<Response> {
+    match store::app_exists(pool).await {
+        Ok(false) => None,
+        Ok(true) => Some(problem(
+            StatusCode::NOT_FOUND,
+            "Roster is set up: its GitHub App is registered.",
+            "Change the App's settings on GitHub.",
+        )),
+        Err(e) => Some(database_down(&e)),
+    }
+}
+
+fn database_down(e: &sqlx::Error) -> Response {
+    tracing::warn!(error = %e, "setup: database error");
+    problem(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The database is not answering.",
+        "Try again in a moment.",
+    )
+}
+
+/// Whether `token` opens setup; a 403 or 503 answer when not.
+async fn check_token(pool: &PgPool, token: Option<&str>) -> Option<Response> {
+    let refused = |message: &str| {
+        Some(problem(
+            StatusCode::FORBIDDEN,
+            message,
+            "Open the setup address exactly as Roster's log prints it.",
+        ))
+    };
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return refused("The setup address needs its token.");
+    };
+    match store::token_valid(pool, token).await {
+        Ok(true) => None,
+        Ok(false) => refused("This setup token is not valid."),
+        Err(e) => Some(database_down(&e)),
+    }
+}
+
+#[derive(Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
+/// `GET /setup?token=…`: the form.
+async fn show(State(state): State<SetupState>, Query(query): Query<TokenQuery>) -> Response {
+    if let Some(answer) = closed(&state.pool).await {
+        return answer;
+    }
+    if let Some(answer) = check_token(&state.pool, query.token.as_deref()).await {
+        return answer;
+    }
+    let form = SetupPage {
+        token: query.token.unwrap_or_default(),
+        org: String::new(),
+        public_url: state
+            .public_url
+            .as_ref()
+            .map(|u| u.base().to_owned())
+            .unwrap_or_default(),
+        problem: None,
+    };
+    page(StatusCode::OK, &form, "")
+}
+
+#[derive(Deserialize)]
+struct SetupForm {
+    token: Option<String>,
+    #[serde(default)]
+    org: String,
+    #[serde(default)]
+    public_url: String,
+}
+
+/// `POST /setup`: the manifest form, with a fresh state.
+async fn submit(State(state): State<SetupState>, Form(form): Form<SetupForm>) -> Response {
+    if let Some(answer) = closed(&state.pool).await {
+        return answer;
+    }
+    if let Some(answer) = check_token(&state.pool, form.token.as_deref()).await {
+        return answer;
+    }
+    let org = form.org.trim().to_owned();
+    let checked = check_org(&org).and_then(|()| PublicUrl::parse(&form.public_url));
+    let public = match checked {
+        Ok(public) => public,
+        Err(message) => {
+            let again = SetupPage {
+                token: form.token.unwrap_or_default(),
+                org,
+                public_url: form.public_url,
+                problem: Some(message),
+            };
+            return page(StatusCode::BAD_REQUEST, &again, "");
+        }
+    };
+    let manifest = match manifest_json(&public) {
+        Ok(manifest) => manifest.to_string(),
+        Err(message) => {
+            tracing::error!(%message, "setup: the built-in manifest is broken");
+            return problem(StatusCode::INTERNAL_SERVER_ERROR, message, RESTART_HINT);
+        }
+    };
+    let (signed, nonce) = state::issue(&state.key);
+    if let Err(e) = store::add_state(&state.pool, &nonce, &org, public.base()).await {
+        return database_down(&e);
+    }
+    let base = state.github_url.as_str().trim_end_matches('/');
+    let path = if org.is_empty() {
+        "/settings/apps/new".to_owned()
+    } else {
+        format!("/organizations/{org}/settings/apps/new")
+    };
+    let next = GithubPage {
+        action: format!("{base}{path}?state={signed}"),
+        manifest,
+        owner: if org.is_empty() {
+            "Your personal account".to_owned()
+        } else {
+            format!("The organisation {org}")
+        },
+        public_url: public.base().to_owned(),
+    };
+    page(StatusCode::OK, &next, &state.github_origin())
+}
+
+#[derive(Deserialize)]
+struct CallbackQuery {
+    code: Option<String>,
+    state: Option<String>,
+}
+
+/// `GET /setup/callback?code=…&state=…`: the App, exchanged, stored and
+/// started; then GitHub's page to install it.
+async fn callback(State(state): State<SetupState>, Query(query): Query<CallbackQuery>) -> Response {
+    if let Some(answer) = closed(&state.pool).await {
+        return answer;
+    }
+    let bad = |message: &str| problem(StatusCode::BAD_REQUEST, message, RESTART_HINT);
+    let Some(nonce) = query
+        .state
+        .as_deref()
+        .and_then(|signed| state::verify(&state.key, signed))
+    else {
+        return bad("The state is wrong: this Roster did not issue it.");
+    };
+    let (org, public_url) = match store::take_state(&state.pool, &nonce).await {
+        Ok(StateUse::Taken { org, public_url }) => (org, public_url),
+        Ok(StateUse::Used) => return bad("The state was already used."),
+        Ok(StateUse::Expired) => return bad("The state has expired (it is valid for one hour)."),
+        Ok(StateUse::Unknown) => return bad("The state is wrong: this Roster did not issue it."),
+        Err(e) => return database_down(&e),
+    };
+    let code = query.code.unwrap_or_default();
+    let expected = Expected {
+        org: &org,
+        public_url: &public_url,
+    };
+    let app = match conversion::exchange(&state.api_url, &code, &expected).await {
+        Ok(app) => app,
+        Err(e) => return exchange_failed(&state.pool, &nonce, &e).await,
+    };
+    match store::save_app(&state.pool, &state.key, &app).await {
+        Ok(true) => {}
+        Ok(false) => {
+            return problem(
+                StatusCode::CONFLICT,
+                "Another GitHub App was stored first; this one was not kept.",
+                "Delete the App just created on GitHub, or use it by hand.",
+            )
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "setup: cannot store the App");
+            return problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The App could not be stored.",
+                RESTART_HINT,
+            );
+        }
+    }
+    tracing::info!(app_id = app.app_id, slug = %app.slug, "setup: GitHub App registered and stored");
+    state.stored.notify_one();
+    let install = format!("{}/installations/new", app.html_url.trim_end_matches('/'));
+    (StatusCode::SEE_OTHER, [(header::LOCATION, install)]).into_response()
+}
+
+async fn exchange_failed(pool: &PgPool, nonce: &str, error: &ExchangeError) -> Response {
+    tracing::warn!(%error, "setup: the code exchange failed; nothing stored");
+    if error.is_transient() {
+        // The code is still good on GitHub: reloading the page retries.
+        if let Err(e) = store::release_state(pool, nonce).await {
+            return database_down(&e);
+        }
+        return problem(
+            StatusCode::BAD_GATEWAY,
+            error.to_string(),
+            "Nothing was stored. Reload this page to try again.",
+        );
+    }
+    problem(
+        StatusCode::BAD_REQUEST,
+        error.to_string(),
+        "Nothing was stored. Start again from the setup address in Roster's log.",
+    )
+}
