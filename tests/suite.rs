@@ -30,6 +30,7 @@ mod holds;
 mod hostile_file_e2e;
 mod http_api;
 mod lease_loss;
+mod listing_requests;
 mod module_graph;
 mod notify;
 mod notify_crash;

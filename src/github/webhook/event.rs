@@ -96,6 +96,9 @@ pub enum WebhookEvent {
         action: InstallationAction,
         installation_id: InstallationId,
         repos: Vec<PayloadRepo>,
+        /// When GitHub created the installation (Unix seconds), when the
+        /// payload says.
+        created_at: Option<i64>,
     },
     /// Repositories were added to or removed from an installation.
     InstallationRepositories {

@@ -113,6 +113,9 @@ pub async fn apply_batch(
     // an id named twice (the most telling trigger wins).
     let mut to_enqueue: Vec<Enqueue<RepoId>> = Vec::new();
     let mut listing = false;
+    // The latest moment a running listing must have started after to have
+    // seen every event that asks for one; `None` once one asks regardless.
+    let mut seen_after = Some(i64::MIN);
     let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
     for event in events {
@@ -134,7 +137,12 @@ pub async fn apply_batch(
         known.extend(plan.known);
         let trigger = trigger_of(event);
         to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
-        listing |= plan.listing;
+        if plan.listing {
+            listing = true;
+            seen_after = seen_after
+                .zip(plan.listing_seen_after)
+                .map(|(a, b)| a.max(b));
+        }
     }
     make_known(conn, &known).await?;
     if let Some(free) = free {
@@ -144,8 +152,14 @@ pub async fn apply_batch(
         to_enqueue.retain(|e| !settled.contains(&e.key));
     }
     let enqueued = queue.enqueue_in(conn, to_enqueue).await?;
-    if listing {
-        queue.request_listing_in(&mut *conn).await?;
+    match (listing, seen_after) {
+        (false, _) => {}
+        (true, Some(since)) => {
+            queue
+                .request_listing_unless_started_after_in(&mut *conn, since)
+                .await?
+        }
+        (true, None) => queue.request_listing_in(&mut *conn).await?,
     }
     check_requests::request_checks(conn, &checks).await?;
     Ok(Batch {

@@ -17,6 +17,10 @@ pub struct Plan {
     pub tracked_of_installation: Option<InstallationId>,
     /// Ask for an org-wide listing.
     pub listing: bool,
+    /// A listing that started after this moment (Unix seconds) has seen
+    /// what the event is about: none is asked for then. `None`: only a
+    /// listing started after the request has.
+    pub listing_seen_after: Option<i64>,
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
     /// Check runs to evaluate (pull requests, rerequested runs).
@@ -62,6 +66,7 @@ pub fn plan(event: &WebhookEvent) -> Plan {
         },
         None => Plan {
             listing: true,
+            listing_seen_after: plan.listing_seen_after,
             ..Plan::default()
         },
     }
@@ -86,13 +91,25 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             action,
             installation_id,
             repos,
+            created_at,
         } => match action {
             // The listing reads every repository of every installation with
             // its file, 100 per request; the repositories the payload names
             // show up as pending at once. Enqueueing each would cost a read
             // per repository, however they are batched, and could leave a
             // large organisation waiting for the budget (issue 13).
-            InstallationAction::Created | InstallationAction::Unsuspend => Plan {
+            // A listing that started after the installation was created
+            // found it and lists all of it: the repositories it was
+            // created with are read then, so none is asked for again.
+            InstallationAction::Created => Plan {
+                known: repos.clone(),
+                listing: true,
+                listing_seen_after: *created_at,
+                ..Plan::default()
+            },
+            // Its repositories became readable just now: only a listing
+            // started after the request reads them.
+            InstallationAction::Unsuspend => Plan {
                 known: repos.clone(),
                 listing: true,
                 ..Plan::default()
@@ -198,6 +215,7 @@ mod tests {
             let plan = plan(&WebhookEvent::Installation {
                 action,
                 installation_id: InstallationId(7),
+                created_at: None,
                 repos: vec![repo(3), repo(4)],
             });
             assert!(plan.listing);
@@ -212,6 +230,7 @@ mod tests {
             let plan = plan(&WebhookEvent::Installation {
                 action,
                 installation_id: InstallationId(7),
+                created_at: None,
                 repos: vec![],
             });
             assert_eq!(plan.tracked_of_installation, Some(InstallationId(7)));
@@ -225,6 +244,7 @@ mod tests {
         let plan = plan(&WebhookEvent::Installation {
             action: InstallationAction::NewPermissionsAccepted,
             installation_id: InstallationId(7),
+            created_at: None,
             repos: vec![repo(5)],
         });
         assert_eq!(
@@ -317,6 +337,7 @@ mod tests {
             WebhookEvent::Installation {
                 action: InstallationAction::Created,
                 installation_id: InstallationId(7),
+                created_at: None,
                 repos: many(bound + 1),
             },
         ] {
@@ -331,6 +352,7 @@ mod tests {
         let uninstalled = plan(&WebhookEvent::Installation {
             action: InstallationAction::Deleted,
             installation_id: InstallationId(7),
+            created_at: None,
             repos: many(bound + 1),
         });
         assert_eq!(
