@@ -58,16 +58,20 @@ async fn an_installation_a_listing_already_found_should_not_be_listed_again() {
 
     // The delivery of an installation created before that listing started
     // (late, or redelivered): that listing found it and read all of it.
-    let old = installation_created(ACME, "acme", std::slice::from_ref(&repo));
-    let answer = deliver(&roster.base, "installation", old).await;
+    let mut old: Value = serde_json::from_slice(&installation_created(
+        ACME,
+        "acme",
+        std::slice::from_ref(&repo),
+    ))
+    .unwrap_or_default();
+    old["installation"]["created_at"] = json!(chrono::Utc::now().timestamp() - 3_600);
+    let answer = deliver(&roster.base, "installation", old.to_string().into_bytes()).await;
     assert_eq!(answer.status, 202, "{}", answer.body);
     assert!(!requested(&pool).await, "no listing asked for");
 
     // One created now: no listing can have seen it yet.
-    let mut new: Value =
-        serde_json::from_slice(&installation_created(ACME, "acme", &[repo])).unwrap_or_default();
-    new["installation"]["created_at"] = json!(chrono::Utc::now().timestamp());
-    let answer = deliver(&roster.base, "installation", new.to_string().into_bytes()).await;
+    let new = installation_created(ACME, "acme", &[repo]);
+    let answer = deliver(&roster.base, "installation", new).await;
     assert_eq!(answer.status, 202, "{}", answer.body);
     eventually("a second listing", LIMIT, || async {
         (fake.count(routes::INSTALLATIONS) > listings && !requested(&pool).await).then_some(())
