@@ -228,8 +228,13 @@ fn installation_fixtures_should_parse_into_their_actions() {
     ];
     for (name, action, installation_id, repos) in cases {
         let payload: Value = serde_json::from_slice(&fixture(name)).unwrap_or_default();
-        // Unix seconds, as webhooks give it (some fixtures leave it out).
-        let created_at = payload["installation"]["created_at"].as_i64();
+        // Unix seconds, or an RFC 3339 time (as some fixtures give it).
+        let given = &payload["installation"]["created_at"];
+        let created_at = given.as_i64().or_else(|| {
+            let text = given.as_str()?;
+            Some(chrono::DateTime::parse_from_rfc3339(text).ok()?.timestamp())
+        });
+        assert!(created_at.is_some(), "{name}: the fixture says when");
         assert_eq!(
             event_of(name),
             WebhookEvent::Installation {
