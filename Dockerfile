@@ -46,6 +46,7 @@ COPY build.rs ./
 COPY src ./src
 COPY migrations ./migrations
 COPY templates ./templates
+COPY askama.toml ./
 COPY static ./static
 
 # `touch` gives the real entry points a newer mtime than the placeholders

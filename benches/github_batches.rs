@@ -14,11 +14,16 @@
 //! (e) The same pushes spread evenly over a minute (a steady trickle):
 //!     every push applied, the GitHub requests used (target <= 100) and
 //!     each push's time from sent to its change committed.
-//! (f) 200 pushes at 20/s to different synced repositories changing only
+//! (f) 200 pushes at 20/s changing the project file, first on a settled
+//!     server, then while two listings of every repository run back to
+//!     back (as after the start-up listing the `installation` webhook's
+//!     does): each push's time from sent to its change committed. Target:
+//!     during the listings, p50 and p99 within 1.2 x the settled ones.
+//! (g) 200 pushes at 20/s to different synced repositories changing only
 //!     README.md: GitHub requests (target <= 3 in all, tokens aside) and
-//!     webhook -> synced_sha recorded (target p50 <= 50 ms); (g) the same
+//!     webhook -> synced_sha recorded (target p50 <= 50 ms); (h) the same
 //!     with payloads that list no paths, read as every push was before;
-//!     (h) 100 pushes changing the project file: check runs posted.
+//!     (i) 100 pushes changing the project file: check runs posted.
 //!
 //! `cargo bench --bench github_batches` runs the full size; without
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
@@ -34,7 +39,7 @@ use support::github_app;
 use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
-use github_app::{deliver, installation_created, push, server_env, Repo};
+use github_app::{deliver, installation_created, push, resync, server_env, Repo};
 use sqlx::PgPool;
 use support::server::Roster;
 
@@ -49,18 +54,22 @@ struct Size {
     repos: usize,
     with_file: usize,
     pushes: usize,
+    /// Pushes of round (f), sent at 20 a second.
+    paced: usize,
 }
 
 const FULL: Size = Size {
     repos: 10_000,
     with_file: 3_000,
     pushes: 2_000,
+    paced: 200,
 };
 
 const SMOKE: Size = Size {
     repos: 300,
     with_file: 90,
     pushes: 60,
+    paced: 20,
 };
 
 type Failed = Box<dyn std::error::Error>;
@@ -182,13 +191,21 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
     );
     round.print(targets.len(), 100);
 
-    // (f), (g), (h): pushes that leave the file alone, and check runs.
+    during_listings(
+        &fake,
+        &roster,
+        &pool,
+        &with_file[..size.paced.min(with_file.len())],
+    )
+    .await?;
+
+    // (g), (h), (i): pushes that leave the file alone, and check runs.
     let readme_targets = &with_file[..200.min(with_file.len())];
     let rounds = [
-        ("(f)", free_pushes::Change::Readme, readme_targets),
-        ("(g)", free_pushes::Change::ReadmeUnlisted, readme_targets),
+        ("(g)", free_pushes::Change::Readme, readme_targets),
+        ("(h)", free_pushes::Change::ReadmeUnlisted, readme_targets),
         (
-            "(h)",
+            "(i)",
             free_pushes::Change::ProjectFile,
             &with_file[..100.min(with_file.len())],
         ),
@@ -217,6 +234,65 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
     Ok(())
 }
 
+/// (f): the same pushes at 20/s, settled and then during two listings.
+async fn during_listings(
+    fake: &FakeGithub,
+    roster: &Roster,
+    pool: &PgPool,
+    targets: &[Repo],
+) -> Result<(), Failed> {
+    let spacing = Some(Duration::from_millis(50));
+    let settled = push_round(fake, roster, pool, targets, "v3", spacing).await?;
+    println!(
+        "(f) {} pushes at 20/s changing the project file",
+        targets.len()
+    );
+    println!("  settled:");
+    settled.print(targets.len(), 100);
+
+    let done_before = roster.logs().matches("listing done").count();
+    let started = Instant::now();
+    fake.reset_counts();
+    if resync(&roster.base).await.status != 202 {
+        return Err("the first resync was refused".into());
+    }
+    // The second is asked for once the first runs, so it follows it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fake.count(routes::GRAPHQL) == 0 {
+        if Instant::now() > deadline {
+            return Err("the listing did not start".into());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if resync(&roster.base).await.status != 202 {
+        return Err("the second resync was refused".into());
+    }
+    let during = push_round(fake, roster, pool, targets, "v4", spacing).await?;
+    let pushed = started.elapsed();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while roster.logs().matches("listing done").count() < done_before + 2 {
+        if Instant::now() > deadline {
+            return Err("the two listings did not finish".into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "  during two listings back to back (all pushes applied {:.2} s after the first listing was asked for, both listings done after {:.2} s):",
+        pushed.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    );
+    during.print(targets.len(), 100);
+    let (p50, p99) = (during.at(0.5), during.at(0.99));
+    let (s50, s99) = (settled.at(0.5), settled.at(0.99));
+    println!(
+        "  during / settled: p50 {:.2}x, p99 {:.2}x (target <= 1.2x) {}",
+        p50 as f64 / s50.max(1) as f64,
+        p99 as f64 / s99.max(1) as f64,
+        verdict(p50 * 5 <= s50 * 6 && p99 * 5 <= s99 * 6)
+    );
+    Ok(())
+}
+
 /// What one round of pushes cost.
 struct Round {
     sent: Duration,
@@ -232,6 +308,13 @@ struct Round {
 }
 
 impl Round {
+    /// The `q` quantile of the latencies, in milliseconds.
+    fn at(&self, q: f64) -> u128 {
+        let n = self.latencies.len();
+        let i = ((n as f64 * q).ceil() as usize).clamp(1, n.max(1)) - 1;
+        self.latencies.get(i).map_or(0, Duration::as_millis)
+    }
+
     fn print(&self, pushes: usize, target: u64) {
         println!(
             "  all sent after {:.2} s; all applied after {:.2} s",
@@ -246,16 +329,11 @@ impl Round {
             self.rest_reads,
             pushes as f64 / self.batch_reads.max(1) as f64
         );
-        let at = |q: f64| {
-            let n = self.latencies.len();
-            let i = ((n as f64 * q).ceil() as usize).clamp(1, n.max(1)) - 1;
-            self.latencies.get(i).map_or(0, Duration::as_millis)
-        };
         println!(
             "  push sent -> change committed: p50 {} ms, p99 {} ms, max {} ms",
-            at(0.5),
-            at(0.99),
-            at(1.0)
+            self.at(0.5),
+            self.at(0.99),
+            self.at(1.0)
         );
         println!(
             "  check runs on the new commits (ROSTER_CHECKS=all; none with pull_requests or off): {} requests",

@@ -4,6 +4,7 @@
 //! `app/shared.rs`, each source's own parts in `app/source.rs`.
 
 mod history;
+mod setup_mode;
 mod shared;
 mod source;
 
@@ -45,7 +46,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
         SourceSetting::Github => {
             // The App from the environment, else the one stored by setup,
             // else setup mode until one is stored.
-            let found = crate::setup::app_or_setup(&settings, &shared.pool, listener).await?;
+            let found = setup_mode::app_or_setup(&settings, &shared.pool, listener).await?;
             let Some((app, listener)) = found else {
                 return Ok(());
             };

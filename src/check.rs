@@ -9,14 +9,16 @@ use crate::project::{self, MAX_FILE_BYTES};
 
 /// Checks the file at `path`, printing every problem one per line (labelled
 /// with `path` as given) or a one-line summary when it is valid. Returns the
-/// exit code: 0 when valid, 1 when not or when the file cannot be read.
+/// exit code: 0 when valid, 1 when not, 2 when the file could not be
+/// checked at all (missing, unreadable, a folder), so that CI can tell a
+/// broken file from a broken job.
 pub fn run(path: &Path, out: &mut dyn Write) -> i32 {
     let label = path.display().to_string();
     let bytes = match read(path, &label) {
         Ok(bytes) => bytes,
         Err(Failure::Problems(problems)) => return report(out, &problems.to_string(), 1),
         Err(Failure::Io(error)) => {
-            return report(out, &format!("error: cannot read {label}: {error}"), 1)
+            return report(out, &format!("error: cannot read {label}: {error}"), 2)
         }
     };
     match project::parse(&label, &bytes) {
@@ -123,16 +125,17 @@ mod tests {
     }
 
     #[test]
-    fn run_should_exit_1_when_the_file_cannot_be_read() {
+    fn run_should_exit_2_when_the_file_cannot_be_read() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("missing.yaml");
-        let (code, out) = check(&path);
-        assert_eq!(code, 1);
-        assert!(
-            out.starts_with(&format!("error: cannot read {}: ", path.display())),
-            "{out}"
-        );
-        assert_eq!(out.lines().count(), 1);
+        for path in [dir.path().join("missing.yaml"), dir.path().to_owned()] {
+            let (code, out) = check(&path);
+            assert_eq!(code, 2, "{}", path.display());
+            assert!(
+                out.starts_with(&format!("error: cannot read {}: ", path.display())),
+                "{out}"
+            );
+            assert_eq!(out.lines().count(), 1);
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod checks;
 pub mod config;
 pub mod controller;
 pub mod db;
+pub mod directory;
 pub mod github;
 pub mod logging;
 pub mod metrics;

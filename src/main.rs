@@ -33,7 +33,8 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate(DatabaseArgs),
-    /// Validate a project file and print every problem (exit 1 when invalid).
+    /// Validate a project file and print every problem (exit 1 when invalid,
+    /// 2 when the file cannot be read).
     Check {
         /// The project file to check.
         #[arg(default_value = "project.yaml")]
@@ -182,7 +183,9 @@ async fn setup(args: SetupArgs) -> Result<(), Failure> {
             let rendered = roster::setup::print_env::render(&pool, key.as_ref()).await;
             pool.close().await;
             rendered.map_err(|e| match e {
-                roster::setup::print_env::PrintEnvError::Config(e) => Failure::config(e),
+                roster::setup::print_env::PrintEnvError::Setting(setting, message) => {
+                    Failure::config(ConfigError::new(setting, message))
+                }
                 other => Failure::runtime(other),
             })
         }
@@ -214,8 +217,10 @@ async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
             )))
         }
         Ok(Err(e)) => return Err(cannot_connect(&e)),
-        Ok(Ok(conn)) => {
+        Ok(Ok(mut conn)) => {
+            let encoding = server_encoding(&mut conn).await;
             let _ = conn.close().await;
+            encoding?;
         }
     }
     roster::db::connect_and_migrate(url)
@@ -226,6 +231,27 @@ async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
             // The database answered: a failed migration is not a setting.
             other @ DbError::Migrate(_) => Failure::runtime(other),
         })
+}
+
+/// Refuses a database whose encoding is not UTF-8: in any other, text
+/// from a project file could hold characters the database cannot store,
+/// and every write of that repository would fail. (NUL, the one character
+/// UTF-8 PostgreSQL cannot store, is refused by the project file's rules.)
+async fn server_encoding(conn: &mut sqlx::PgConnection) -> Result<(), Failure> {
+    let encoding: String = sqlx::query_scalar("show server_encoding")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(|e| Failure::runtime(format!("cannot read the database's encoding: {e}")))?;
+    if encoding.eq_ignore_ascii_case("UTF8") {
+        return Ok(());
+    }
+    Err(Failure::config(ConfigError::new(
+        "DATABASE_URL",
+        format!(
+            "the database's encoding is {encoding}; Roster needs a UTF-8 database \
+             (create it with `CREATE DATABASE … ENCODING 'UTF8' TEMPLATE template0`)"
+        ),
+    )))
 }
 
 /// `DATABASE_URL` when set; otherwise the private PostgreSQL under the

@@ -18,7 +18,7 @@ use crate::registry::Status;
 /// counts as [`OTHER_EVENT`]. `X-GitHub-Event` is not covered by the
 /// signature, so a label taken from it as is would let anyone holding one
 /// signed body mint a series per name.
-pub const WEBHOOK_EVENTS: [&str; 8] = [
+pub const WEBHOOK_EVENTS: [&str; 11] = [
     "push",
     "repository",
     "installation",
@@ -27,6 +27,9 @@ pub const WEBHOOK_EVENTS: [&str; 8] = [
     "pull_request",
     "check_suite",
     "check_run",
+    "team",
+    "membership",
+    "organization",
 ];
 
 /// The `event` label of every delivery whose event is not in

@@ -24,29 +24,29 @@ use roster::source::RepoId;
 use secrecy::SecretString;
 use sqlx::PgPool;
 
-const FILE: &str = "project.yaml";
-const ACME: i64 = 1;
+pub(crate) const FILE: &str = "project.yaml";
+pub(crate) const ACME: i64 = 1;
 const SECRET: &str = "checks-secret";
 
-struct Env {
-    fake: FakeGithub,
-    pool: PgPool,
-    queue: Arc<PgQueue>,
-    handler: RegistryHandler,
-    storage: GithubStorage,
-    worker: ChecksWorker,
-    hooks: axum::Router,
+pub(crate) struct Env {
+    pub(crate) fake: FakeGithub,
+    pub(crate) pool: PgPool,
+    pub(crate) queue: Arc<PgQueue>,
+    pub(crate) handler: RegistryHandler,
+    pub(crate) storage: GithubStorage,
+    pub(crate) worker: ChecksWorker,
+    pub(crate) hooks: axum::Router,
 }
 
-async fn env() -> Env {
+pub(crate) async fn env() -> Env {
     env_with(ChecksMode::All).await
 }
 
-async fn env_with(mode: ChecksMode) -> Env {
+pub(crate) async fn env_with(mode: ChecksMode) -> Env {
     env_tuned(mode, GithubOptions::default()).await
 }
 
-async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
+pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
     let fake = FakeGithub::start().await;
     fake.add_installation(ACME, "acme");
     let (pool, _url) = roster::db::testing::fresh_database()
@@ -72,8 +72,13 @@ async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
         limits: WebhookLimits::default(),
         free_pushes: Some(FreePushes::new(FILE)),
     });
+    let mut worker = ChecksWorker::new(pool.clone(), source.checks(), mode);
+    // These tests evaluate and post at once; the budget's own tests
+    // (checks_budget) keep its spacing.
+    worker.budget.evaluation_spacing = Duration::ZERO;
+    worker.budget.post_spacing = Duration::ZERO;
     Env {
-        worker: ChecksWorker::new(pool.clone(), source.checks(), mode),
+        worker,
         storage: source.storage(),
         fake,
         pool,
@@ -83,26 +88,26 @@ async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
     }
 }
 
-fn yaml(name: &str, description: &str) -> String {
+pub(crate) fn yaml(name: &str, description: &str) -> String {
     format!("name: {name}\nowner: team-{name}\ndescription: {description}\n")
 }
 
 impl Env {
     /// A repository `acme/{name}` whose default branch holds `text`,
     /// reconciled; its id.
-    async fn repo(&self, name: &str, text: &str) -> i64 {
+    pub(crate) async fn repo(&self, name: &str, text: &str) -> i64 {
         let id = self.fake.add_repo_with_file(ACME, name, FILE, text);
         self.reconcile(id).await;
         id
     }
 
-    async fn reconcile(&self, id: i64) -> &'static str {
+    pub(crate) async fn reconcile(&self, id: i64) -> &'static str {
         let key = RepoId(id);
         let state = self.storage.get(&key, None).await;
         self.handler.apply(&key, state).await.unwrap_or("failed")
     }
 
-    async fn deliver(&self, event: &str, body: Vec<u8>) {
+    pub(crate) async fn deliver(&self, event: &str, body: Vec<u8>) {
         let signature = roster::github::webhook::sign(SECRET, &body);
         let request = Request::post(webhook::PATH)
             .header("content-type", "application/json")
@@ -115,11 +120,18 @@ impl Env {
         assert_eq!(answer.status, 202, "{}", answer.body);
     }
 
-    async fn open_pr(&self, repo: i64, name: &str, number: i64, sha: &str) {
+    pub(crate) async fn open_pr(&self, repo: i64, name: &str, number: i64, sha: &str) {
         self.send_pr("opened", repo, name, number, sha).await;
     }
 
-    async fn send_pr(&self, action: &str, repo: i64, name: &str, number: i64, sha: &str) {
+    pub(crate) async fn send_pr(
+        &self,
+        action: &str,
+        repo: i64,
+        name: &str,
+        number: i64,
+        sha: &str,
+    ) {
         let pr = pull_requests::Pr {
             repo,
             installation: ACME,
@@ -135,13 +147,13 @@ impl Env {
 
     /// Posts what the setup's reconciles decided, then forgets the
     /// requests counted so far: what follows counts on its own.
-    async fn quiet(&self) {
+    pub(crate) async fn quiet(&self) {
         self.settle().await;
         self.fake.reset_counts();
     }
 
     /// Runs the checks loop until it finds nothing to do.
-    async fn settle(&self) {
+    pub(crate) async fn settle(&self) {
         for _ in 0..100 {
             if !self.worker.pass().await {
                 return;
@@ -151,7 +163,7 @@ impl Env {
     }
 
     /// The registry, every repository's status and every event, as text.
-    async fn dump(&self) -> String {
+    pub(crate) async fn dump(&self) -> String {
         let mut out = String::new();
         for table in ["entries", "repositories", "events"] {
             let rows: Vec<String> = sqlx::query_scalar(&format!(
@@ -165,7 +177,7 @@ impl Env {
         out
     }
 
-    fn only_run(&self, repo: i64, sha: &str) -> fake_github::checks::CheckRun {
+    pub(crate) fn only_run(&self, repo: i64, sha: &str) -> fake_github::checks::CheckRun {
         let runs = self.fake.check_runs_on(repo, sha);
         assert_eq!(runs.len(), 1, "one Roster run on {sha}: {runs:?}");
         runs.into_iter().next().expect("a run")
@@ -567,12 +579,12 @@ async fn a_summary_longer_than_github_takes_should_be_cut_not_refused() {
     let run = env.only_run(id, &sha);
     assert_eq!(run.conclusion.as_deref(), Some("success"));
     let summary = run.summary.unwrap_or_default();
-    assert!(summary.chars().count() <= 65_535);
+    assert!(summary.len() <= 65_535);
     assert!(summary.contains("longer than GitHub shows"));
 }
 
 /// The API and dashboard router on the test's database.
-fn web(env: &Env) -> axum::Router {
+pub(crate) fn web(env: &Env) -> axum::Router {
     let options = support::router::Options {
         api_token: None,
         github_web_url: Some("https://github.com"),
@@ -580,7 +592,7 @@ fn web(env: &Env) -> axum::Router {
     support::router::app_on(&env.pool, &env.queue, options, |_, _| {}, |_| {})
 }
 
-async fn get(app: &axum::Router, uri: &str) -> support::http::Answer {
+pub(crate) async fn get(app: &axum::Router, uri: &str) -> support::http::Answer {
     let request = Request::get(uri).body(Body::empty()).expect("request");
     support::router::send(app, request).await
 }

@@ -377,7 +377,7 @@ async fn repo_page_should_explain_invalid_error_and_conflict() {
     assert!(error.contains("GitHub answered 502 Bad Gateway\nwhile reading project.yaml"));
     // The same failure 53 times in a row is one event of the timeline.
     assert!(
-        error.contains("<span class=\"repeat\" title=\"53 reconciles in a row, the latest at this time\">×53</span> <span class=\"message\">GitHub answered 502</span>"),
+        error.contains("<span class=\"repeat\" title=\"53 reconciles in a row, the latest at this time\">×53</span> <span class=\"message\"><span class=\"line\">GitHub answered 502</span></span>"),
         "{error}"
     );
     assert!(error.contains("Next retry in 2 min (at "), "{error}");

@@ -466,7 +466,8 @@ fn the_app_manifest_should_ask_only_for_read_access_to_metadata_and_contents() {
             ("metadata".to_owned(), "read".to_owned()),
             ("contents".to_owned(), "read".to_owned()),
             ("checks".to_owned(), "write".to_owned()),
-            ("pull_requests".to_owned(), "read".to_owned())
+            ("pull_requests".to_owned(), "read".to_owned()),
+            ("members".to_owned(), "read".to_owned())
         ]
     );
     let hook = app["hook_attributes"]["url"].as_str().unwrap_or_default();
@@ -718,4 +719,76 @@ fn the_dockerfile_should_build_a_locked_release_and_run_serve_as_a_non_root_user
             );
         }
     }
+}
+
+#[test]
+fn the_public_ingress_should_route_only_the_webhook_path_and_the_internal_one_everything() {
+    let port = object("Service", "roster")["spec"]["ports"][0]["name"].clone();
+    let routes = |name: &str| -> Vec<(String, String)> {
+        let ingress = object("Ingress", name);
+        let rules = ingress["spec"]["rules"]
+            .as_sequence()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(rules.len(), 1, "{name}: one host");
+        let host = rules[0]["host"].as_str().unwrap_or_default();
+        let tls_hosts = strings(&ingress["spec"]["tls"][0]["hosts"]);
+        assert_eq!(tls_hosts, [host], "{name}: HTTPS for its host");
+        rules[0]["http"]["paths"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let backend = &p["backend"]["service"];
+                assert_eq!(backend["name"].as_str(), Some("roster"), "{name}");
+                assert_eq!(backend["port"]["name"], port, "{name}");
+                let path = p["path"].as_str().unwrap_or_default().to_owned();
+                let kind = p["pathType"].as_str().unwrap_or_default().to_owned();
+                (path, kind)
+            })
+            .collect()
+    };
+    assert_eq!(
+        routes("roster-webhooks"),
+        [(roster::github::webhook::PATH.to_owned(), "Exact".to_owned())]
+    );
+    assert_eq!(
+        routes("roster-internal"),
+        [("/".to_owned(), "Prefix".to_owned())]
+    );
+    let class = |name: &str| object("Ingress", name)["spec"]["ingressClassName"].clone();
+    assert_ne!(class("roster-webhooks"), class("roster-internal"));
+}
+
+#[test]
+fn the_network_policy_should_admit_only_named_namespaces_to_the_pods_port() {
+    let labels = deployment()["spec"]["template"]["metadata"]["labels"].clone();
+    let policy = object("NetworkPolicy", "roster");
+    let selector = policy["spec"]["podSelector"]["matchLabels"]
+        .as_mapping()
+        .cloned()
+        .unwrap_or_default();
+    assert!(!selector.is_empty() && selector.iter().all(|(k, v)| &labels[k] == v));
+    assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
+    let rules = policy["spec"]["ingress"]
+        .as_sequence()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(rules.len(), 1);
+    let sources = rules[0]["from"].as_sequence().cloned().unwrap_or_default();
+    assert!(!sources.is_empty(), "an empty from admits everyone");
+    for source in &sources {
+        let name = &source["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"];
+        assert!(
+            name.is_string(),
+            "every source is a named namespace: {source:?}"
+        );
+    }
+    let ports: Vec<String> = rules[0]["ports"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(|p| p["port"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(ports, ["http"]);
 }

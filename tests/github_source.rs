@@ -136,11 +136,13 @@ async fn listing_should_walk_every_page_of_every_installation_with_hints() {
         assert_eq!(p.items.len(), 250, "{name}");
         assert!(p.items.iter().all(|i| i.hint.is_some()));
     }
-    // 3 pages of 100 per installation, one installation listing, two tokens.
+    // 3 pages of 100 per installation, one installation listing, two
+    // tokens, and each organisation's (empty) teams and members.
     assert_eq!(env.fake.count(routes::GRAPHQL), 6);
     assert_eq!(env.fake.count(routes::INSTALLATIONS), 1);
     assert_eq!(env.fake.token_creations(), 2);
-    assert_eq!(env.fake.total(), 9);
+    assert_eq!(env.fake.count(routes::GRAPHQL_DIRECTORY), 4);
+    assert_eq!(env.fake.total(), 13);
 
     let one = partition(&partitions, "installation/1");
     let two = partition(&partitions, "installation/2");

@@ -9,16 +9,19 @@ use crate::support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::http::Method;
 use roster::controller::{Backoff, Handler};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
+use roster::notify::sign;
 use roster::notify::{outbox, Delivery, NotifyMetrics};
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use secrecy::SecretString;
 use sqlx::PgPool;
-use support::receiver::{Behaviour, Receiver};
+use support::http;
+use support::receiver::{Behaviour, Received, Receiver};
 use support::server::{eventually, free_port};
 use tokio::sync::watch;
 
@@ -177,6 +180,93 @@ async fn every_change_should_reach_a_target_signed_once_and_in_order() {
         }
     })
     .await;
+}
+
+/// Sends a captured notification again, with `timestamp` and `signature`
+/// as given; the answer's status.
+async fn replay(url: &str, r: &Received, timestamp: &str, signature: &str) -> u16 {
+    let seq = r.seq.to_string();
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-roster-delivery", r.delivery.as_str()),
+        ("x-roster-timestamp", timestamp),
+        ("x-roster-signature-256", signature),
+        ("x-roster-seq", seq.as_str()),
+    ];
+    http::send(Method::POST, url, &headers, r.raw.clone())
+        .await
+        .expect("the receiver answers")
+        .status
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_replayed_notification_should_not_be_applied_again() {
+    let s = setup().await;
+    let target = Receiver::start(SECRET, Behaviour::Ok).await;
+    let _task = s.deliver(&target.url, "replica-a").await;
+    s.change(1, 1).await;
+    target
+        .wait_until("the change", Duration::from_secs(20), |r| !r.is_empty())
+        .await;
+    let captured = target.received()[0].clone();
+    assert!(
+        captured.signature_ok,
+        "signed over delivery, timestamp, body"
+    );
+    assert!(
+        captured.body_signature_ok,
+        "the body-only signature, still sent"
+    );
+    assert!(captured.fresh && captured.applied);
+    let sent_at: i64 = captured.timestamp.parse().expect("Unix seconds");
+    assert!((chrono::Utc::now().timestamp() - sent_at).abs() <= 5);
+
+    // Sent again as captured, three times: acknowledged, applied once.
+    for _ in 0..3 {
+        let status = replay(
+            &target.url,
+            &captured,
+            &captured.timestamp,
+            &captured.signature,
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    assert_eq!(target.applied(captured.seq), 1);
+
+    // A receiver that has not applied it (a new one, say) refuses the same
+    // request once it is older than 5 minutes, and a newer timestamp
+    // without the secret to sign it.
+    let fresh = Receiver::start(SECRET, Behaviour::Ok).await;
+    let old = sent_at - 360;
+    let old_signature = sign::signature(SECRET.as_bytes(), &captured.delivery, old, &captured.raw);
+    assert_eq!(
+        replay(&fresh.url, &captured, &old.to_string(), &old_signature).await,
+        401
+    );
+    // A minute later, still fresh: only the signature can refuse it.
+    let now = (sent_at + 60).to_string();
+    assert_eq!(
+        replay(&fresh.url, &captured, &now, &captured.signature).await,
+        401
+    );
+    let body_only = sign::body_signature(SECRET.as_bytes(), &captured.raw);
+    assert_eq!(replay(&fresh.url, &captured, &now, &body_only).await, 401);
+    assert_eq!(fresh.applied(captured.seq), 0);
+    // The very request, within its 5 minutes, is taken: the refusals were
+    // for age and signature alone.
+    assert_eq!(
+        replay(
+            &fresh.url,
+            &captured,
+            &captured.timestamp,
+            &captured.signature
+        )
+        .await,
+        200
+    );
+    assert_eq!(fresh.applied(captured.seq), 1);
 }
 
 #[tokio::test]

@@ -140,6 +140,11 @@ async fn a_stale_batch_should_not_end_another_replicas_claims() {
 }
 
 #[tokio::test]
+async fn listing_work_should_wait_behind_other_work_but_one_claim_in_ten() {
+    conformance::claim_order(&harness().await).await;
+}
+
+#[tokio::test]
 async fn renew_many_should_keep_claims_past_their_lease() {
     conformance_batch::renew_many_keeps_claims(&harness().await).await;
 }

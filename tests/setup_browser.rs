@@ -2,7 +2,8 @@
 //! the form to GitHub's new-App page (the fake's), "Create GitHub App", and
 //! back through Roster's callback to the App's installation page; then the
 //! App is stored and its repositories are synced. Prints the time of each
-//! step. Skipped with a note when `chromium` is not on PATH
+//! step, and photographs the setup page (into `docs/screenshots/` with
+//! `ROSTER_UPDATE_SCREENSHOTS=1`). Skipped with a note when `chromium` is not on PATH
 //! (`scripts/test` installs it).
 
 use crate::support;
@@ -60,6 +61,16 @@ async fn a_browser_should_walk_the_setup_page_to_github_and_back() {
         .await;
     assert_eq!(prefilled, Some(roster.base.clone().into()));
     steps.push(("setup page", step.elapsed()));
+    let png = browser.screenshot(560, 480).await;
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot with content"
+    );
+    if std::env::var("ROSTER_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots/setup.png");
+        std::fs::write(&file, &png).expect("write the screenshot");
+    }
 
     let step = Instant::now();
     browser

@@ -38,6 +38,11 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["registry/check_runs.rs", "registry/check_requests.rs"],
     ),
     ("check_permissions", &["registry/check_runs.rs"]),
+    ("directory_orgs", &["directory/db.rs"]),
+    ("directory_org_logins", &["directory/db.rs"]),
+    ("directory_teams", &["directory/db.rs"]),
+    ("directory_team_slugs", &["directory/db.rs"]),
+    ("directory_members", &["directory/db.rs"]),
 ];
 
 const SQL_WORDS: &[&str] = &["from", "into", "update", "join", "table"];

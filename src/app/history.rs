@@ -45,6 +45,13 @@ pub async fn start(
         },
     )));
     let metrics = NotifyMetrics::register(registry.sub_registry_with_prefix("roster"));
+    let dropped = crate::notify::outbox::forget_others(pool, &settings.notify.urls).await?;
+    if dropped > 0 {
+        tracing::info!(
+            dropped,
+            "notify: targets no longer in ROSTER_NOTIFY_URLS dropped, with their backlog"
+        );
+    }
     if let Some(secret) = settings.notify.secret.clone() {
         let deliveries = crate::notify::spawn(
             pool.clone(),

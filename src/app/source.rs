@@ -46,7 +46,14 @@ pub fn dir(
             format!("cannot open {}: {e}", path.display()),
         )
     })?;
-    let source = DirSource::new(root, settings.project_file.clone());
+    let source = DirSource::new(root.clone(), settings.project_file.clone());
+    // The folder's teams.yaml, the directory owners are checked against.
+    let directory = crate::directory::DirectoryDb::new(shared.pool.clone());
+    let teams = tokio::spawn(crate::source::dir::teams::run(
+        root,
+        directory,
+        shared.shutdown.wait(),
+    ));
     let watcher = crate::source::dir::watch(source.clone(), shared.queue.clone())
         .map_err(|e| ConfigError::new("ROSTER_SOURCE", e.to_string()))?;
     Ok(SourceParts {
@@ -56,7 +63,7 @@ pub fn dir(
         storage: DirStorage { source },
         routes: Router::new(),
         web_url: None,
-        tasks: Vec::new(),
+        tasks: vec![teams],
         stop_when_served: Vec::new(),
         held: vec![Box::new(watcher)],
     })
@@ -88,6 +95,9 @@ pub async fn github(
         free_pushes: Some(FreePushes::new(&settings.project_file)),
     });
     let (lister, storage) = (source.lister(), source.storage());
+    // Re-reads of teams and members that webhooks ask for, until the server has stopped.
+    let (stop_directory, directory_stopped) = shutdown::channel();
+    let directory = tokio::spawn(source.directory().run(directory_stopped.wait()));
     // Check runs on GitHub (docs/checks.md), until the server has stopped.
     let (stop_checks, checks_stopped) = shutdown::channel();
     let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks);
@@ -114,8 +124,8 @@ pub async fn github(
         storage,
         routes,
         web_url: Some(web_url(&app.api_url)),
-        tasks: vec![redelivery, pruning, checks],
-        stop_when_served: vec![stop_pruning, stop_checks],
+        tasks: vec![redelivery, pruning, checks, directory],
+        stop_when_served: vec![stop_pruning, stop_checks, stop_directory],
         held: Vec::new(),
     })
 }

@@ -12,11 +12,15 @@
 //!   reads the file at the head commit, evaluates it on a read-only
 //!   transaction, stores the intent to post; then posts every pending
 //!   intent, retrying with backoff.
+//! - [`budget`]: what checks may spend of GitHub's budget, so that pull
+//!   requests never starve the sync.
 //! - [`mode`]: the `ROSTER_CHECKS` setting.
 
+pub mod budget;
 pub mod mode;
 pub mod post;
 pub mod worker;
 
+pub use budget::ChecksBudget;
 pub use mode::ChecksMode;
 pub use worker::ChecksWorker;

@@ -5,9 +5,12 @@
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
+use super::budget::ChecksBudget;
 use crate::controller::Backoff;
 use crate::github::checks_api::{ChecksApi, PostError, ANNOTATIONS_PER_REQUEST};
 use crate::github::http::CallError;
+use crate::project::invisible::escape_invisible;
+use crate::project::verdict::{clip_summary, escape_annotation};
 use crate::registry::check_runs::{self, DuePost};
 use crate::registry::RegistryError;
 
@@ -25,15 +28,17 @@ pub enum Posted {
 }
 
 /// Posts `due` and records the outcome.
+/// Each write waits for the installation's turn (`budget`).
 pub async fn post(
     pool: &PgPool,
     api: &ChecksApi,
     backoff: &Backoff,
+    budget: &ChecksBudget,
     due: &DuePost,
 ) -> Result<Posted, RegistryError> {
     let mut run_id = due.run_id;
     let mut requests = 0;
-    let sent = send(pool, api, due, &mut run_id, &mut requests).await;
+    let sent = send(pool, api, budget, due, &mut run_id, &mut requests).await;
     match sent {
         Ok(id) => {
             check_runs::mark_posted(pool, due.repo_id, &due.sha, due.version, id).await?;
@@ -83,6 +88,7 @@ pub async fn post(
 async fn send(
     pool: &PgPool,
     api: &ChecksApi,
+    budget: &ChecksBudget,
     due: &DuePost,
     run_id: &mut Option<i64>,
     requests: &mut usize,
@@ -102,8 +108,18 @@ async fn send(
         *requests += 1;
         *run_id = api.find_run(inst, owner, name, &due.sha).await?;
     }
+    let turn = || async {
+        budget
+            .turn(inst)
+            .await
+            .map_err(|wait| CallError::RateLimited {
+                wait,
+                message: "the installation's turn to write a check run is later".into(),
+            })
+    };
     let id = match *run_id {
         Some(id) => {
+            turn().await?;
             *requests += 1;
             api.update_run(inst, owner, name, id, body).await?;
             id
@@ -112,6 +128,7 @@ async fn send(
             check_runs::mark_create_sent(pool, due.repo_id, &due.sha)
                 .await
                 .map_err(|e| CallError::unexpected("recording a create", e))?;
+            turn().await?;
             *requests += 1;
             let id = api.create_run(inst, owner, name, &due.sha, body).await?;
             *run_id = Some(id);
@@ -119,6 +136,7 @@ async fn send(
         }
     };
     for batch in batches {
+        turn().await?;
         *requests += 1;
         let more = json!({ "output": output(due, batch.to_vec()) });
         api.update_run(inst, owner, name, id, more).await?;
@@ -126,10 +144,13 @@ async fn send(
     Ok(id)
 }
 
+/// The run's output. Intents stored before the byte limit and the escaping
+/// of invisible characters existed get both here too, so nothing GitHub
+/// would refuse, or that would read other than it is, is sent.
 fn output(due: &DuePost, annotations: Vec<Value>) -> Value {
     json!({
-        "title": due.title,
-        "summary": due.summary,
-        "annotations": annotations,
+        "title": escape_invisible(&due.title),
+        "summary": clip_summary(escape_invisible(&due.summary).into_owned()),
+        "annotations": annotations.into_iter().map(escape_annotation).collect::<Vec<_>>(),
     })
 }

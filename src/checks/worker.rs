@@ -8,17 +8,19 @@
 //! GitHub or database that never answers cannot hold the loop.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
 use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
+use super::budget::ChecksBudget;
 use super::mode::ChecksMode;
 use super::post::{post, Posted};
 use crate::controller::Backoff;
 use crate::github::checks_api::ChecksApi;
 use crate::github::http::CallError;
+use crate::github::rate_limit::Resource;
 use crate::project::verdict::{evaluate, Parsed};
 use crate::registry::check_requests::{self, ClaimedRequest};
 use crate::registry::check_runs::{self, CheckIntent};
@@ -45,6 +47,8 @@ pub struct ChecksWorker {
     pub api: ChecksApi,
     pub mode: ChecksMode,
     pub backoff: Backoff,
+    /// What checks may spend of GitHub's budget.
+    pub budget: ChecksBudget,
 }
 
 impl ChecksWorker {
@@ -54,6 +58,7 @@ impl ChecksWorker {
             api,
             mode,
             backoff: Backoff::default(),
+            budget: ChecksBudget::default(),
         }
     }
 
@@ -96,7 +101,8 @@ impl ChecksWorker {
             }
             return false;
         }
-        let requests = check_requests::claim_requests(&self.pool, BATCH, LEASE)
+        let spacing = self.budget.evaluation_spacing;
+        let requests = check_requests::claim_requests(&self.pool, BATCH, LEASE, spacing)
             .await
             .unwrap_or_else(|error| {
                 tracing::warn!(%error, "could not claim check requests");
@@ -114,9 +120,16 @@ impl ChecksWorker {
     }
 
     async fn post_bounded(&self, due: &check_runs::DuePost) {
+        if let Some(until) = self.held(due.installation_id, Resource::Core).await {
+            let wait = until_then(until);
+            if let Err(error) = check_runs::defer_post(&self.pool, due, wait).await {
+                tracing::warn!(%error, "could not put a check run's post off");
+            }
+            return;
+        }
         let posted = tokio::time::timeout(
             STEP_TIMEOUT,
-            post(&self.pool, &self.api, &self.backoff, due),
+            post(&self.pool, &self.api, &self.backoff, &self.budget, due),
         )
         .await;
         match posted {
@@ -134,6 +147,14 @@ impl ChecksWorker {
             Err(_) => Failure::Other("the evaluation timed out".into()),
         };
         let (message, wait) = match failure {
+            Failure::Held(until) => {
+                let deferred =
+                    check_requests::defer_request(&self.pool, request, until_then(until)).await;
+                if let Err(error) = deferred {
+                    tracing::warn!(%error, "could not put a check evaluation off");
+                }
+                return;
+            }
             Failure::RateLimited(message, wait) => (message, wait),
             Failure::Other(message) => {
                 let attempt = u32::try_from(request.attempts).unwrap_or(0) + 1;
@@ -156,6 +177,9 @@ impl ChecksWorker {
     /// read-only snapshot of the registry, and stores the intent while
     /// ending the request.
     async fn evaluate(&self, request: &ClaimedRequest) -> Result<(), Failure> {
+        if let Some(until) = self.held(request.installation_id, Resource::Graphql).await {
+            return Err(Failure::Held(until));
+        }
         let head = self
             .api
             .file_at(
@@ -171,10 +195,13 @@ impl ChecksWorker {
         let mut reader = RegistryReader::begin(&self.pool)
             .await
             .map_err(Failure::db)?;
-        let snapshot = reader
-            .snapshot(request.repo_id, &parsed.names())
-            .await
-            .map_err(Failure::db)?;
+        let names = parsed.names();
+        let snapshot = if request.public {
+            reader.snapshot_for_public(request.repo_id, &names).await
+        } else {
+            reader.snapshot(request.repo_id, &names).await
+        }
+        .map_err(Failure::db)?;
         reader.finish().await.map_err(Failure::db)?;
         let verdict = evaluate(&project_file, &request.head_sha, &parsed, &snapshot);
         let intent = CheckIntent {
@@ -204,8 +231,38 @@ impl ChecksWorker {
     }
 }
 
+impl ChecksWorker {
+    /// When checks may spend `resource` of `installation` again, if they
+    /// must leave it to the sync now (see [`ChecksBudget::held_until`]).
+    async fn held(&self, installation: i64, resource: Resource) -> Option<SystemTime> {
+        if !self.budget.reserve {
+            return None;
+        }
+        let repositories: i64 =
+            sqlx::query_scalar("select count(*) from repositories where installation_id = $1")
+                .bind(installation)
+                .fetch_one(&self.pool)
+                .await
+                .unwrap_or(0);
+        let repositories = u64::try_from(repositories).unwrap_or(0);
+        self.budget
+            .held_until(&self.api, installation, resource, repositories)
+    }
+}
+
+/// Time from now until `at` (at least a second, so a claim is not taken
+/// again at once).
+fn until_then(at: SystemTime) -> Duration {
+    at.duration_since(SystemTime::now())
+        .unwrap_or_default()
+        .max(Duration::from_secs(1))
+}
+
 /// Why an evaluation failed.
 enum Failure {
+    /// The budget left is the sync's until then: tried again after it,
+    /// without counting as an attempt.
+    Held(SystemTime),
     RateLimited(String, Duration),
     Other(String),
 }

@@ -26,16 +26,19 @@ pub(super) fn parse_history_retention(raw: &str) -> Result<Duration, ConfigError
     Ok(retention)
 }
 
-/// A notification URL as logs, metrics and pages show it: without the user
-/// and password it may carry, and without its query (which may hold a token).
+/// A notification URL as logs, metrics and pages show it: scheme, host and
+/// port only. Services such as Slack, Zapier and Discord keep the secret
+/// of a webhook in its path, others in the query or the user part, so
+/// nothing after the port is shown.
 pub fn redact_url(url: &str) -> String {
     match url::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.to_string()
-        }
+        Ok(parsed) => match parsed.host() {
+            Some(host) => match parsed.port() {
+                Some(port) => format!("{}://{host}:{port}", parsed.scheme()),
+                None => format!("{}://{host}", parsed.scheme()),
+            },
+            None => format!("{}: (no host)", parsed.scheme()),
+        },
         Err(_) => "(invalid URL)".to_owned(),
     }
 }

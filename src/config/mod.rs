@@ -177,6 +177,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_CHECKS", default_value = "all")]
     pub checks: String,
 
+    /// How a project file's `owner` is checked against the organisation's
+    /// teams and members: `off`, `warn` (flag unknown owners) or `require`.
+    #[arg(long, env = "ROSTER_OWNERS", default_value = "warn")]
+    pub owners: String,
+
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
     /// wait a minute for the claim to run out.
@@ -258,6 +263,8 @@ pub struct Settings {
     pub notify: NotifySettings,
     /// Which check runs are posted (`ROSTER_CHECKS`).
     pub checks: crate::checks::ChecksMode,
+    /// How owners are checked (`ROSTER_OWNERS`).
+    pub owners: crate::directory::OwnersMode,
     /// GitHub's addresses and the secret key, for setup and a stored App.
     pub setup: SetupSettings,
 }
@@ -331,6 +338,12 @@ impl ServeArgs {
                 .parse()
                 .map_err(|m| ConfigError::new("ROSTER_CHECKS", m))?,
         };
+        let owners = match non_empty(Some(self.owners)) {
+            None => crate::directory::OwnersMode::default(),
+            Some(raw) => raw
+                .parse()
+                .map_err(|m| ConfigError::new("ROSTER_OWNERS", m))?,
+        };
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
@@ -351,6 +364,7 @@ impl ServeArgs {
             history_retention,
             notify,
             checks,
+            owners,
             setup,
         })
     }

@@ -321,3 +321,20 @@ fn checks_should_default_to_all_and_name_roster_checks_when_wrong() {
         "ROSTER_CHECKS: must be all, pull_requests or off, not \"some\""
     );
 }
+
+#[test]
+fn owners_should_default_to_warn_and_name_roster_owners_when_wrong() {
+    use crate::directory::OwnersMode;
+    let here = here();
+    assert_eq!(
+        parse(&["--source", &here]).unwrap().owners,
+        OwnersMode::Warn
+    );
+    let s = parse(&["--source", &here, "--owners", "require"]).unwrap();
+    assert_eq!(s.owners, OwnersMode::Require);
+    let e = err(&["--source", &here, "--owners", "strict"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_OWNERS: must be off, warn or require, not \"strict\""
+    );
+}

@@ -45,13 +45,13 @@ where
     H: Handler<Key = Q::Key, State = S::State>,
 {
     /// Handles `claims`, asked for at `claimed_at`, while renewing their
-    /// leases; `read_slot` is given up as soon as the storage has answered,
-    /// so another worker may read.
+    /// leases; `read_slot` (none for keys read from their hints) is given
+    /// up as soon as the storage has answered, so another worker may read.
     pub(super) async fn handle_batch(
         &self,
         claims: Vec<Claim<Q::Key>>,
         claimed_at: Instant,
-        read_slot: OwnedSemaphorePermit,
+        read_slot: Option<OwnedSemaphorePermit>,
         stop: &mut watch::Receiver<bool>,
     ) {
         let started = Instant::now();
@@ -90,7 +90,7 @@ where
     async fn run_batch(
         &self,
         claims: &[Claim<Q::Key>],
-        read_slot: OwnedSemaphorePermit,
+        read_slot: Option<OwnedSemaphorePermit>,
         outcomes: &Mutex<Vec<Option<Outcome>>>,
     ) {
         let items: Vec<(Q::Key, Option<&[u8]>)> = claims

@@ -25,6 +25,7 @@ pub use super::conformance_hints::{hints, triggers};
 pub use super::conformance_listing::{
     changed_wakes, listing_on_request, listing_once_per_interval,
 };
+pub use super::conformance_order::claim_order;
 
 /// Runs every check, each on a fresh store from `new_harness`.
 pub async fn run_all<H, F, Fut>(new_harness: F)
@@ -48,6 +49,7 @@ where
     listing_once_per_interval(&new_harness().await).await;
     listing_on_request(&new_harness().await).await;
     changed_wakes(&new_harness().await).await;
+    claim_order(&new_harness().await).await;
 }
 
 /// A key enqueued five times before it is claimed is claimed once.

@@ -44,16 +44,19 @@ struct Shared<K> {
 struct State<K> {
     /// Every key the queue holds, waiting or claimed.
     items: HashMap<K, Item>,
-    /// Unclaimed keys, ordered by when they become ready.
-    /// Invariant: `(t, k)` is here iff `items[k]` has no claim and
-    /// `items[k].not_before == t`.
-    waiting: BTreeSet<(Instant, K)>,
+    /// Unclaimed keys, ordered by when they become ready, in two lanes:
+    /// [`FIRST`] and [`LISTING`] work (see [`Trigger`]).
+    /// Invariant: `(t, k)` is in lane `lane(items[k].trigger)` iff
+    /// `items[k]` has no claim and `items[k].not_before == t`.
+    waiting: [BTreeSet<(Instant, K)>; 2],
     /// Claimed keys, ordered by when their lease runs out.
     /// Invariant: `(t, k)` is here iff `items[k].claim` is `Some(l)` with
     /// `l.until == t`. `waiting` and `leases` never share a key.
     leases: BTreeSet<(Instant, K)>,
     /// Makes every claim token unique across all handles.
     next_token: u64,
+    /// Claims taken so far: every tenth goes to listing work first.
+    claims: u64,
     /// When the last listing was taken; `None` before the first.
     listing_started: Option<Instant>,
     /// A listing was asked for and nobody has taken it yet.
@@ -96,9 +99,10 @@ where
                 lease,
                 state: Mutex::new(State {
                     items: HashMap::new(),
-                    waiting: BTreeSet::new(),
+                    waiting: [BTreeSet::new(), BTreeSet::new()],
                     leases: BTreeSet::new(),
                     next_token: 0,
+                    claims: 0,
                     listing_started: None,
                     listing_requested: false,
                 }),
@@ -115,6 +119,31 @@ where
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    /// Claims the next ready key (with `reads`, the next that needs a read).
+    fn claim_one(&self, reads: bool) -> Option<Claim<K>> {
+        let now = Instant::now();
+        let mut state = self.state();
+        let key = state.next_ready(now, reads)?;
+        state.next_token += 1;
+        state.claims += 1;
+        let token = format!("m{}", state.next_token);
+        let until = now + self.shared.lease;
+        state.update(&key, |item| {
+            item.claim = Some(Lease {
+                token: token.clone(),
+                until,
+            });
+            item.rerun = false;
+            Claim {
+                key: key.clone(),
+                attempts: item.attempts,
+                hint: item.hint.clone(),
+                trigger: item.trigger,
+                token,
+            }
+        })
+    }
 }
 
 impl<K: Clone + Eq + Hash + Ord> State<K> {
@@ -129,12 +158,12 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
         let item = items.get_mut(key)?;
         match &item.claim {
             Some(l) => leases.remove(&(l.until, key.clone())),
-            None => waiting.remove(&(item.not_before, key.clone())),
+            None => waiting[lane(item.trigger)].remove(&(item.not_before, key.clone())),
         };
         let out = f(item);
         match &item.claim {
             Some(l) => leases.insert((l.until, key.clone())),
-            None => waiting.insert((item.not_before, key.clone())),
+            None => waiting[lane(item.trigger)].insert((item.not_before, key.clone())),
         };
         Some(out)
     }
@@ -143,7 +172,7 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
         if let Some(item) = self.items.remove(key) {
             match item.claim {
                 Some(l) => self.leases.remove(&(l.until, key.clone())),
-                None => self.waiting.remove(&(item.not_before, key.clone())),
+                None => self.waiting[lane(item.trigger)].remove(&(item.not_before, key.clone())),
             };
         }
     }
@@ -157,15 +186,42 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
     }
 
     /// The next claimable key: an expired lease first (its work is the
-    /// oldest), else the unclaimed key that has been ready longest.
-    fn next_ready(&self, now: Instant) -> Option<K> {
-        let expired = self.leases.first().filter(|(until, _)| *until <= now);
-        let ready = || {
-            self.waiting
-                .first()
-                .filter(|(not_before, _)| *not_before <= now)
+    /// oldest), else the unclaimed key that has been ready longest of the
+    /// first lane, then of the listing lane; every tenth claim looks at
+    /// the listing lane first. With `reads`, only keys without a hint.
+    fn next_ready(&self, now: Instant, reads: bool) -> Option<K> {
+        let wanted = |k: &K| !reads || self.items.get(k).is_some_and(|i| i.hint.is_none());
+        let expired = || {
+            self.leases
+                .iter()
+                .take_while(|(until, _)| *until <= now)
+                .find(|(_, k)| wanted(k))
         };
-        expired.or_else(ready).map(|(_, k)| k.clone())
+        let ready = |lane: usize| {
+            self.waiting[lane]
+                .iter()
+                .take_while(|(not_before, _)| *not_before <= now)
+                .find(|(_, k)| wanted(k))
+        };
+        let lanes = match self.claims % 10 == 9 {
+            true => [LISTING, FIRST],
+            false => [FIRST, LISTING],
+        };
+        expired()
+            .or_else(|| ready(lanes[0]))
+            .or_else(|| ready(lanes[1]))
+            .map(|(_, k)| k.clone())
+    }
+}
+
+/// The lane of work that is claimed first, and of listing work.
+const FIRST: usize = 0;
+const LISTING: usize = 1;
+
+fn lane(trigger: Trigger) -> usize {
+    match trigger.is_listing() {
+        true => LISTING,
+        false => FIRST,
     }
 }
 
@@ -198,7 +254,7 @@ where
                         claim: None,
                         rerun: false,
                     };
-                    state.waiting.insert((now, key.clone()));
+                    state.waiting[lane(trigger)].insert((now, key.clone()));
                     state.items.insert(key, item);
                     continue;
                 }
@@ -209,12 +265,12 @@ where
                         item.hint = None;
                         // The claimed run has its trigger; the rerun's is new.
                         item.trigger = match item.rerun {
-                            true => item.trigger.max(trigger),
+                            true => item.trigger.merge(trigger),
                             false => trigger,
                         };
                         item.rerun = true;
                     } else {
-                        item.trigger = item.trigger.max(trigger);
+                        item.trigger = item.trigger.merge(trigger);
                         item.hint = merge_hint(item.hint.take(), hint);
                         item.not_before = item.not_before.min(now);
                     }
@@ -226,29 +282,13 @@ where
     }
 
     async fn claim(&self, _worker: &str) -> Result<Option<Claim<K>>, QueueError> {
-        let now = Instant::now();
-        let mut state = self.state();
-        let Some(key) = state.next_ready(now) else {
-            return Ok(None);
-        };
-        state.next_token += 1;
-        let token = format!("m{}", state.next_token);
-        let until = now + self.shared.lease;
-        let claim = state.update(&key, |item| {
-            item.claim = Some(Lease {
-                token: token.clone(),
-                until,
-            });
-            item.rerun = false;
-            Claim {
-                key: key.clone(),
-                attempts: item.attempts,
-                hint: item.hint.clone(),
-                trigger: item.trigger,
-                token,
-            }
-        });
-        Ok(claim)
+        Ok(self.claim_one(false))
+    }
+
+    async fn claim_reads(&self, _worker: &str, max: usize) -> Result<Vec<Claim<K>>, QueueError> {
+        Ok(std::iter::from_fn(|| self.claim_one(true))
+            .take(max)
+            .collect())
     }
 
     async fn renew(&self, claim: &Claim<K>) -> Result<bool, QueueError> {
@@ -456,6 +496,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_hint_should_be_kept_only_without_a_newer_fresh_trigger() {
         conformance::hints(&harness()).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn listing_work_should_wait_behind_other_work_but_one_claim_in_ten() {
+        conformance::claim_order(&harness()).await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -17,6 +17,8 @@ pub mod conformance_hints;
 pub mod conformance_kit;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance_listing;
+#[cfg(any(test, feature = "testing"))]
+pub mod conformance_order;
 pub mod lease;
 #[cfg(any(test, feature = "testing"))]
 pub mod memory_queue;

@@ -28,28 +28,35 @@ pub struct ReadPace {
 /// at its sustained rate).
 #[derive(Debug)]
 pub(super) struct Pacer {
-    pace: ReadPace,
+    /// The pace the storage gave first, for when it later says none.
+    first: ReadPace,
     due: Mutex<Option<Instant>>,
 }
 
 impl Pacer {
     pub(super) fn new(pace: ReadPace) -> Self {
         Self {
-            pace,
+            first: pace,
             due: Mutex::new(None),
         }
     }
 
-    /// Reserves the next token; how long to wait before it is there (zero
-    /// when it is there now). A reservation is never refused, so waiting
-    /// workers are served in the order they asked.
-    pub(super) fn reserve(&self, now: Instant) -> Duration {
+    /// Reserves the next token at the pace `current` gives now (a source
+    /// learns its budget as it goes); how long to wait before the token is
+    /// there (zero when it is there now). A reservation is never refused,
+    /// so waiting workers are served in the order they asked.
+    pub(super) fn reserve(
+        &self,
+        now: Instant,
+        current: impl FnOnce() -> Option<ReadPace>,
+    ) -> Duration {
+        let pace = current().unwrap_or(self.first);
         let mut due = self
             .due
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let every = self.pace.every;
-        let tolerance = every.saturating_mul(self.pace.burst.saturating_sub(1));
+        let every = pace.every;
+        let tolerance = every.saturating_mul(pace.burst.saturating_sub(1));
         let next = due.map_or(now, |d| d.max(now));
         let start = next.checked_sub(tolerance).unwrap_or(now).max(now);
         *due = Some(next + every);
@@ -68,13 +75,31 @@ mod tests {
             every: Duration::from_secs(1),
         });
         let now = Instant::now();
-        let waits: Vec<Duration> = (0..5).map(|_| pacer.reserve(now)).collect();
+        let waits: Vec<Duration> = (0..5).map(|_| pacer.reserve(now, || None)).collect();
         let secs = |s| Duration::from_secs(s);
         assert_eq!(waits, vec![secs(0), secs(0), secs(0), secs(1), secs(2)]);
         // After a quiet spell the whole burst is back, no more.
         let later = now + secs(60);
-        let waits: Vec<Duration> = (0..4).map(|_| pacer.reserve(later)).collect();
+        let waits: Vec<Duration> = (0..4).map(|_| pacer.reserve(later, || None)).collect();
         assert_eq!(waits, vec![secs(0), secs(0), secs(0), secs(1)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pace_that_slows_down_should_space_the_next_reads_further() {
+        let pacer = Pacer::new(ReadPace {
+            burst: 1,
+            every: Duration::from_secs(1),
+        });
+        let slow = ReadPace {
+            burst: 1,
+            every: Duration::from_secs(10),
+        };
+        let now = Instant::now();
+        assert_eq!(pacer.reserve(now, || Some(slow)), Duration::ZERO);
+        assert_eq!(pacer.reserve(now, || Some(slow)), Duration::from_secs(10));
+        // The storage no longer knows: the first pace again.
+        assert_eq!(pacer.reserve(now, || None), Duration::from_secs(20));
+        assert_eq!(pacer.reserve(now, || None), Duration::from_secs(21));
     }
 
     #[tokio::test(start_paused = true)]
@@ -86,7 +111,7 @@ mod tests {
         let start = Instant::now();
         for n in 0..10 {
             let at = start + Duration::from_secs(n);
-            assert_eq!(pacer.reserve(at), Duration::ZERO, "read {n}");
+            assert_eq!(pacer.reserve(at, || None), Duration::ZERO, "read {n}");
         }
     }
 }

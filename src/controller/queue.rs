@@ -54,12 +54,19 @@ impl<K> Enqueue<K> {
     }
 }
 
-/// What asked for a key's run, so that what the run writes can say why.
+/// What asked for a key's run, so that what the run writes can say why,
+/// and when it is claimed.
 ///
 /// The queue keeps one trigger per pending run: when several arrive before
-/// the run starts, the most telling one wins (the larger: a push says more
-/// than a resync, a resync more than a listing). A trigger that arrives
-/// while the key is claimed belongs to the run that follows.
+/// the run starts, the most telling one wins ([`Trigger::merge`]: a push
+/// says more than a resync, a resync more than an event, and anything more
+/// than a listing). A trigger that arrives while the key is claimed belongs
+/// to the run that follows.
+///
+/// Listing work waits: keys whose trigger is [`Trigger::Listing`] are
+/// claimed after every other ready key, except that one claim in ten goes
+/// to the listing work that has waited longest, so neither starves
+/// (docs/contract.md#the-reconcile-model).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Trigger {
     /// Anything not named below (a name another entry released, a folder
@@ -89,6 +96,21 @@ impl Trigger {
     /// The code a store keeps; larger codes win a merge.
     pub fn code(self) -> i16 {
         self as i16
+    }
+
+    /// The trigger of a run asked for by both `self` and `other`: the
+    /// larger, except that a listing yields to any other trigger, so a
+    /// listing key that another trigger asks for takes that trigger's rank.
+    pub fn merge(self, other: Trigger) -> Trigger {
+        match (self, other) {
+            (Trigger::Listing, other) | (other, Trigger::Listing) => other,
+            (a, b) => a.max(b),
+        }
+    }
+
+    /// Whether only a listing asked for the run: such work is claimed last.
+    pub fn is_listing(self) -> bool {
+        self == Trigger::Listing
     }
 
     /// The trigger of a stored code; [`Trigger::Other`] for a code this
@@ -144,6 +166,18 @@ pub trait WorkQueue: Send + Sync + 'static {
         &self,
         worker: &str,
     ) -> impl Future<Output = Result<Option<Claim<Self::Key>>, QueueError>> + Send;
+
+    /// Claims up to `max` ready keys that need a read (no hint), in claim
+    /// order, leaving keys whose read is in hand to other workers: what
+    /// joins a read that waited for the storage's pace. By default any
+    /// ready keys, as [`WorkQueue::claim_many`] takes them.
+    fn claim_reads(
+        &self,
+        worker: &str,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<Claim<Self::Key>>, QueueError>> + Send {
+        self.claim_many(worker, max)
+    }
 
     /// Extends the lease of a live claim; `false` when the claim was lost.
     fn renew(

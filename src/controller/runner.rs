@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -123,8 +123,8 @@ where
                 .await
             {
                 Ok(claims) if !claims.is_empty() => {
-                    let claims = self.paced(claims, &name, &mut stop).await;
-                    self.handle_batch(claims, asked, slot, &mut stop).await
+                    self.handle_claims(claims, asked, slot, &name, &mut stop)
+                        .await
                 }
                 Ok(_) => {
                     drop(slot);
@@ -146,9 +146,47 @@ where
         }
     }
 
-    /// `claims`, once a read may start: when their read must wait for the
-    /// storage's pace, the keys that became ready meanwhile join them (up
-    /// to the batch size), so a trickle of triggers shares one read.
+    /// Handles what one claim took: keys whose read is in hand (a
+    /// listing's hint) at once, and beside them the keys that need a read,
+    /// once the storage's pace lets it start (see [`Self::paced`]). Each
+    /// part is its own batch, so neither waits for the other.
+    async fn handle_claims(
+        &self,
+        claims: Vec<Claim<Q::Key>>,
+        asked: Instant,
+        slot: OwnedSemaphorePermit,
+        worker: &str,
+        stop: &mut watch::Receiver<bool>,
+    ) {
+        if self.pacer.is_none() {
+            return self.handle_batch(claims, asked, Some(slot), stop).await;
+        }
+        let (hinted, mut reads): (Vec<_>, Vec<_>) =
+            claims.into_iter().partition(|c| c.hint.is_some());
+        // A batch is applied in order: pushes and the like before listing work.
+        reads.sort_by_key(|c| c.trigger.is_listing());
+        if reads.is_empty() {
+            return self.handle_batch(hinted, asked, Some(slot), stop).await;
+        }
+        if hinted.is_empty() {
+            let reads = self.paced(reads, worker, stop).await;
+            return self.handle_batch(reads, asked, Some(slot), stop).await;
+        }
+        let mut stop_hinted = stop.clone();
+        let in_hand = self.handle_batch(hinted, asked, None, &mut stop_hinted);
+        let to_read = async {
+            let reads = self.paced(reads, worker, stop).await;
+            self.handle_batch(reads, asked, Some(slot), stop).await
+        };
+        tokio::join!(in_hand, to_read);
+    }
+
+    /// `claims`, all needing a read, once that read may start: when it must
+    /// wait for the storage's pace, the keys that need a read and became
+    /// ready meanwhile join them (up to the batch size), so a trickle of
+    /// triggers shares one read. The wait is never longer than a third of
+    /// the lease, which is not renewed before the batch starts; the budget
+    /// itself is guarded by the source's own rate limiting.
     async fn paced(
         &self,
         mut claims: Vec<Claim<Q::Key>>,
@@ -158,11 +196,9 @@ where
         let Some(pacer) = &self.pacer else {
             return claims;
         };
-        // Hinted keys are read from their hint: no request, no token.
-        if claims.iter().all(|c| c.hint.is_some()) {
-            return claims;
-        }
-        let wait = pacer.reserve(Instant::now());
+        let wait = pacer
+            .reserve(Instant::now(), || self.storage.read_pace())
+            .min(self.config.lease / 3);
         if wait.is_zero() {
             return claims;
         }
@@ -177,10 +213,11 @@ where
             _ = stop.changed() => return claims,
         }
         let room = self.config.batch_size.max(1).saturating_sub(claims.len());
-        match self.queue.claim_many(worker, room).await {
+        match self.queue.claim_reads(worker, room).await {
             Ok(more) => claims.extend(more),
             Err(e) => tracing::warn!(error = %e, "claiming keys to join a paced read failed"),
         }
+        claims.sort_by_key(|c| c.trigger.is_listing());
         claims
     }
 

@@ -149,7 +149,10 @@ pub trait Storage: Send + Sync + 'static {
     /// How fast reads that need no hint may go: `None` (the default) for
     /// a storage whose reads cost nothing that runs out, such as local
     /// files; a source with a request budget spreads a steady trickle of
-    /// triggers over fewer, larger reads (see [`super::pace`]).
+    /// triggers over fewer, larger reads (see [`super::pace`]). Asked when
+    /// the controller is built (`None` then: never paced) and again before
+    /// each paced read, so the pace can follow what the source learns of
+    /// its budget (`None` later: the first pace).
     fn read_pace(&self) -> Option<super::pace::ReadPace> {
         None
     }

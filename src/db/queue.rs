@@ -16,7 +16,7 @@
 //! notification lost in a crash costs only latency.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,6 +55,8 @@ pub struct PgQueue {
     tasks: Arc<Tasks>,
     /// Counts every id enqueued, whoever enqueues it (`roster_queue_adds`).
     adds: Option<prometheus_client::metrics::counter::Counter>,
+    /// Claims this handle took: every tenth goes to listing work first.
+    claims: Arc<AtomicU64>,
 }
 
 /// What the handles and the background tasks share; the tasks hold only
@@ -119,6 +121,7 @@ impl PgQueue {
             }),
             tasks: Arc::default(),
             adds: None,
+            claims: Arc::default(),
         }
     }
 

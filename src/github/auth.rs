@@ -44,6 +44,10 @@ pub struct Installation {
     pub id: i64,
     /// The account's login, whose repositories the listing walks.
     pub account: String,
+    /// The account's id (by which its directory is kept), when GitHub said.
+    pub account_id: Option<i64>,
+    /// An organisation (it has teams), not a personal account.
+    pub organization: bool,
     pub suspended: bool,
 }
 
@@ -128,6 +132,9 @@ impl Auth {
         #[derive(Deserialize)]
         struct Account {
             login: String,
+            id: Option<i64>,
+            #[serde(rename = "type")]
+            kind: Option<String>,
         }
         #[derive(Deserialize)]
         struct Item {
@@ -164,6 +171,8 @@ impl Auth {
                 found.push(Installation {
                     id: item.id,
                     account: account.login,
+                    account_id: account.id,
+                    organization: account.kind.as_deref() != Some("User"),
                     suspended,
                 });
             }

@@ -75,6 +75,25 @@ impl ChecksApi {
         Self { client }
     }
 
+    /// Counts one request of the installation's `resource` if what is
+    /// left stays above `floor(limit)`; otherwise when the window resets
+    /// ([`super::rate_limit::RateLimits::take_above`]).
+    pub fn take_above(
+        &self,
+        installation: i64,
+        resource: Resource,
+        floor: impl Fn(u64) -> u64,
+    ) -> Result<(), std::time::SystemTime> {
+        let bucket = Bucket {
+            who: Who::Installation(installation),
+            resource,
+        };
+        self.client
+            .http
+            .limits()
+            .take_above(bucket, std::time::SystemTime::now(), floor)
+    }
+
     /// Path of the project file inside a repository.
     pub fn project_file(&self) -> &str {
         &self.client.project_file

@@ -1,6 +1,7 @@
 //! What the lister and the storage share: the HTTP road, the App's
 //! credentials, the installations seen last, and the ETag cache.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde::de::DeserializeOwned;
@@ -12,6 +13,7 @@ use super::etag::EtagCache;
 use super::graphql::{Answer, GraphqlError};
 use super::http::{CallError, Http, Reply, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
+use crate::directory::DirectoryDb;
 use crate::registry::RegistryDb;
 
 /// The GitHub App as the source uses it; one per process.
@@ -25,9 +27,14 @@ pub struct Client {
     pub project_file: String,
     /// What the registry recorded, for reading GitHub the right way.
     pub registry: RegistryDb,
+    /// The organisations' teams and members.
+    pub directory: DirectoryDb,
     etags: EtagCache,
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
+    /// Pages (GraphQL requests) each installation's latest listing took:
+    /// what the next one needs, kept in reserve by the read pace.
+    listing_pages: Mutex<HashMap<i64, usize>>,
 }
 
 impl Client {
@@ -46,9 +53,11 @@ impl Client {
             api_url,
             graphql_url,
             project_file: project_file.trim_start_matches('/').to_owned(),
+            directory: DirectoryDb::new(pool.clone()),
             registry: RegistryDb::new(pool),
             etags: EtagCache::new(etag_capacity),
             installations: Mutex::new(None),
+            listing_pages: Mutex::default(),
         }
     }
 
@@ -68,6 +77,28 @@ impl Client {
             Some(found) => Ok(found),
             None => self.refresh_installations().await,
         }
+    }
+
+    /// Records that the listing of `installation` has asked for `pages`
+    /// pages: all of them when `complete`, else so far (a listing under
+    /// way never lowers what the one before needed).
+    pub fn record_listing_pages(&self, installation: i64, pages: usize, complete: bool) {
+        if let Ok(mut recorded) = self.listing_pages.lock() {
+            let known = recorded.entry(installation).or_insert(pages);
+            *known = match complete {
+                true => pages,
+                false => (*known).max(pages),
+            };
+        }
+    }
+
+    /// Pages the latest listing of `installation` took (0 before the first).
+    pub fn listing_pages(&self, installation: i64) -> usize {
+        self.listing_pages
+            .lock()
+            .ok()
+            .and_then(|recorded| recorded.get(&installation).copied())
+            .unwrap_or(0)
     }
 
     /// Whether the last listing (or a token request since) saw `id` suspended.

@@ -14,7 +14,7 @@
 //! partition, so the sweep asks GitHub about each repository, and only the
 //! definite answer removes them).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,7 @@ use futures_util::future::join_all;
 
 use super::auth::Installation;
 use super::client::Client;
+use super::directory::DirectoryReader;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
 use crate::controller::{Enqueue, Failure, Found, Lister, Partition, Trigger};
@@ -55,9 +56,14 @@ impl GithubLister {
         if installation.suspended {
             return self.suspended(installation.id, name, found).await;
         }
+        // Only the keys stay here, for the sweep; each page's hints go to
+        // the workers with `found`, so a large organisation's files are not
+        // all held at once.
         let mut items = Vec::new();
         let mut after: Option<String> = None;
-        for _ in 0..MAX_PAGES {
+        for pages in 1..=MAX_PAGES {
+            self.client
+                .record_listing_pages(installation.id, pages, false);
             let page = match self.page(installation, after.as_deref()).await {
                 Ok(page) => page,
                 Err(CallError::Suspended(id)) => {
@@ -87,15 +93,16 @@ impl GithubLister {
                     };
                 }
             };
-            let first_of_page = items.len();
+            let mut page_items = Vec::new();
             for node in connection.nodes.into_iter().flatten() {
                 let Some((id, observed)) = node.observe(installation.id) else {
                     continue;
                 };
-                items.push(hinted(id, &observed));
+                items.push(Enqueue::because(id, Trigger::Listing));
+                page_items.push(hinted(id, &observed));
             }
             // The receiver only goes away when the controller stops.
-            let _ = found.send(items[first_of_page..].to_vec());
+            let _ = found.send(page_items);
             match (
                 connection.page_info.has_next_page,
                 connection.page_info.end_cursor,
@@ -110,11 +117,13 @@ impl GithubLister {
                     };
                 }
                 (false, _) => {
+                    self.client
+                        .record_listing_pages(installation.id, pages, true);
                     return Partition {
                         name,
                         items,
                         outcome: Ok(()),
-                    }
+                    };
                 }
             }
         }
@@ -209,10 +218,22 @@ impl GithubLister {
 impl Lister for GithubLister {
     type Key = RepoId;
 
+    /// The partitions with every hint, gathered from what the listing sent.
     async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
-        // Nobody listens: everything is in the partitions returned.
-        let (found, _) = tokio::sync::mpsc::unbounded_channel();
-        self.list_streaming(found).await
+        let (found, mut sent) = tokio::sync::mpsc::unbounded_channel();
+        let mut partitions = self.list_streaming(found).await?;
+        let mut hinted = HashMap::new();
+        while let Ok(batch) = sent.try_recv() {
+            hinted.extend(batch.into_iter().map(|item| (item.key, item)));
+        }
+        for partition in &mut partitions {
+            for item in &mut partition.items {
+                if let Some(sent) = hinted.remove(&item.key) {
+                    *item = sent;
+                }
+            }
+        }
+        Ok(partitions)
     }
 
     async fn list_streaming(
@@ -227,7 +248,10 @@ impl Lister for GithubLister {
         let listings = installations
             .iter()
             .map(|i| self.list_installation(i, &found));
-        let mut partitions = join_all(listings).await;
+        // Each organisation's teams and members, alongside its repositories.
+        let reader = DirectoryReader::new(self.client.clone());
+        let directories = installations.iter().map(|i| reader.read_installation(i));
+        let (mut partitions, _) = tokio::join!(join_all(listings), join_all(directories));
         partitions.extend(self.vanished(&installations).await);
         Ok(partitions)
     }

@@ -120,6 +120,15 @@ impl RateHeaders {
     }
 }
 
+/// What one installation may still spend in the current window of its
+/// scarcest budget (REST or GraphQL), as GitHub last said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub remaining: u64,
+    /// When the window resets (`x-ratelimit-reset`).
+    pub reset: SystemTime,
+}
+
 /// What to do before sending a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admission {
@@ -293,6 +302,37 @@ impl RateLimits {
             .min()
     }
 
+    /// Each installation's scarcest budget whose window has not reset by
+    /// `now`, for pacing reads by what is really left.
+    pub fn installation_budgets(&self, now: SystemTime) -> Vec<(i64, Budget)> {
+        let Ok(state) = self.state.lock() else {
+            return Vec::new();
+        };
+        let mut scarcest: HashMap<i64, Budget> = HashMap::new();
+        for (bucket, window) in &state.windows {
+            let Who::Installation(id) = bucket.who else {
+                continue;
+            };
+            let (Some(remaining), Some(reset)) = (window.remaining, window.reset) else {
+                continue;
+            };
+            let reset = UNIX_EPOCH + Duration::from_secs(reset);
+            if reset <= now {
+                continue;
+            }
+            let budget = Budget { remaining, reset };
+            scarcest
+                .entry(id)
+                .and_modify(|b| {
+                    if remaining < b.remaining {
+                        *b = budget;
+                    }
+                })
+                .or_insert(budget);
+        }
+        scarcest.into_iter().collect()
+    }
+
     /// The lowest remaining budget known for an installation (for the gauge).
     pub fn remaining(&self, installation: i64) -> Option<u64> {
         let state = self.state.lock().ok()?;
@@ -309,6 +349,42 @@ impl RateLimits {
 fn until(at: u64, now: SystemTime) -> Duration {
     let now = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     Duration::from_secs(at).saturating_sub(now)
+}
+
+impl RateLimits {
+    /// Counts one request in `bucket` if what is left stays above
+    /// `floor(limit)`; otherwise sends nothing and answers when the window
+    /// resets. Check and count are one step, so callers running at once
+    /// never spend below the floor together. A window no answer has told
+    /// yet (or whose reset has passed) is not held.
+    pub fn take_above(
+        &self,
+        bucket: Bucket,
+        now: SystemTime,
+        floor: impl Fn(u64) -> u64,
+    ) -> Result<(), SystemTime> {
+        let Ok(mut state) = self.state.lock() else {
+            return Ok(());
+        };
+        let Some(window) = state.windows.get_mut(&bucket) else {
+            return Ok(());
+        };
+        let (Some(remaining), Some(reset)) = (window.remaining, window.reset) else {
+            return Ok(());
+        };
+        let reset = UNIX_EPOCH + Duration::from_secs(reset);
+        if reset <= now {
+            return Ok(());
+        }
+        let limit = window.limit.unwrap_or(remaining);
+        if remaining <= floor(limit) {
+            return Err(reset);
+        }
+        // The request is counted here and again when it is admitted: the
+        // next answer's headers set the true count.
+        window.remaining = Some(remaining - 1);
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -164,6 +164,8 @@ pub const QUERIES: &[(&str, &str)] = &[
     ("LIST_REPOSITORIES", LIST_REPOSITORIES),
     ("READ_REPOSITORIES", READ_REPOSITORIES),
     ("FILE_AT_COMMIT", super::checks_api::FILE_AT_COMMIT),
+    ("READ_TEAMS", super::directory::READ_TEAMS),
+    ("READ_MEMBERS", super::directory::READ_MEMBERS),
 ];
 
 #[cfg(test)]

@@ -112,6 +112,12 @@ impl GithubSource {
         GithubLister::new(self.client.clone())
     }
 
+    /// Reads the organisations' teams and members (the listing reads them
+    /// too; this one serves the re-reads webhooks ask for).
+    pub fn directory(&self) -> super::directory::DirectoryReader {
+        super::directory::DirectoryReader::new(self.client.clone())
+    }
+
     /// Reads one repository by id.
     pub fn storage(&self) -> GithubStorage {
         GithubStorage::new(self.client.clone())

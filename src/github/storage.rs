@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
@@ -26,6 +26,7 @@ use super::auth::Installation;
 use super::client::Client;
 use super::contents::{file_state, Contents};
 use super::http::{join, CallError, Reply};
+use super::read_pace;
 use crate::controller::{Failure, ReadPace, Storage};
 use crate::registry::RepoRecord;
 use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
@@ -334,12 +335,13 @@ pub(super) fn decode_hint(key: RepoId, hint: &[u8]) -> Option<Observed> {
     }
 }
 
-/// How fast reads of repositories go, sustained and at once: a burst of
-/// triggers (a campaign's pushes, an installation) reads at once, 100
-/// repositories per query; a steady trickle above one trigger a second
-/// shares a read a second, each trigger waiting at most about a second.
-/// Sustained, that is 3,600 reads an hour, inside GitHub's 5,000 whatever
-/// the number of triggers (docs/operations.md#settings).
+/// How fast reads of repositories go before GitHub has told any budget:
+/// a burst of triggers (a campaign's pushes, an installation) reads at
+/// once, 100 repositories per query; a steady trickle above one trigger a
+/// second shares a read a second, each trigger waiting at most about a
+/// second. Sustained, that is 3,600 reads an hour, inside GitHub's 5,000
+/// whatever the number of triggers (docs/operations.md#settings). Once
+/// answers report the budget, the pace follows it ([`super::read_pace`]).
 pub const READ_PACE: ReadPace = ReadPace {
     burst: 30,
     every: Duration::from_secs(1),
@@ -361,7 +363,13 @@ impl Storage for GithubStorage {
     }
 
     fn read_pace(&self) -> Option<ReadPace> {
-        Some(READ_PACE)
+        let now = SystemTime::now();
+        let budgets = self.client.http.limits().installation_budgets(now);
+        let reserved = budgets.into_iter().map(|(installation, budget)| {
+            let pages = self.client.listing_pages(installation);
+            (budget, read_pace::reserve(pages))
+        });
+        Some(read_pace::from_budgets(reserved, now).unwrap_or(READ_PACE))
     }
 }
 

@@ -57,6 +57,7 @@ pub async fn spawn(
             .await
             .map_err(|e| NotifyError(format!("cannot register {}: {e}", redact(url))))?;
     }
+    let labels = labels(urls);
     let delivery = Arc::new(Delivery {
         pool,
         transport: transport(TIMEOUT)?,
@@ -70,7 +71,8 @@ pub async fn spawn(
     });
     Ok(urls
         .iter()
-        .map(|url| tokio::spawn(delivery.clone().run(url.clone(), stop.clone())))
+        .zip(labels)
+        .map(|(url, label)| tokio::spawn(delivery.clone().run_as(url.clone(), label, stop.clone())))
         .collect())
 }
 
@@ -88,20 +90,74 @@ pub fn replica_id() -> String {
     format!("{host}-{}-{:08x}", std::process::id(), fastrand::u32(..))
 }
 
-/// A target's URL as logs, metrics and pages show it: without the user and
-/// password it may carry, and without its query (which may hold a token).
+/// A target's URL as logs, metrics and pages show it: scheme, host and
+/// port only, since many services keep a webhook's secret in its path.
 pub use crate::config::redact_url as redact;
+
+/// What each of `urls` is shown as: [`redact`]ed, and numbered (` #2`,
+/// ` #3`, in the order of the full URLs) when several share scheme, host
+/// and port, so that two Slack channels stay two rows and two series.
+/// The same set of URLs gives the same names on every replica.
+pub fn labels(urls: &[String]) -> Vec<String> {
+    let mut sorted: Vec<&String> = urls.iter().collect();
+    sorted.sort();
+    urls.iter()
+        .map(|url| {
+            let origin = redact(url);
+            let same: Vec<&&String> = sorted.iter().filter(|u| redact(u) == origin).collect();
+            match same.iter().position(|u| **u == url) {
+                Some(rank) if same.len() > 1 && rank > 0 => format!("{origin} #{}", rank + 1),
+                _ => origin,
+            }
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn redact_should_drop_credentials_and_query() {
+    fn redact_should_keep_only_scheme_host_and_port() {
         assert_eq!(
-            redact("https://user:pw@hooks.example.com/roster?token=abc"),
-            "https://hooks.example.com/roster"
+            redact("https://user:pw@hooks.example.com/roster?token=abc#x"),
+            "https://hooks.example.com"
         );
+        assert_eq!(
+            redact("https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX"),
+            "https://hooks.slack.com"
+        );
+        assert_eq!(
+            redact("http://127.0.0.1:9000/api/webhooks/123/secret-token"),
+            "http://127.0.0.1:9000"
+        );
+        assert_eq!(redact("http://[::1]:8080/x/y"), "http://[::1]:8080");
         assert_eq!(redact("not a url"), "(invalid URL)");
+    }
+
+    #[test]
+    fn labels_should_number_targets_that_share_an_origin() {
+        let urls = [
+            "https://hooks.slack.com/services/T1/B2/zzz".to_owned(),
+            "https://example.com/hook".to_owned(),
+            "https://hooks.slack.com/services/T1/B2/aaa".to_owned(),
+        ];
+        assert_eq!(
+            labels(&urls),
+            vec![
+                "https://hooks.slack.com #2".to_owned(),
+                "https://example.com".to_owned(),
+                "https://hooks.slack.com".to_owned(),
+            ]
+        );
+        let mut reversed = urls.clone();
+        reversed.reverse();
+        let mut again = labels(&reversed);
+        again.reverse();
+        assert_eq!(
+            again,
+            labels(&urls),
+            "the order of the setting does not matter"
+        );
     }
 }

@@ -45,6 +45,27 @@ pub async fn register(pool: &PgPool, url: &str) -> Result<(), sqlx::Error> {
     Ok(())
 }
 
+/// Drops every target that is not in `urls` (it was removed from the
+/// configuration), and with it its backlog: nothing is kept or counted for
+/// it any more. Returns how many were dropped.
+pub async fn forget_others(pool: &PgPool, urls: &[String]) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query("delete from notify_targets where url <> all($1)")
+        .bind(urls)
+        .execute(pool)
+        .await?;
+    Ok(done.rows_affected())
+}
+
+/// `url`'s backlog as the table has it (`None` when it is not known).
+pub async fn backlog(pool: &PgPool, url: &str) -> Result<Option<i64>, sqlx::Error> {
+    let head = crate::registry::changes::head(pool).await?;
+    sqlx::query_scalar("select greatest($2 - cursor, 0) from notify_targets where url = $1")
+        .bind(url)
+        .bind(head)
+        .fetch_optional(pool)
+        .await
+}
+
 /// Takes or renews the lease on `url` for `owner`; `None` while another
 /// replica holds a live lease.
 pub async fn acquire(
@@ -166,7 +187,7 @@ pub async fn release(pool: &PgPool, url: &str, owner: &str) -> Result<(), sqlx::
 /// One target as the API and the dashboard show it.
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
 pub struct TargetStatus {
-    /// The URL without credentials.
+    /// The URL's scheme, host and port (see [`super::labels`]).
     pub target: String,
     /// Changes written but not acknowledged yet.
     pub backlog: i64,
@@ -180,7 +201,8 @@ pub struct TargetStatus {
     pub active: bool,
 }
 
-/// Every target ever configured, by URL.
+/// Every configured target (those removed from the configuration are
+/// dropped at start), by URL.
 pub async fn status(pool: &PgPool) -> Result<Vec<TargetStatus>, sqlx::Error> {
     let head = crate::registry::changes::head(pool).await?;
     let mut rows: Vec<TargetStatus> = sqlx::query_as(
@@ -193,8 +215,9 @@ pub async fn status(pool: &PgPool) -> Result<Vec<TargetStatus>, sqlx::Error> {
     .bind(head)
     .fetch_all(pool)
     .await?;
-    for row in &mut rows {
-        row.target = super::redact(&row.target);
+    let urls: Vec<String> = rows.iter().map(|r| r.target.clone()).collect();
+    for (row, label) in rows.iter_mut().zip(super::labels(&urls)) {
+        row.target = label;
     }
     Ok(rows)
 }

@@ -44,9 +44,21 @@ enum Sent {
 }
 
 impl Delivery {
-    /// Delivers to `url` until `stop` turns true, then gives the lease up.
-    pub async fn run(self: Arc<Self>, url: String, mut stop: watch::Receiver<bool>) {
+    /// Delivers to `url` until `stop` turns true, then gives the lease up;
+    /// logs and metrics name it by its scheme, host and port.
+    pub async fn run(self: Arc<Self>, url: String, stop: watch::Receiver<bool>) {
         let label = redact(&url);
+        self.run_as(url, label, stop).await;
+    }
+
+    /// [`Delivery::run`], naming the target `label` (see
+    /// [`super::labels`]) in logs and metrics.
+    pub async fn run_as(
+        self: Arc<Self>,
+        url: String,
+        label: String,
+        mut stop: watch::Receiver<bool>,
+    ) {
         if let Err(error) = outbox::register(&self.pool, &url).await {
             tracing::warn!(target_url = %label, %error, "notify: cannot register the target");
         }
@@ -77,12 +89,8 @@ impl Delivery {
     async fn round(&self, url: &str, label: &str) -> Result<Option<Duration>, sqlx::Error> {
         let Some(leased) = outbox::acquire(&self.pool, url, &self.owner, self.lease).await? else {
             // Another replica delivers; keep the gauge current from the table.
-            if let Some(row) = outbox::status(&self.pool)
-                .await?
-                .into_iter()
-                .find(|t| t.target == label)
-            {
-                self.metrics.set_backlog(label, row.backlog);
+            if let Some(backlog) = outbox::backlog(&self.pool, url).await? {
+                self.metrics.set_backlog(label, backlog);
             }
             return Ok(Some(self.lease / 3));
         };
@@ -112,7 +120,7 @@ impl Delivery {
         }
         let mut backlog = leased.backlog();
         for change in &feed.items {
-            match self.send(url, change).await {
+            match self.send(url, label, change).await {
                 Sent::Acknowledged => {
                     if !outbox::advance(&self.pool, url, &self.owner, change.seq, self.lease)
                         .await?
@@ -141,19 +149,39 @@ impl Delivery {
     }
 
     /// POSTs one change, signed, within the timeout; only a 2xx counts.
-    async fn send(&self, url: &str, change: &ChangeJson) -> Sent {
+    /// What a failure says never holds more of the URL than `label`.
+    async fn send(&self, url: &str, label: &str, change: &ChangeJson) -> Sent {
+        match self.exchange(url, change).await {
+            Sent::Failed(error) => Sent::Failed(error.replace(url, label)),
+            sent => sent,
+        }
+    }
+
+    async fn exchange(&self, url: &str, change: &ChangeJson) -> Sent {
         let body = match serde_json::to_string(change) {
             Ok(body) => body,
             Err(e) => return Sent::Failed(format!("cannot encode change {}: {e}", change.seq)),
         };
-        let signature = sign::signature(self.secret.expose_secret().as_bytes(), body.as_bytes());
+        let secret = self.secret.expose_secret().as_bytes();
+        let delivery = sign::delivery_id(url, change.seq);
+        // Taken now, not when the change was written: a retry is signed
+        // afresh, so a receiver's age limit only refuses captured requests.
+        let timestamp = chrono::Utc::now().timestamp();
         let request = Request::builder()
             .method(Method::POST)
             .uri(url)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::USER_AGENT, "roster")
-            .header("X-Roster-Signature-256", signature)
-            .header("X-Roster-Delivery", sign::delivery_id(url, change.seq))
+            .header(
+                "X-Roster-Signature-256",
+                sign::signature(secret, &delivery, timestamp, body.as_bytes()),
+            )
+            .header(
+                "X-Roster-Body-Signature-256",
+                sign::body_signature(secret, body.as_bytes()),
+            )
+            .header("X-Roster-Delivery", delivery)
+            .header("X-Roster-Timestamp", timestamp.to_string())
             .header("X-Roster-Seq", change.seq.to_string())
             .body(OctoBody::from(body));
         let request = match request {

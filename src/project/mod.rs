@@ -19,6 +19,7 @@
 //! more there were; a field or message quoting a long text from the file is
 //! cut (`…`), so that no problem line is longer than about 700 characters.
 
+pub mod invisible;
 mod issues;
 mod model;
 mod name;
@@ -27,11 +28,14 @@ pub mod preview;
 mod problem;
 mod rules;
 pub mod schema;
-mod tree;
+mod suggest;
+pub(crate) mod tree;
 pub mod verdict;
 
 #[cfg(test)]
 mod bounds_tests;
+#[cfg(test)]
+mod nul_tests;
 #[cfg(test)]
 mod tests;
 
@@ -82,6 +86,9 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
         Err(error) => return Err(not_utf8(file, bytes, error.valid_up_to())),
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Some(at) = text.find('\0') {
+        return Err(one(nul_problem(file, text_pos(&text[..at]))));
+    }
     // The parser is not ours: a panic on strange input must not take the
     // caller down with it.
     let loaded = catch_unwind(AssertUnwindSafe(|| tree::load(text))).unwrap_or_else(|_| {
@@ -99,6 +106,9 @@ pub fn parse(file: &str, bytes: &[u8]) -> Result<ProjectFile, Problems> {
             message: clip(one_line(error.message), MAX_MESSAGE_CHARS),
         })
     })?;
+    if let Some(problems) = nul_scalars(file, &tree) {
+        return Err(problems);
+    }
     let root = match tree.root {
         Some(root) if !is_empty(&tree, root) => root,
         _ => {
@@ -204,15 +214,53 @@ fn is_empty(tree: &tree::Tree, root: tree::NodeId) -> bool {
     matches!(&tree.get(root).kind, tree::Kind::Scalar { text, plain } if rules::is_null(text, *plain))
 }
 
-/// Points at the first byte that is not UTF-8.
-fn not_utf8(file: &str, bytes: &[u8], valid_up_to: usize) -> Problems {
-    let valid = String::from_utf8_lossy(&bytes[..valid_up_to]);
-    let line = valid.matches('\n').count() + 1;
-    let column = valid
+/// The line and column just after `before`, the text that precedes a spot.
+fn text_pos(before: &str) -> Pos {
+    let line = before.matches('\n').count() + 1;
+    let column = before
         .rsplit('\n')
         .next()
         .map_or(0, |tail| tail.chars().count())
         + 1;
+    Pos { line, column }
+}
+
+/// A NUL (U+0000), written as is or as the escape `"\0"`: PostgreSQL cannot
+/// store it in text, so it makes the file invalid, at its spot, instead of
+/// making every write of the entry fail.
+fn nul_problem(file: &str, pos: Pos) -> Problem {
+    Problem {
+        file: file.to_owned(),
+        line: Some(pos.line),
+        column: Some(pos.column),
+        field: "file".into(),
+        message: "contains a NUL character (U+0000), which a project file may not hold".into(),
+    }
+}
+
+/// Every key or value holding a NUL (from an escape such as `"a\0b"`),
+/// the first [`MAX_PROBLEMS`] of them; `None` when there is none.
+fn nul_scalars(file: &str, tree: &tree::Tree) -> Option<Problems> {
+    let mut found = tree.nodes.iter().filter_map(|node| match &node.kind {
+        tree::Kind::Scalar { text, .. } if text.contains('\0') => Some(node.pos),
+        _ => None,
+    });
+    let first = found.next()?;
+    let mut problems: Vec<Problem> = std::iter::once(first)
+        .chain(found.by_ref().take(MAX_PROBLEMS - 1))
+        .map(|pos| nul_problem(file, pos))
+        .collect();
+    let more = found.count();
+    if more > 0 {
+        problems.push(more_problems(file, more));
+    }
+    Some(Problems(problems))
+}
+
+/// Points at the first byte that is not UTF-8.
+fn not_utf8(file: &str, bytes: &[u8], valid_up_to: usize) -> Problems {
+    let valid = String::from_utf8_lossy(&bytes[..valid_up_to]);
+    let Pos { line, column } = text_pos(&valid);
     one(Problem {
         file: file.to_owned(),
         line: Some(line),

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::issues::{Issue, Issues};
 use super::model::{Lifecycle, Link, Project};
 use super::name::{check_name, ProjectName};
+use super::suggest::unknown_field;
 use super::tree::{Kind, NodeId, Pos, Tree};
 use super::MAX_PROJECTS;
 
@@ -24,8 +25,16 @@ pub(crate) const MAX_TAGS: usize = 20;
 pub(crate) const MAX_LABELS: usize = 50;
 pub(crate) const MAX_LINKS: usize = 20;
 
-const PROJECT_FIELDS: &str = "name, owner, description, lifecycle, tags, links, labels";
-const LINK_FIELDS: &str = "title, url";
+const PROJECT_FIELDS: &[&str] = &[
+    "name",
+    "owner",
+    "description",
+    "lifecycle",
+    "tags",
+    "links",
+    "labels",
+];
+const LINK_FIELDS: &[&str] = &["title", "url"];
 
 /// What a node holds, as far as the rules care.
 enum Value<'t> {
@@ -286,11 +295,7 @@ impl<'t> Walk<'t> {
                 "tags" => tags = self.tags(value, &field),
                 "links" => links = self.links(value, &field),
                 "labels" => labels = self.labels(value, &field),
-                _ => self.issue(
-                    key_id,
-                    field,
-                    format!("unknown field (expected one of {PROJECT_FIELDS})"),
-                ),
+                _ => self.issue(key_id, field, unknown_field(key, PROJECT_FIELDS)),
             }
         }
         for (seen, key) in [(seen_name, "name"), (seen_owner, "owner")] {

@@ -360,7 +360,7 @@ fn links_should_refuse_unknown_fields_and_non_mappings() {
     assert_eq!(
         problems("name: a\nowner: b\nlinks:\n  - titel: Runbook\n    url: https://example.com\n  - https://example.com\n"),
         [
-            "project.yaml:4:5: links[0].titel: unknown field (expected one of title, url)",
+            "project.yaml:4:5: links[0].titel: unknown field, did you mean `title`? (expected one of title, url)",
             "project.yaml:4:5: links[0].title: missing required field",
             "project.yaml:6:5: links[1]: must be a mapping with title and url, found a string",
         ]
@@ -456,8 +456,31 @@ fn every_problem_should_be_reported_in_document_order() {
 #[test]
 fn a_yaml_syntax_error_should_carry_the_parser_position() {
     assert_eq!(
-        problems("name: a\nowner: [b\n"),
-        ["project.yaml:3:1: yaml: while parsing a flow sequence, expected ',' or ']'"]
+        problems("name: a\nowner: b: c\n"),
+        ["project.yaml:2:9: yaml: mapping values are not allowed in this context"]
+    );
+}
+
+#[test]
+fn a_bracket_never_closed_should_be_reported_where_it_opens() {
+    let expected =
+        ["project.yaml:3:7: yaml: this `[` is never closed: a list in brackets ends with `]`"];
+    assert_eq!(
+        problems("name: a\nowner: b\ntags: [x, y\ndescription: hi\n"),
+        expected
+    );
+    assert_eq!(problems("name: a\nowner: b\ntags: [x, y\n"), expected);
+    assert_eq!(
+        problems("name: a\nowner: b\nlabels: {team: x,\n\ndescription: hi\n"),
+        ["project.yaml:3:9: yaml: this `{` is never closed: a mapping in braces ends with `}`"]
+    );
+}
+
+#[test]
+fn a_misspelt_field_should_be_answered_with_did_you_mean() {
+    assert_eq!(
+        problems("name: a\nowner: b\ndescripton: hi\n"),
+        ["project.yaml:3:1: descripton: unknown field, did you mean `description`? (expected one of name, owner, description, lifecycle, tags, links, labels)"]
     );
 }
 

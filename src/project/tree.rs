@@ -232,13 +232,43 @@ impl Builder {
     }
 }
 
+impl Builder {
+    /// The parser's error in plain words where a likelier cause is known: a
+    /// `[` or `{` opened on an earlier line and never closed makes the
+    /// parser stumble on some later line, so the error points at the
+    /// bracket instead.
+    fn explain(&self, text: &str, error: ScanError) -> LoadError {
+        let error = LoadError::from(error);
+        let unclosed = self.stack.iter().rev().find_map(|open| {
+            let pos = self.nodes[open.id].pos;
+            let opener = text
+                .lines()
+                .nth(pos.line.checked_sub(1)?)?
+                .chars()
+                .nth(pos.column.checked_sub(1)?)?;
+            (pos.line < error.pos.line).then_some((pos, opener))
+        });
+        match unclosed {
+            Some((pos, '[')) => LoadError {
+                pos,
+                message: "this `[` is never closed: a list in brackets ends with `]`".into(),
+            },
+            Some((pos, '{')) => LoadError {
+                pos,
+                message: "this `{` is never closed: a mapping in braces ends with `}`".into(),
+            },
+            _ => error,
+        }
+    }
+}
+
 /// Parses `text` into a tree, stopping at the first syntax error or limit.
 pub(crate) fn load(text: &str) -> Result<Tree, LoadError> {
     let mut parser = Parser::new_from_str(text);
     let mut builder = Builder::default();
     let mut documents = 0usize;
     while let Some(next) = parser.next_event() {
-        let (event, span) = next?;
+        let (event, span) = next.map_err(|error| builder.explain(text, error))?;
         match event {
             Event::StreamStart | Event::DocumentEnd | Event::Nothing => {}
             Event::StreamEnd => break,
@@ -320,6 +350,29 @@ mod tests {
             panic!("root is not a mapping")
         };
         assert_eq!(scalar(&tree, entries[1].1).0, "hello");
+    }
+
+    #[test]
+    fn load_should_point_at_a_bracket_left_open_on_an_earlier_line() {
+        let error = load("name: a\nowner: b\ntags: [x, y\ndescription: hi\n").unwrap_err();
+        assert_eq!(error.pos, Pos { line: 3, column: 7 });
+        assert_eq!(
+            error.message,
+            "this `[` is never closed: a list in brackets ends with `]`"
+        );
+        let error = load("name: a\nlabels: {team: x\nowner: b\n").unwrap_err();
+        assert_eq!(error.pos, Pos { line: 2, column: 9 });
+        assert!(
+            error.message.starts_with("this `{` is never closed"),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn load_should_keep_the_parser_error_when_no_bracket_is_left_open() {
+        let error = load("name: a\nowner: b: c\n").unwrap_err();
+        assert_eq!(error.pos.line, 2);
+        assert!(!error.message.contains("never closed"), "{error:?}");
     }
 
     #[test]

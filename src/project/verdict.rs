@@ -4,11 +4,13 @@
 
 use serde_json::{json, Value};
 
+use super::invisible::escape_invisible;
 use super::preview::{plural, Preview, Snapshot};
 use super::{name_positions, parse, Problem, ProjectFile, MORE_PREFIX};
 
-/// GitHub's limit on a check run's `output.summary`, in characters.
-pub const MAX_SUMMARY_CHARS: usize = 65_535;
+/// GitHub's limit on a check run's `output.summary` and `output.text`, in
+/// bytes (GitHub counts bytes: 65,535 characters of CJK text are refused).
+pub const MAX_SUMMARY_BYTES: usize = 65_535;
 
 /// The project file at the evaluated commit, as read from GitHub.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,8 +79,34 @@ pub struct Verdict {
     pub annotations: Vec<Value>,
 }
 
-/// Decides the check run for `parsed` at commit `sha` against `registry`.
+/// Decides the check run for `parsed` at commit `sha` against `registry`,
+/// with the file's invisible characters shown escaped
+/// ([`escape_invisible`]) and the summary within GitHub's byte limit.
 pub fn evaluate(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -> Verdict {
+    let verdict = decide(project_file, sha, parsed, registry);
+    Verdict {
+        conclusion: verdict.conclusion,
+        title: escape_invisible(&verdict.title).into_owned(),
+        summary: clip_summary(escape_invisible(&verdict.summary).into_owned()),
+        annotations: verdict
+            .annotations
+            .into_iter()
+            .map(escape_annotation)
+            .collect(),
+    }
+}
+
+/// An annotation's message with its invisible characters escaped.
+pub fn escape_annotation(mut annotation: Value) -> Value {
+    if let Some(message) = annotation.get("message").and_then(Value::as_str) {
+        if let std::borrow::Cow::Owned(escaped) = escape_invisible(message) {
+            annotation["message"] = Value::String(escaped);
+        }
+    }
+    annotation
+}
+
+fn decide(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -> Verdict {
     let short = sha.get(..7).unwrap_or(sha);
     match parsed {
         Parsed::CommitGone => Verdict {
@@ -210,17 +238,17 @@ fn annotation(problem: &Problem) -> Value {
     value
 }
 
-/// Cuts a summary to GitHub's limit at a line, saying that it was cut.
+/// Cuts a summary to GitHub's limit in bytes at a line, saying that it was
+/// cut.
 pub fn clip_summary(summary: String) -> String {
-    if summary.chars().count() <= MAX_SUMMARY_CHARS {
+    if summary.len() <= MAX_SUMMARY_BYTES {
         return summary;
     }
     const NOTE: &str = "\n… (cut: the full list is longer than GitHub shows)\n";
-    let budget = MAX_SUMMARY_CHARS - NOTE.chars().count();
-    let end = summary
-        .char_indices()
-        .nth(budget)
-        .map_or(summary.len(), |(i, _)| i);
+    let mut end = MAX_SUMMARY_BYTES - NOTE.len();
+    while !summary.is_char_boundary(end) {
+        end -= 1;
+    }
     let head = &summary[..end];
     let cut = head.rfind('\n').unwrap_or(end);
     format!("{}{NOTE}", &summary[..cut])
@@ -307,7 +335,47 @@ mod tests {
     fn a_long_summary_should_be_cut_to_githubs_limit_at_a_line() {
         let long: String = (0..20_000).map(|k| format!("line {k}\n")).collect();
         let cut = clip_summary(long);
-        assert!(cut.chars().count() <= MAX_SUMMARY_CHARS);
+        assert!(cut.len() <= MAX_SUMMARY_BYTES);
         assert!(cut.ends_with("longer than GitHub shows)\n"));
+    }
+
+    #[test]
+    fn a_summary_of_cjk_text_should_be_cut_by_bytes_at_a_line() {
+        // 3 bytes a character: 30,000 characters are 90,000 bytes.
+        let long: String = (0..3_000)
+            .map(|_| format!("{}\n", "漢".repeat(9)))
+            .collect();
+        assert!(long.chars().count() < MAX_SUMMARY_BYTES);
+        let cut = clip_summary(long.clone());
+        assert!(cut.len() <= MAX_SUMMARY_BYTES, "{} bytes", cut.len());
+        assert!(cut.ends_with("longer than GitHub shows)\n"));
+        let kept = cut.trim_end_matches(|c| c != '…').trim_end_matches('…');
+        assert!(long.starts_with(kept.trim_end_matches('\n')));
+        assert!(
+            kept.trim_end_matches('\n').ends_with(&"漢".repeat(9)),
+            "cut at a line"
+        );
+    }
+
+    #[test]
+    fn invisible_characters_should_reach_github_escaped() {
+        let text = "name: a\nowner: b\ndescription: \"x\u{202E}y\u{200B}\"\nbad\u{2066}: 1\n";
+        let verdict = run(text, &Snapshot::default());
+        assert_eq!(verdict.conclusion, "failure");
+        let message = verdict.annotations[0]["message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(message.contains("bad\\u{2066}"), "{message}");
+        assert!(
+            verdict.summary.contains("bad\\u{2066}"),
+            "{}",
+            verdict.summary
+        );
+        let valid = run(
+            "name: a\nowner: b\ndescription: \"x\u{202E}y\"\n",
+            &Snapshot::default(),
+        );
+        assert!(valid.summary.contains("x\\u{202E}y"), "{}", valid.summary);
+        assert!(!valid.summary.contains('\u{202E}'));
     }
 }

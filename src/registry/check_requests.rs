@@ -23,6 +23,9 @@ pub struct CheckRequest {
     pub installation_id: i64,
     pub owner: String,
     pub name: String,
+    /// Whether the repository is public: its checks then name no
+    /// repository that is not known to be public too.
+    pub public: bool,
 }
 
 impl CheckRequest {
@@ -47,6 +50,7 @@ pub struct ClaimedRequest {
     pub name: String,
     pub requested_at: DateTime<Utc>,
     pub attempts: i32,
+    pub public: bool,
 }
 
 /// Stores the requests (the latest head wins) on the caller's transaction,
@@ -71,13 +75,16 @@ pub async fn request_checks(
     let installations: Vec<i64> = unique.values().map(|r| r.installation_id).collect();
     let owners: Vec<&str> = unique.values().map(|r| r.owner.as_str()).collect();
     let names: Vec<&str> = unique.values().map(|r| r.name.as_str()).collect();
+    let public: Vec<bool> = unique.values().map(|r| r.public).collect();
     sqlx::query(
-        "insert into check_requests (repo_id, key, pull_request, head_sha, installation_id, owner, name)
-         select * from unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[], $7::text[])
+        "insert into check_requests (repo_id, key, pull_request, head_sha, installation_id, owner,
+                                     name, public)
+         select * from unnest($1::bigint[], $2::text[], $3::int[], $4::text[], $5::bigint[],
+                              $6::text[], $7::text[], $8::bool[])
          order by 1, 2
          on conflict (repo_id, key) do update set
              head_sha = excluded.head_sha, installation_id = excluded.installation_id,
-             owner = excluded.owner, name = excluded.name,
+             owner = excluded.owner, name = excluded.name, public = excluded.public,
              requested_at = clock_timestamp(), not_before = now(), attempts = 0, last_error = null",
     )
     .bind(ids)
@@ -87,6 +94,18 @@ pub async fn request_checks(
     .bind(installations)
     .bind(owners)
     .bind(names)
+    .bind(&public)
+    .execute(&mut *conn)
+    .await?;
+    let repos: std::collections::BTreeMap<i64, bool> =
+        unique.iter().map(|((id, _), r)| (id.0, r.public)).collect();
+    sqlx::query(
+        "insert into repo_visibility (repo_id, public)
+         select * from unnest($1::bigint[], $2::bool[])
+         on conflict (repo_id) do update set public = excluded.public, seen_at = now()",
+    )
+    .bind(repos.keys().copied().collect::<Vec<_>>())
+    .bind(repos.values().copied().collect::<Vec<_>>())
     .execute(&mut *conn)
     .await?;
     sqlx::query("select pg_notify('roster_checks', 'evaluate')")
@@ -95,22 +114,33 @@ pub async fn request_checks(
     Ok(())
 }
 
-/// Claims up to `limit` due requests for `lease`.
+/// The least time between two evaluations of one pull request (or commit):
+/// a flood of pushes to one pull request costs one evaluation a minute.
+pub const EVALUATION_SPACING: Duration = Duration::from_secs(60);
+
+/// Claims up to `limit` due requests for `lease`, leaving those whose
+/// pull request was evaluated less than `spacing` ago.
 pub async fn claim_requests(
     pool: &PgPool,
     limit: i64,
     lease: Duration,
+    spacing: Duration,
 ) -> Result<Vec<ClaimedRequest>, RegistryError> {
     Ok(sqlx::query_as(
         "update check_requests c set not_before = now() + make_interval(secs => $2)
-         from (select repo_id, key from check_requests where not_before <= now()
-               order by not_before limit $1 for update skip locked) due
+         from (select r.repo_id, r.key from check_requests r
+               where r.not_before <= now()
+                 and not exists (select 1 from check_evaluations e
+                                 where e.repo_id = r.repo_id and e.key = r.key
+                                   and e.at > now() - make_interval(secs => $3))
+               order by r.not_before limit $1 for update of r skip locked) due
          where c.repo_id = due.repo_id and c.key = due.key
          returning c.repo_id, c.key, c.pull_request, c.head_sha, c.installation_id, c.owner,
-                   c.name, c.requested_at, c.attempts",
+                   c.name, c.requested_at, c.attempts, c.public",
     )
     .bind(limit)
     .bind(lease.as_secs_f64())
+    .bind(spacing.as_secs_f64())
     .fetch_all(pool)
     .await?)
 }
@@ -133,6 +163,18 @@ pub async fn answer_request(
         .bind(request.requested_at)
         .execute(&mut *tx)
         .await?;
+    // Remembered for the spacing of evaluations; the repository's older
+    // rows, past any spacing, are dropped on the way.
+    sqlx::query(
+        "with old as (delete from check_evaluations
+                      where repo_id = $1 and key <> $2 and at < now() - interval '1 hour')
+         insert into check_evaluations (repo_id, key) values ($1, $2)
+         on conflict (repo_id, key) do update set at = now()",
+    )
+    .bind(request.repo_id)
+    .bind(&request.key)
+    .execute(&mut *tx)
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -154,6 +196,25 @@ pub async fn request_failed(
     .bind(super::clip::clip(error, 2048).into_owned())
     .bind(wait.as_secs_f64())
     .bind(request.requested_at)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Puts a request off for `wait` without counting an attempt: the budget
+/// it would spend is held for the sync until then.
+pub async fn defer_request(
+    pool: &PgPool,
+    request: &ClaimedRequest,
+    wait: Duration,
+) -> Result<(), RegistryError> {
+    sqlx::query(
+        "update check_requests set not_before = now() + make_interval(secs => $3)
+         where repo_id = $1 and key = $2",
+    )
+    .bind(request.repo_id)
+    .bind(&request.key)
+    .bind(wait.as_secs_f64())
     .execute(pool)
     .await?;
     Ok(())

@@ -211,6 +211,21 @@ pub async fn mark_failed(
     Ok(())
 }
 
+/// Puts a post off for `wait` without counting an attempt (the budget is
+/// held for the sync, or the installation's turn to write is far away).
+pub async fn defer_post(pool: &PgPool, due: &DuePost, wait: Duration) -> Result<(), RegistryError> {
+    sqlx::query(
+        "update check_runs set not_before = now() + make_interval(secs => $3)
+         where repo_id = $1 and sha = $2",
+    )
+    .bind(due.repo_id)
+    .bind(&due.sha)
+    .bind(wait.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Records that GitHub refused the run for good (422): it is not tried
 /// again unless a later evaluation changes what it says.
 pub async fn mark_refused(
@@ -293,6 +308,11 @@ pub struct CheckJson {
     pub conclusion: String,
     pub title: String,
     pub at: DateTime<Utc>,
+    /// Whether GitHub has accepted what this evaluation says: false while
+    /// the post waits, and when GitHub refused it (then `post_error` says
+    /// why), so a run GitHub never showed is not taken for its conclusion.
+    pub posted: bool,
+    pub post_error: Option<String>,
 }
 
 /// Most checks shown with a repository.
@@ -301,7 +321,9 @@ pub const RECENT_CHECKS: i64 = 20;
 /// The repository's checks, newest first, at most [`RECENT_CHECKS`].
 pub async fn recent_checks(pool: &PgPool, repo: RepoId) -> Result<Vec<CheckJson>, RegistryError> {
     Ok(sqlx::query_as(
-        "select sha, pull_request, conclusion, title, evaluated_at as at from check_runs
+        "select sha, pull_request, conclusion, title, evaluated_at as at,
+                (not pending and last_error is null) as posted, last_error as post_error
+         from check_runs
          where repo_id = $1 order by evaluated_at desc, sha limit $2",
     )
     .bind(repo)

@@ -36,6 +36,16 @@ impl RegistryReader {
         snapshot(&mut self.tx, repo, names).await
     }
 
+    /// [`Self::snapshot`] as a public repository's check may show it: an
+    /// owner not known to be public too reads [`UNNAMED_OWNER`].
+    pub async fn snapshot_for_public(
+        &mut self,
+        repo: RepoId,
+        names: &[String],
+    ) -> Result<Snapshot, RegistryError> {
+        snapshot_seen_by(&mut self.tx, repo, names, true).await
+    }
+
     /// Ends the transaction (it wrote nothing, so nothing is lost).
     pub async fn finish(self) -> Result<(), RegistryError> {
         self.tx.rollback().await?;
@@ -49,6 +59,18 @@ pub(crate) async fn snapshot(
     conn: &mut PgConnection,
     repo: RepoId,
     names: &[String],
+) -> Result<Snapshot, RegistryError> {
+    snapshot_seen_by(conn, repo, names, false).await
+}
+
+/// How a public repository's check names an owner that may not be public.
+pub const UNNAMED_OWNER: &str = "another repository of the organisation";
+
+async fn snapshot_seen_by(
+    conn: &mut PgConnection,
+    repo: RepoId,
+    names: &[String],
+    public_reader: bool,
 ) -> Result<Snapshot, RegistryError> {
     type EntryRow = (
         String,
@@ -80,12 +102,13 @@ pub(crate) async fn snapshot(
             },
         )
         .collect();
-    let taken: Vec<(String, String)> = if names.is_empty() {
+    let taken: Vec<(String, String, bool)> = if names.is_empty() {
         Vec::new()
     } else {
         sqlx::query_as(
-            "select e.name, r.owner || '/' || r.name as owner_repo
+            "select e.name, r.owner || '/' || r.name as owner_repo, coalesce(v.public, false)
              from entries e join repositories r on r.id = e.repo_id
+             left join repo_visibility v on v.repo_id = e.repo_id
              where e.name = any($1::text[]) and e.repo_id <> $2
              order by e.name",
         )
@@ -96,7 +119,14 @@ pub(crate) async fn snapshot(
     };
     let taken = taken
         .into_iter()
-        .map(|(name, owner_repo)| OwnedElsewhere { name, owner_repo })
+        .map(|(name, owner_repo, owner_public)| OwnedElsewhere {
+            name,
+            owner_repo: if public_reader && !owner_public {
+                UNNAMED_OWNER.to_owned()
+            } else {
+                owner_repo
+            },
+        })
         .collect();
     Ok(Snapshot { entries, taken })
 }

@@ -8,7 +8,6 @@
 mod conversion;
 mod key;
 mod manifest;
-mod mode;
 mod pages;
 pub mod print_env;
 mod routes;
@@ -18,5 +17,5 @@ pub mod store;
 
 pub use key::{random_hex, KeyError, SecretKey, KEY_FILE};
 pub use manifest::{manifest_json, PublicUrl};
-pub use mode::{app_or_setup, app_settings, secret_key};
+pub use routes::{router, SetupState};
 pub use state::{issue as issue_state, verify as verify_state};

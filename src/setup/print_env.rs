@@ -5,34 +5,34 @@ use sqlx::PgPool;
 
 use super::key::SecretKey;
 use super::store::{self, StoreError, StoredApp};
-use crate::config::ConfigError;
 
 /// Why nothing was printed.
 #[derive(Debug, thiserror::Error)]
 pub enum PrintEnvError {
     #[error("no GitHub App is stored: run `roster serve` and open the setup address it logs")]
     NoApp,
-    #[error(transparent)]
-    Config(#[from] ConfigError),
+    /// A setting is missing or wrong: the setting's name and what.
+    #[error("{0}: {1}")]
+    Setting(&'static str, String),
 }
 
 /// The stored App's lines, read with `key`.
 pub async fn render(pool: &PgPool, key: Option<&SecretKey>) -> Result<String, PrintEnvError> {
-    let database = |e: sqlx::Error| ConfigError::new("DATABASE_URL", e.to_string());
+    let database = |e: sqlx::Error| PrintEnvError::Setting("DATABASE_URL", e.to_string());
     if !store::app_exists(pool).await.map_err(database)? {
         return Err(PrintEnvError::NoApp);
     }
     let key = key.ok_or_else(|| {
-        ConfigError::new(
+        PrintEnvError::Setting(
             "ROSTER_SECRET_KEY",
-            "required to read the GitHub App stored by setup",
+            "required to read the GitHub App stored by setup".into(),
         )
     })?;
     match store::load_app(pool, key).await {
         Ok(Some(app)) => Ok(lines(&app)),
         Ok(None) => Err(PrintEnvError::NoApp),
-        Err(StoreError::Db(e)) => Err(database(e).into()),
-        Err(e) => Err(ConfigError::new("ROSTER_SECRET_KEY", e.to_string()).into()),
+        Err(StoreError::Db(e)) => Err(database(e)),
+        Err(e) => Err(PrintEnvError::Setting("ROSTER_SECRET_KEY", e.to_string())),
     }
 }
 

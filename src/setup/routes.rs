@@ -1,6 +1,6 @@
-//! The routes of setup mode: the probes, the setup page, the manifest form
-//! and GitHub's callback. Everything else answers 503: Roster has no App
-//! yet.
+//! The routes of setup mode: readiness, the setup page, the manifest form
+//! and GitHub's callback (the server adds `/healthz` and the stylesheet).
+//! Everything else answers 503: Roster has no App yet.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,6 @@ use super::manifest::{check_org, manifest_json, PublicUrl};
 use super::pages::{page, problem, GithubPage, SetupPage};
 use super::state;
 use super::store::{self, StateUse};
-use crate::web::{assets, health};
 
 /// What the setup routes share.
 #[derive(Clone)]
@@ -53,9 +52,7 @@ const RESTART_HINT: &str = "Start again from the setup address in Roster's log."
 /// The router of setup mode.
 pub fn router(state: SetupState) -> Router {
     Router::new()
-        .route("/healthz", get(health::healthz))
         .route("/readyz", get(readyz))
-        .route("/static/roster.css", get(assets::stylesheet))
         .route("/setup", get(show).post(submit))
         .route("/setup/callback", get(callback))
         .fallback(waiting)

@@ -14,6 +14,7 @@ mod auth;
 pub mod client;
 mod dashboard;
 pub mod error;
+pub(crate) mod escape;
 mod extract;
 pub mod forwarded;
 pub(crate) mod health;

@@ -140,6 +140,28 @@ impl Browser {
             .await;
     }
 
+    /// A PNG of the page as it is, `width` by `height` CSS pixels.
+    pub async fn screenshot(&mut self, width: u32, height: u32) -> Vec<u8> {
+        use base64::Engine;
+        let session = self.session.clone();
+        self.call(
+            Some(&session),
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": width, "height": height, "deviceScaleFactor": 1, "mobile": false }),
+        )
+        .await;
+        let shot = self
+            .call(
+                Some(&session),
+                "Page.captureScreenshot",
+                json!({ "format": "png" }),
+            )
+            .await;
+        base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap_or_default())
+            .expect("a base64 PNG")
+    }
+
     /// The value of `expression` in the page; `None` while there is no
     /// page to ask (between two documents) or it throws.
     pub async fn eval(&mut self, expression: &str) -> Option<Value> {

@@ -85,4 +85,19 @@ fn set_repository(repo: &mut Value, id: i64, owner: &str, name: &str) {
     repo["full_name"] = json!(format!("{owner}/{name}"));
     repo["owner"]["login"] = json!(owner);
     repo["default_branch"] = json!("main");
+    // An organisation's repository; `make_public` turns a payload public.
+    repo["private"] = json!(true);
+    repo["visibility"] = json!("private");
+}
+
+/// `body` (a payload of this module) with its repository public.
+pub fn make_public(body: &[u8]) -> Vec<u8> {
+    let mut value: Value = serde_json::from_slice(body).unwrap_or_default();
+    for pointer in ["/repository", "/pull_request/base/repo"] {
+        if let Some(repo) = value.pointer_mut(pointer).filter(|r| r.is_object()) {
+            repo["private"] = json!(false);
+            repo["visibility"] = json!("public");
+        }
+    }
+    value.to_string().into_bytes()
 }

@@ -1,7 +1,12 @@
 //! A notification target on loopback: records every POST it receives
 //! (headers, body, whether the signature checks out) and answers as told,
 //! to stand for healthy, failing, slow, hanging or redirecting receivers.
+//! It verifies as docs/notification-receiver.md says a receiver should:
+//! the signature over delivery, timestamp and body, a timestamp at most 5
+//! minutes old (401 otherwise), and each `seq` applied once (a repeat is
+//! acknowledged, not applied again).
 
+use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -29,22 +34,39 @@ pub enum Behaviour {
     Redirect,
 }
 
+/// Oldest `X-Roster-Timestamp` accepted, in seconds from now.
+pub const MAX_AGE_SECS: i64 = 300;
+
 /// One POST as received.
 #[derive(Debug, Clone)]
 pub struct Received {
     pub delivery: String,
     pub seq: i64,
+    /// `X-Roster-Timestamp` as sent.
+    pub timestamp: String,
+    /// `X-Roster-Signature-256` as sent.
+    pub signature: String,
+    /// `X-Roster-Signature-256` checks out over delivery, timestamp, body.
     pub signature_ok: bool,
+    /// `X-Roster-Body-Signature-256` checks out over the body alone.
+    pub body_signature_ok: bool,
+    /// The timestamp is at most [`MAX_AGE_SECS`] from now.
+    pub fresh: bool,
+    /// The raw body.
+    pub raw: Vec<u8>,
     pub body: serde_json::Value,
     pub at: Instant,
     /// Whether it was answered 2xx.
     pub acknowledged: bool,
+    /// Whether its change was applied now (not a repeat, not refused).
+    pub applied: bool,
 }
 
 struct Inner {
     behaviour: Mutex<Behaviour>,
     secret: String,
     received: Mutex<Vec<Received>>,
+    applied: Mutex<BTreeSet<i64>>,
     count: watch::Sender<usize>,
 }
 
@@ -61,6 +83,7 @@ impl Receiver {
             behaviour: Mutex::new(behaviour),
             secret: secret.to_owned(),
             received: Mutex::new(Vec::new()),
+            applied: Mutex::new(BTreeSet::new()),
             count: watch::channel(0).0,
         });
         let app = Router::new()
@@ -81,6 +104,15 @@ impl Receiver {
 
     pub fn set(&self, behaviour: Behaviour) {
         *self.inner.behaviour.lock().expect("lock") = behaviour;
+    }
+
+    /// How many times the change `seq` was applied (once, whatever was
+    /// replayed).
+    pub fn applied(&self, seq: i64) -> usize {
+        self.received()
+            .iter()
+            .filter(|r| r.applied && r.seq == seq)
+            .count()
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -135,7 +167,20 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
             .unwrap_or_default()
             .to_owned()
     };
-    let expected = roster::notify::sign::signature(inner.secret.as_bytes(), &body);
+    let delivery = text("x-roster-delivery");
+    let timestamp = text("x-roster-timestamp");
+    let signature = text("x-roster-signature-256");
+    let secret = inner.secret.as_bytes();
+    let signature_ok = timestamp
+        .parse::<i64>()
+        .is_ok_and(|ts| signature == roster::notify::sign::signature(secret, &delivery, ts, &body));
+    let body_signature_ok =
+        text("x-roster-body-signature-256") == roster::notify::sign::body_signature(secret, &body);
+    let now = chrono::Utc::now().timestamp();
+    let fresh = timestamp
+        .parse::<i64>()
+        .is_ok_and(|ts| (now - ts).abs() <= MAX_AGE_SECS);
+    let seq: i64 = text("x-roster-seq").parse().unwrap_or(-1);
     let behaviour = *inner.behaviour.lock().expect("lock");
     let earlier = inner.received.lock().expect("lock").len();
     let (status, pause) = match behaviour {
@@ -150,13 +195,26 @@ async fn receive(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Byte
     if let Some(pause) = pause {
         tokio::time::sleep(pause).await;
     }
+    let status = if status.is_success() && !(signature_ok && fresh) {
+        StatusCode::UNAUTHORIZED
+    } else {
+        status
+    };
+    // A repeat is acknowledged (it was applied before) but not applied.
+    let applied = status.is_success() && inner.applied.lock().expect("lock").insert(seq);
     let record = Received {
-        delivery: text("x-roster-delivery"),
-        seq: text("x-roster-seq").parse().unwrap_or(-1),
-        signature_ok: text("x-roster-signature-256") == expected,
+        delivery,
+        seq,
+        timestamp,
+        signature,
+        signature_ok,
+        body_signature_ok,
+        fresh,
+        raw: body.to_vec(),
         body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
         at: Instant::now(),
         acknowledged: status.is_success(),
+        applied,
     };
     inner.received.lock().expect("lock").push(record);
     inner.count.send_modify(|n| *n += 1);

@@ -4,15 +4,30 @@
 use crate::controller::queue::Claim;
 use crate::source::RepoId;
 
-/// Up to `$3` ready rows at once, as `CLAIM` takes one.
+/// Up to `$3` ready rows at once, in claim order: `$4` of them from the
+/// listing work (trigger 1, `Trigger::Listing`) that has waited longest,
+/// the rest from every other trigger first, then listing work. With `$5`,
+/// only rows that need a read (no hint).
 pub(super) const CLAIM_MANY: &str = concat!(
     "
-WITH picked AS (
+WITH fair AS (
+    SELECT repo_id FROM queue
+    WHERE trigger = 1 AND not_before <= now()
+      AND (claimed_by IS NULL OR claimed_until <= now())
+      AND (hint IS NULL OR NOT $5)
+    ORDER BY trigger = 1, not_before
+    LIMIT $4
+    FOR UPDATE SKIP LOCKED
+), ranked AS (
     SELECT repo_id FROM queue
     WHERE not_before <= now() AND (claimed_by IS NULL OR claimed_until <= now())
-    ORDER BY not_before
-    LIMIT $3
+      AND (hint IS NULL OR NOT $5)
+      AND repo_id NOT IN (SELECT repo_id FROM fair)
+    ORDER BY trigger = 1, not_before
+    LIMIT $3 - (SELECT count(*) FROM fair)
     FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT repo_id FROM fair UNION ALL SELECT repo_id FROM ranked
 )
 UPDATE queue q SET
     claimed_by = $1,

@@ -45,7 +45,7 @@ impl EnqueueRows {
         let mut merged: BTreeMap<i64, (Option<Vec<u8>>, Trigger)> = BTreeMap::new();
         for Enqueue { key, hint, trigger } in items {
             let row = match merged.remove(&key.0) {
-                Some((pending, was)) => (merge_hint(pending, hint), was.max(trigger)),
+                Some((pending, was)) => (merge_hint(pending, hint), was.merge(trigger)),
                 None => (hint, trigger),
             };
             merged.insert(key.0, row);
@@ -104,7 +104,8 @@ impl Part for EnqueueRows {
 
 /// One upsert per id. A claimed row is marked to run again (its trigger
 /// belongs to the next run); a waiting row keeps the most telling trigger
-/// and becomes ready now. A row the upsert would leave as it is (ready, or
+/// (`Trigger::merge`: the larger code, except that a listing's, 1, yields
+/// to any other) and becomes ready now. A row the upsert would leave as it is (ready, or
 /// claimed and already marked to run again, with a trigger as telling and
 /// no hint) is skipped before the upsert, which would lock it: a burst of
 /// pushes to one repository costs an index lookup each, and concurrent
@@ -115,12 +116,15 @@ const ENQUEUE: &str = "
 INSERT INTO queue AS q (repo_id, hint, trigger)
 SELECT id, hint, trigger FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[])
     AS batch(id, hint, trigger)
-WHERE (SELECT w.hint IS NULL AND w.trigger >= batch.trigger
+WHERE (SELECT w.hint IS NULL
+              AND (batch.trigger = 1 OR (w.trigger <> 1 AND w.trigger >= batch.trigger))
               AND CASE WHEN w.claimed_by IS NULL THEN w.not_before <= now() ELSE w.rerun END
        FROM queue w WHERE w.repo_id = batch.id) IS NOT TRUE
 ON CONFLICT (repo_id) DO UPDATE SET
     trigger = CASE
         WHEN q.claimed_by IS NOT NULL AND NOT q.rerun THEN EXCLUDED.trigger
+        WHEN q.trigger = 1 THEN EXCLUDED.trigger
+        WHEN EXCLUDED.trigger = 1 THEN q.trigger
         ELSE GREATEST(q.trigger, EXCLUDED.trigger)
     END,
     hint = CASE

@@ -3,27 +3,6 @@
 use super::batch::{ids_and_tokens, CLAIM_MANY, DONE_MANY_AGAIN, DONE_MANY_DELETE, RENEW_MANY};
 use super::*;
 
-/// Ready rows: due, and unclaimed or with a lease that ran out.
-const CLAIM: &str = concat!(
-    "
-UPDATE queue SET
-    claimed_by = $1,
-    claim_token = gen_random_uuid()::text,
-    claimed_until = now() + make_interval(secs => $2),
-    rerun = false
-WHERE repo_id = (
-    SELECT repo_id FROM queue
-    WHERE not_before <= now() AND (claimed_by IS NULL OR claimed_until <= now())
-    ORDER BY not_before
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-)
-AND ",
-    no_wait!(),
-    "
-RETURNING repo_id, attempts, hint, trigger, claim_token"
-);
-
 /// The assignments that end a claim.
 const UNCLAIM: &str = "claimed_by = NULL, claim_token = NULL, claimed_until = NULL, rerun = false";
 
@@ -37,6 +16,36 @@ fn claim_of((id, attempts, hint, trigger, token): ClaimRow) -> Claim<RepoId> {
         hint,
         trigger: Trigger::from_code(trigger),
         token,
+    }
+}
+
+impl PgQueue {
+    /// Up to `max` ready rows in claim order (with `reads`, only rows
+    /// without a hint); of every ten claims this handle takes, one goes to
+    /// the listing work that has waited longest.
+    async fn claim_ordered(
+        &self,
+        worker: &str,
+        max: usize,
+        reads: bool,
+    ) -> Result<Vec<Claim<RepoId>>, QueueError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let max = u64::try_from(max).unwrap_or(u64::MAX);
+        let taken = self.claims.load(Ordering::Relaxed);
+        let fair = (taken.saturating_add(max) / 10).saturating_sub(taken / 10);
+        let rows: Vec<ClaimRow> = sqlx::query_as(CLAIM_MANY)
+            .bind(worker)
+            .bind(seconds(self.lease))
+            .bind(i64::try_from(max).unwrap_or(i64::MAX))
+            .bind(i64::try_from(fair).unwrap_or(i64::MAX))
+            .bind(reads)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        self.claims.fetch_add(rows.len() as u64, Ordering::Relaxed);
+        Ok(rows.into_iter().map(claim_of).collect())
     }
 }
 
@@ -55,27 +64,19 @@ impl WorkQueue for PgQueue {
     }
 
     async fn claim(&self, worker: &str) -> Result<Option<Claim<RepoId>>, QueueError> {
-        let row: Option<ClaimRow> = sqlx::query_as(CLAIM)
-            .bind(worker)
-            .bind(seconds(self.lease))
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(row.map(claim_of))
+        Ok(self.claim_ordered(worker, 1, false).await?.pop())
     }
 
     async fn claim_many(&self, worker: &str, max: usize) -> Result<Vec<Claim<RepoId>>, QueueError> {
-        if max == 0 {
-            return Ok(Vec::new());
-        }
-        let rows: Vec<ClaimRow> = sqlx::query_as(CLAIM_MANY)
-            .bind(worker)
-            .bind(seconds(self.lease))
-            .bind(i64::try_from(max).unwrap_or(i64::MAX))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db)?;
-        Ok(rows.into_iter().map(claim_of).collect())
+        self.claim_ordered(worker, max, false).await
+    }
+
+    async fn claim_reads(
+        &self,
+        worker: &str,
+        max: usize,
+    ) -> Result<Vec<Claim<RepoId>>, QueueError> {
+        self.claim_ordered(worker, max, true).await
     }
 
     async fn renew_many(&self, claims: &[Claim<RepoId>]) -> Result<Vec<bool>, QueueError> {

@@ -5,6 +5,7 @@
 //! rest of the server never sees a raw payload. A payload that lacks a
 //! needed field is an error, never a panic.
 
+mod directory;
 mod installation;
 mod payload;
 mod pull_request;
@@ -15,6 +16,7 @@ mod tests;
 
 use super::envelope::Envelope;
 use crate::source::{InstallationId, RepoId, RepoInfo};
+use directory::{parse_membership, parse_organization, parse_team};
 use installation::{parse_installation, parse_installation_repositories};
 use pull_request::{parse_pull_request, parse_rerequest};
 use push::parse_push;
@@ -73,6 +75,20 @@ pub enum InstallationAction {
     NewPermissionsAccepted,
 }
 
+/// An organisation's teams or members changed (`team`, `membership`,
+/// `organization` events): which part of its directory to read again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirectoryChange {
+    /// GitHub's id of the organisation, by which its directory is kept.
+    pub org_id: i64,
+    /// Its login, as the payload says (the new one after a rename).
+    pub login: String,
+    pub teams: bool,
+    pub members: bool,
+    /// The organisation was renamed to `login`.
+    pub renamed: bool,
+}
+
 /// A delivery, as Roster understands it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WebhookEvent {
@@ -113,6 +129,8 @@ pub enum WebhookEvent {
     CheckRequested {
         requests: Vec<crate::registry::check_requests::CheckRequest>,
     },
+    /// The organisation's directory changed.
+    Directory(DirectoryChange),
 }
 
 /// A parsed delivery: the event plus what the delivery log shows about it.
@@ -163,6 +181,9 @@ pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
         "installation_repositories" => parse_installation_repositories(body),
         "pull_request" => parse_pull_request(body),
         "check_suite" | "check_run" => parse_rerequest(event, body),
+        "team" => parse_team(body),
+        "membership" => parse_membership(body),
+        "organization" => parse_organization(body),
         other => Ok(WebhookEvent::Ignored {
             reason: format!("{other} events do not change project files"),
         }),

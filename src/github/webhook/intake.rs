@@ -6,11 +6,12 @@ use std::collections::BTreeSet;
 
 use sqlx::PgConnection;
 
-use super::event::{PayloadRepo, WebhookEvent};
+use super::event::{DirectoryChange, PayloadRepo, WebhookEvent};
 use super::free_push::FreePushes;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::queue::PgQueue;
+use crate::directory::db as directory_db;
 use crate::registry::{check_requests, check_runs, settle_free_pushes, FreePushRows};
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
@@ -132,6 +133,10 @@ pub async fn apply_batch(
         if let Some(installation) = plan.permissions_changed {
             check_runs::clear_denied(&mut *conn, installation.0).await?;
         }
+        if let Some(change) = &plan.directory {
+            intakes.push(ask_directory(&mut *conn, change).await?);
+            continue;
+        }
         intakes.push(Intake::of(&ids, plan.listing, plan.checks.is_empty()));
         checks.extend(plan.checks);
         known.extend(plan.known);
@@ -197,6 +202,7 @@ pub fn direct(events: &[&WebhookEvent]) -> Option<Direct> {
         }
         let needs_more = plan.tracked_of_installation.is_some()
             || plan.permissions_changed.is_some()
+            || plan.directory.is_some()
             || plan.listing
             || !plan.checks.is_empty()
             || plan
@@ -216,6 +222,36 @@ pub fn direct(events: &[&WebhookEvent]) -> Option<Direct> {
             .extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
     }
     Some(direct)
+}
+
+/// Asks for a re-read of an organisation's directory (after recording its
+/// new login, for a rename). An organisation Roster does not know is left
+/// to its installation's listing, which reads it whole.
+async fn ask_directory(
+    conn: &mut PgConnection,
+    change: &DirectoryChange,
+) -> Result<Intake, IntakeError> {
+    let mut known = true;
+    if change.renamed {
+        known = directory_db::rename_in(&mut *conn, change.org_id, &change.login).await?;
+    }
+    if known && (change.teams || change.members) {
+        known =
+            directory_db::request_read_in(&mut *conn, change.org_id, change.teams, change.members)
+                .await?;
+    }
+    Ok(if known {
+        Intake {
+            enqueued: 0,
+            listing_requested: false,
+            ignored: None,
+        }
+    } else {
+        Intake::ignored(format!(
+            "organisation {} ({}) is not known to Roster: its installation's listing reads its teams",
+            change.login, change.org_id
+        ))
+    })
 }
 
 /// A push to the default branch is the most telling event trigger.

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use super::event::{InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent};
+use super::event::{
+    DirectoryChange, InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent,
+};
 use crate::source::{InstallationId, RepoId};
 
 /// What an event asks for, before anything is written.
@@ -27,6 +29,8 @@ pub struct Plan {
     pub checks: Vec<crate::registry::check_requests::CheckRequest>,
     /// The installation whose App permissions changed: checks resume.
     pub permissions_changed: Option<InstallationId>,
+    /// An organisation's directory to read again (or its new login).
+    pub directory: Option<DirectoryChange>,
 }
 
 /// The most repositories one delivery makes known or enqueues itself.
@@ -151,6 +155,10 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             ..Plan::default()
         },
         WebhookEvent::Ignored { reason } => ignore(reason),
+        WebhookEvent::Directory(change) => Plan {
+            directory: Some(change.clone()),
+            ..Plan::default()
+        },
     }
 }
 

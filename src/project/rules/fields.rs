@@ -125,11 +125,7 @@ impl<'t> Walk<'t> {
                     seen_url = true;
                     url = self.url(value, &field);
                 }
-                _ => self.issue(
-                    key_id,
-                    field,
-                    format!("unknown field (expected one of {LINK_FIELDS})"),
-                ),
+                _ => self.issue(key_id, field, unknown_field(key, LINK_FIELDS)),
             }
         }
         for (seen, key) in [(seen_title, "title"), (seen_url, "url")] {

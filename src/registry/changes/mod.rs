@@ -6,6 +6,7 @@
 //!   transaction that takes the `seq`s.
 //! - [`read`]: the feed after a cursor, an entry's history, recently removed
 //!   entries.
+//! - [`stream`]: the whole log newest first, filtered, for the dashboard.
 //! - [`wake`]: wakes long-polling readers when changes commit.
 //! - [`prune`]: retention, in small batches.
 
@@ -13,9 +14,11 @@ mod json;
 pub mod prune;
 pub mod read;
 pub(crate) mod record;
+pub mod stream;
 pub mod wake;
 
 pub use json::{ChangeJson, ChangeKind};
 pub use read::{changes_after, head, history, oldest_kept, recently_removed, Feed, FeedError};
 pub use record::Cause;
+pub use stream::{stream, StreamFilter};
 pub use wake::{ChangeWaker, CHANNEL};

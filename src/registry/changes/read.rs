@@ -33,7 +33,7 @@ pub enum FeedError {
 }
 
 #[derive(sqlx::FromRow)]
-struct ChangeRow {
+pub(super) struct ChangeRow {
     seq: i64,
     at: DateTime<Utc>,
     kind: String,
@@ -66,9 +66,9 @@ impl ChangeRow {
     }
 }
 
-const COLUMNS: &str = "seq, at, kind, name, repo, repo_id, sha, cause, before, after";
+pub(super) const COLUMNS: &str = "seq, at, kind, name, repo, repo_id, sha, cause, before, after";
 
-fn into_json(rows: Vec<ChangeRow>) -> Result<Vec<ChangeJson>, RegistryError> {
+pub(super) fn into_json(rows: Vec<ChangeRow>) -> Result<Vec<ChangeJson>, RegistryError> {
     rows.into_iter().map(ChangeRow::into_json).collect()
 }
 

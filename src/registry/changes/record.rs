@@ -36,6 +36,17 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Every cause, in the order a filter offers them.
+    pub const ALL: [Cause; 7] = [
+        Cause::Push,
+        Cause::Listing,
+        Cause::Resync,
+        Cause::Webhook,
+        Cause::Reconcile,
+        Cause::RepoRemoved,
+        Cause::HoldReleased,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Cause::Push => "push",

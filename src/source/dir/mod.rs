@@ -7,6 +7,8 @@
 mod lister;
 mod open;
 mod storage;
+pub mod teams;
+pub mod teams_file;
 mod watcher;
 
 pub use lister::DirLister;
@@ -26,14 +28,25 @@ pub const LOCAL_OWNER: &str = "local";
 /// can never collide in one registry.
 const ID_FLOOR: u64 = 1 << 50;
 
+/// Ids of local repositories stay below this: 2^53, the largest range of
+/// whole numbers a JavaScript number (a JSON reader's double) holds exactly.
+const ID_CEILING: u64 = 1 << 53;
+
 /// A stable id for a folder name: the same name gives the same id on every
-/// machine and every start.
+/// machine and every start, between 2^50 and 2^53 (migration 0023 moved
+/// the older, wider ids into this range).
 pub fn repo_id(folder: &str) -> RepoId {
     let digest = Sha256::digest(format!("{LOCAL_OWNER}/{folder}").as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
-    let n = u64::from_be_bytes(first) % ((i64::MAX as u64) - ID_FLOOR);
+    let n = u64::from_be_bytes(first) % (ID_CEILING - ID_FLOOR);
     RepoId((ID_FLOOR + n) as i64)
+}
+
+/// Whether an id is a local folder's: GitHub's ids are far below
+/// [`ID_FLOOR`].
+pub fn is_local(id: RepoId) -> bool {
+    u64::try_from(id.0).is_ok_and(|n| n >= ID_FLOOR)
 }
 
 /// The folder a local source reads, and the project file inside each sub-folder.

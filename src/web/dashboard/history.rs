@@ -1,7 +1,8 @@
 //! `GET /projects/{name}/history`: an entry's changes, newest first, each
 //! with its field diff, commit and cause; also after the entry was removed.
-//! `GET /changes`: notification targets (backlog, last error) and the
-//! entries removed most recently, each with its last version.
+//! `GET /changes`: the organisation's change stream (see
+//! [`super::change_stream`]), then notification targets (backlog, last
+//! error) and the entries removed most recently, each with its last version.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -9,12 +10,13 @@ use axum::extract::State;
 use chrono::Utc;
 use serde_json::Value;
 
+use super::change_stream::{self, StreamParams, StreamView};
 use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::notify::outbox::{self, TargetStatus};
 use crate::registry::changes::{self, ChangeJson};
 use crate::web::error::ApiError;
-use crate::web::extract::ApiPath;
+use crate::web::extract::{ApiPath, ApiQuery};
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
@@ -60,7 +62,7 @@ pub struct FieldDiff {
 }
 
 impl ChangeRow {
-    fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
+    pub(super) fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
         let sha = change.sha.clone().unwrap_or_default();
         Self {
             seq: change.seq,
@@ -104,14 +106,30 @@ pub fn field_diff(before: Option<&Value>, after: Option<&Value>) -> Vec<FieldDif
         .collect()
 }
 
-/// A value as one line of text: strings bare, nothing as "—".
+/// A value as one line of text a person reads: strings bare, tags as
+/// `a, b`, links as `title (url)`, labels as `key=value`, nothing as "—";
+/// never JSON.
 fn show(value: &Value) -> String {
     match value {
         Value::Null => "—".to_owned(),
         Value::String(s) => s.clone(),
         Value::Array(a) if a.is_empty() => "—".to_owned(),
         Value::Object(o) if o.is_empty() => "—".to_owned(),
+        Value::Array(items) => items.iter().map(show_item).collect::<Vec<_>>().join(", "),
+        Value::Object(pairs) => pairs
+            .iter()
+            .map(|(key, value)| format!("{key}={}", show(value)))
+            .collect::<Vec<_>>()
+            .join(", "),
         other => other.to_string(),
+    }
+}
+
+/// One item of a list: a link (`{title, url}`) as `title (url)`.
+fn show_item(item: &Value) -> String {
+    match (item.get("title"), item.get("url")) {
+        (Some(Value::String(title)), Some(Value::String(url))) => format!("{title} ({url})"),
+        _ => show(item),
     }
 }
 
@@ -143,6 +161,7 @@ pub async fn entry_history(
 #[template(path = "changes.html")]
 pub struct ChangesTemplate {
     chrome: Chrome,
+    stream: StreamView,
     targets: Vec<TargetRow>,
     removed: Vec<ChangeRow>,
 }
@@ -171,7 +190,10 @@ impl TargetRow {
 pub async fn changes_page(
     State(state): State<AppState>,
     viewer: Viewer,
+    params: Result<ApiQuery<StreamParams>, ApiError>,
 ) -> Result<ChangesTemplate, PageError> {
+    let ApiQuery(params) = params?;
+    let stream = change_stream::load(&state, &params).await?;
     let targets = outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
@@ -180,6 +202,7 @@ pub async fn changes_page(
     let web = state.github_web_url.as_deref();
     Ok(ChangesTemplate {
         chrome: Chrome::for_viewer(viewer),
+        stream,
         targets: targets
             .into_iter()
             .map(|t| TargetRow::new(t, now))
@@ -206,7 +229,46 @@ mod tests {
             .iter()
             .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
             .collect();
-        assert_eq!(shown, vec![("owner", "a", "b"), ("tags", "—", "[\"x\"]")]);
+        assert_eq!(shown, vec![("owner", "a", "b"), ("tags", "—", "x")]);
+    }
+
+    #[test]
+    fn field_diff_should_show_tags_links_and_labels_as_text_not_json() {
+        let before = json!({
+            "tags": ["payments", "pci"],
+            "links": [{"title": "Runbook", "url": "https://wiki/run"}],
+            "labels": {"tier": "1", "team": "pay"},
+        });
+        let after = json!({
+            "tags": ["payments"],
+            "links": [
+                {"title": "Runbook", "url": "https://wiki/run"},
+                {"title": "Docs", "url": "https://docs/pay"}
+            ],
+            "labels": {},
+        });
+        let diff = field_diff(Some(&before), Some(&after));
+        let shown: Vec<(&str, &str, &str)> = diff
+            .iter()
+            .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                ("labels", "team=pay, tier=1", "—"),
+                (
+                    "links",
+                    "Runbook (https://wiki/run)",
+                    "Runbook (https://wiki/run), Docs (https://docs/pay)"
+                ),
+                ("tags", "payments, pci", "payments"),
+            ]
+        );
+        for d in &diff {
+            for text in [&d.before, &d.after] {
+                assert!(!text.contains(['{', '[', '"']), "{text}");
+            }
+        }
     }
 
     #[test]

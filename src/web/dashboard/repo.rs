@@ -43,6 +43,9 @@ pub struct RepoTemplate {
     project_file_href: Option<String>,
     synced_sha: String,
     synced_sha_href: Option<String>,
+    /// A local folder (the `dir:` source): what it syncs is a digest of the
+    /// file, not a commit, and GitHub's checks and deliveries never apply.
+    local: bool,
     last_sync: Option<TimeView>,
     attempts: i32,
     error: Option<String>,
@@ -65,6 +68,8 @@ struct CheckView {
     pull_request: Option<i32>,
     conclusion: String,
     title: String,
+    /// Why GitHub does not have this run: shown instead of the conclusion.
+    post_error: Option<String>,
 }
 
 struct ConflictView {
@@ -244,7 +249,9 @@ pub async fn repo_detail(
     } else {
         None
     };
-    let web = state.github_web_url.as_deref();
+    // A local folder has no page on GitHub, nor commits to link to.
+    let local = crate::source::dir::is_local(repo.id);
+    let web = state.github_web_url.as_deref().filter(|_| !local);
     let full_sha = repo.synced_sha.clone().unwrap_or_default();
     Ok(RepoTemplate {
         chrome: Chrome::new(viewer, &done.map(|Query(d)| d).unwrap_or_default()),
@@ -266,6 +273,7 @@ pub async fn repo_detail(
         ),
         project_file: state.project_file.clone(),
         synced_sha_href: commit_link(web, &repo.full_name, &full_sha),
+        local,
         synced_sha: full_sha,
         last_sync: TimeView::maybe(repo.last_synced_at, now),
         attempts: repo.attempts,
@@ -309,6 +317,7 @@ pub async fn repo_detail(
                 pull_request: c.pull_request,
                 conclusion: c.conclusion,
                 title: c.title,
+                post_error: c.post_error.filter(|_| !c.posted),
             })
             .collect(),
         full_name: repo.full_name,

@@ -2,8 +2,8 @@
 //! creates a run, `PATCH …/check-runs/{id}` updates it (annotations are
 //! added to the ones it has), `GET …/commits/{ref}/check-runs` lists a
 //! commit's runs (`check_name=` filters). Like GitHub, a request with more
-//! than 50 annotations or a summary over 65,535 characters is refused with
-//! 422, a commit the repository does not have too, and an installation
+//! than 50 annotations or a summary or text over 65,535 bytes is refused
+//! with 422, a commit the repository does not have too, and an installation
 //! without `checks: write` gets 403.
 
 use serde_json::{json, Value};
@@ -13,7 +13,8 @@ use super::world::World;
 
 /// GitHub's limits on one request's output.
 pub const MAX_ANNOTATIONS: usize = 50;
-pub const MAX_SUMMARY_CHARS: usize = 65_535;
+/// GitHub counts the summary's and the text's length in bytes.
+pub const MAX_SUMMARY_BYTES: usize = 65_535;
 
 /// A check run as the fake keeps it.
 #[derive(Debug, Clone)]
@@ -136,12 +137,17 @@ fn invalid_output(request: &Value) -> Option<Answer> {
             "Only 50 annotations are allowed per request. Use the update check run endpoint to add more.",
         ));
     }
-    let summary = output.get("summary").and_then(Value::as_str).unwrap_or("");
-    if summary.chars().count() > MAX_SUMMARY_CHARS {
-        return Some(Answer::message(
-            422,
-            "Invalid request. Only 65535 characters are allowed; 65536 were supplied.",
-        ));
+    for field in ["summary", "text"] {
+        let value = output.get(field).and_then(Value::as_str).unwrap_or("");
+        if value.len() > MAX_SUMMARY_BYTES {
+            return Some(Answer::message(
+                422,
+                &format!(
+                    "Invalid request.\n\nFor 'properties/{field}', {} exceeds a maximum bytesize of {MAX_SUMMARY_BYTES}.",
+                    value.len()
+                ),
+            ));
+        }
     }
     if output.get("title").and_then(Value::as_str).is_none() {
         return Some(Answer::message(

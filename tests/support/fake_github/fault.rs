@@ -67,6 +67,13 @@ impl Fault {
         self
     }
 
+    /// Only the directory read's page `page` (1-based, teams or members).
+    pub fn on_directory_page(mut self, page: usize) -> Self {
+        self.route = Some(super::routes::GRAPHQL_DIRECTORY);
+        self.graphql_page = Some(page);
+        self
+    }
+
     pub fn matches(&self, route: &str, page: Option<usize>) -> bool {
         self.times > 0
             && self.route.is_none_or(|r| r == route)

@@ -10,6 +10,7 @@
 //! and `/api/graphql`), see [`FakeGithub::enterprise_settings`].
 
 pub mod checks;
+pub mod directory;
 pub mod fault;
 pub mod graphql;
 pub mod hook_deliveries;
@@ -61,11 +62,16 @@ pub mod routes {
     pub const CHECK_RUN_CREATE: &str = "POST /repos/{owner}/{repo}/check-runs";
     pub const CHECK_RUN_UPDATE: &str = "PATCH /repos/{owner}/{repo}/check-runs/{id}";
     pub const CHECK_RUNS_FOR_REF: &str = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
+    /// The GraphQL reads of an organisation's teams and members.
+    pub const GRAPHQL_DIRECTORY: &str = "POST /graphql (directory)";
 }
 
 /// Whether `route` is one of the GraphQL routes.
 fn is_graphql(route: &str) -> bool {
-    route == routes::GRAPHQL || route == routes::GRAPHQL_READ || route == routes::GRAPHQL_FILE
+    route == routes::GRAPHQL
+        || route == routes::GRAPHQL_READ
+        || route == routes::GRAPHQL_FILE
+        || route == routes::GRAPHQL_DIRECTORY
 }
 
 struct Shared {
@@ -202,8 +208,150 @@ impl FakeGithub {
                 login: login.to_owned(),
                 suspended: false,
                 deleted: false,
+                personal: false,
             },
         );
+    }
+
+    /// An installation on a personal account (no teams).
+    pub fn add_personal_installation(&self, id: i64, login: &str) {
+        self.add_installation(id, login);
+        if let Some(i) = self.shared.world().installations.get_mut(&id) {
+            i.personal = true;
+        }
+    }
+
+    /// Renames an installation's account (its id stays).
+    pub fn rename_account(&self, installation: i64, login: &str) {
+        let mut world = self.shared.world();
+        if let Some(i) = world.installations.get_mut(&installation) {
+            i.login = login.to_owned();
+        }
+        for repo in world
+            .repos
+            .values_mut()
+            .filter(|r| r.installation == installation)
+        {
+            repo.owner = login.to_owned();
+        }
+    }
+
+    /// A new team of `installation`'s organisation; its id.
+    pub fn add_team(&self, installation: i64, slug: &str, secret: bool) -> i64 {
+        let mut world = self.shared.world();
+        let id = world.new_id();
+        let team = directory::Team {
+            id,
+            slug: slug.to_owned(),
+            name: slug.to_owned(),
+            parent: None,
+            secret,
+        };
+        world
+            .directories
+            .entry(installation)
+            .or_default()
+            .teams
+            .insert(id, team);
+        id
+    }
+
+    /// `n` teams `team-0` … at once (large organisations).
+    pub fn add_teams(&self, installation: i64, n: usize) {
+        let mut world = self.shared.world();
+        for i in 0..n {
+            let id = world.new_id();
+            let team = directory::Team {
+                id,
+                slug: format!("team-{i}"),
+                name: format!("Team {i}"),
+                parent: None,
+                secret: false,
+            };
+            world
+                .directories
+                .entry(installation)
+                .or_default()
+                .teams
+                .insert(id, team);
+        }
+    }
+
+    /// Makes `child` a team nested in `parent`.
+    pub fn nest_team(&self, installation: i64, child: i64, parent: i64) {
+        let mut world = self.shared.world();
+        let dir = world.directories.entry(installation).or_default();
+        if let Some(team) = dir.teams.get_mut(&child) {
+            team.parent = Some(parent);
+        }
+    }
+
+    /// The team as GitHub has it now.
+    pub fn team(&self, installation: i64, id: i64) -> Option<directory::Team> {
+        let world = self.shared.world();
+        world
+            .directories
+            .get(&installation)?
+            .teams
+            .get(&id)
+            .cloned()
+    }
+
+    /// Renames a team (its slug follows its name, as on GitHub).
+    pub fn rename_team(&self, installation: i64, id: i64, slug: &str) {
+        let mut world = self.shared.world();
+        let dir = world.directories.entry(installation).or_default();
+        if let Some(team) = dir.teams.get_mut(&id) {
+            team.slug = slug.to_owned();
+            team.name = slug.to_owned();
+        }
+    }
+
+    pub fn delete_team(&self, installation: i64, id: i64) {
+        let mut world = self.shared.world();
+        if let Some(dir) = world.directories.get_mut(&installation) {
+            dir.teams.remove(&id);
+        }
+    }
+
+    /// A new member of `installation`'s organisation; its id.
+    pub fn add_member(&self, installation: i64, login: &str) -> i64 {
+        let mut world = self.shared.world();
+        let id = world.new_id();
+        world
+            .directories
+            .entry(installation)
+            .or_default()
+            .members
+            .insert(id, login.to_owned());
+        id
+    }
+
+    /// `n` members `user-0` … at once.
+    pub fn add_members(&self, installation: i64, n: usize) {
+        let mut world = self.shared.world();
+        for i in 0..n {
+            let id = world.new_id();
+            world
+                .directories
+                .entry(installation)
+                .or_default()
+                .members
+                .insert(id, format!("user-{i}"));
+        }
+    }
+
+    pub fn remove_member(&self, installation: i64, id: i64) {
+        let mut world = self.shared.world();
+        if let Some(dir) = world.directories.get_mut(&installation) {
+            dir.members.remove(&id);
+        }
+    }
+
+    /// Whether the App lacks `members: read` on `installation`.
+    pub fn forbid_members(&self, installation: i64, forbidden: bool) {
+        let mut world = self.shared.world();
+        world.directories.entry(installation).or_default().forbidden = forbidden;
     }
 
     /// A new repository (branch `main`, one commit without files); its id.
@@ -312,6 +460,29 @@ impl FakeGithub {
     /// Sets what is left of an installation's REST (`core`) or `graphql` budget.
     pub fn set_remaining(&self, installation: i64, resource: &'static str, remaining: u64) {
         self.shared.world().budget(installation, resource).remaining = remaining;
+    }
+
+    /// Sets an installation's whole `resource` budget: the window's limit,
+    /// what is left of it, and when it resets (GitHub's windows are an
+    /// hour; a test may shorten one).
+    pub fn set_budget(
+        &self,
+        installation: i64,
+        resource: &'static str,
+        limit: u64,
+        remaining: u64,
+        reset_in: Duration,
+    ) {
+        let mut world = self.shared.world();
+        let budget = world.budget(installation, resource);
+        budget.limit = limit;
+        budget.remaining = remaining;
+        budget.reset = world::epoch_secs(SystemTime::now() + reset_in);
+    }
+
+    /// What is left of an installation's `resource` budget.
+    pub fn remaining(&self, installation: i64, resource: &'static str) -> u64 {
+        self.shared.world().budget(installation, resource).remaining
     }
 
     /// How long new installation tokens live.
@@ -537,7 +708,18 @@ async fn answer_request(
         .as_ref()
         .and_then(|r| r.get("query")?.as_str())
         .is_some_and(graphql::is_file_at_commit);
-    let route = if route == routes::GRAPHQL && is_read {
+    let is_directory = graphql_request
+        .as_ref()
+        .and_then(|r| r.get("query")?.as_str())
+        .is_some_and(directory::is_directory);
+    let page = if route == routes::GRAPHQL && is_directory {
+        graphql_request.as_ref().map(directory::page_of)
+    } else {
+        page
+    };
+    let route = if route == routes::GRAPHQL && is_directory {
+        routes::GRAPHQL_DIRECTORY
+    } else if route == routes::GRAPHQL && is_read {
         routes::GRAPHQL_READ
     } else if route == routes::GRAPHQL && is_file {
         routes::GRAPHQL_FILE
@@ -763,6 +945,9 @@ fn dispatch(
     };
     if is_graphql(route) {
         return match (graphql_request, budget) {
+            (Some(request), Some(budget)) if route == routes::GRAPHQL_DIRECTORY => {
+                directory::answer(world, installation, request, budget)
+            }
             (Some(request), Some(budget)) => graphql::answer(world, installation, request, budget),
             _ => Answer::message(400, "Problems parsing JSON"),
         };

@@ -67,7 +67,7 @@ pub fn installations(world: &World, base: &str, query: &str) -> Answer {
         .map(|i| {
             json!({
                 "id": i.id,
-                "account": {"login": i.login, "id": i.id * 10, "type": "Organization"},
+                "account": {"login": i.login, "id": i.id * 10, "type": if i.personal { "User" } else { "Organization" }},
                 "access_tokens_url": format!("{base}/app/installations/{}/access_tokens", i.id),
                 "repositories_url": format!("{base}/installation/repositories"),
                 "app_id": world.app_id,

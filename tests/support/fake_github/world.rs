@@ -17,6 +17,8 @@ pub struct Installation {
     pub login: String,
     pub suspended: bool,
     pub deleted: bool,
+    /// A personal account (no teams), not an organisation.
+    pub personal: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +106,8 @@ pub struct World {
     pub checks_forbidden: std::collections::BTreeSet<i64>,
     /// (commit sha, path) that are symbolic links.
     pub symlinks: std::collections::BTreeSet<(String, String)>,
+    /// Each installation's organisation: teams and members.
+    pub directories: BTreeMap<i64, super::directory::OrgDirectory>,
     next_id: i64,
     next_sha: u64,
 }
@@ -118,6 +122,7 @@ impl World {
             budgets: HashMap::new(),
             faults: Vec::new(),
             latency: Duration::ZERO,
+            directories: BTreeMap::new(),
             counts: BTreeMap::new(),
             log: Vec::new(),
             not_modified: 0,
@@ -130,6 +135,12 @@ impl World {
             next_id: 100_000,
             next_sha: 1,
         }
+    }
+
+    /// A fresh id (teams, members), never one a repository has.
+    pub fn new_id(&mut self) -> i64 {
+        self.next_id += 1;
+        self.next_id
     }
 
     pub fn new_sha(&mut self) -> String {

@@ -23,6 +23,10 @@ struct Repository {
     name: String,
     owner: Owner,
     default_branch: String,
+    #[serde(default)]
+    private: Option<bool>,
+    #[serde(default)]
+    visibility: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -50,6 +54,15 @@ struct LinkedPull {
 }
 
 impl Repository {
+    /// Whether anyone may read the repository; a payload that says neither
+    /// counts as public, so that its checks name no other repository.
+    fn public(&self) -> bool {
+        match &self.visibility {
+            Some(visibility) => visibility == "public",
+            None => self.private != Some(true),
+        }
+    }
+
     fn request(&self, installation: i64, number: Option<i32>, sha: &str) -> CheckRequest {
         CheckRequest {
             repo_id: RepoId(self.id),
@@ -58,6 +71,7 @@ impl Repository {
             installation_id: installation,
             owner: self.owner.login.clone(),
             name: self.name.clone(),
+            public: self.public(),
         }
     }
 }
@@ -228,6 +242,7 @@ mod tests {
                 installation_id: 1,
                 owner: "Codertocat".into(),
                 name: "Hello-World".into(),
+                public: true,
             }]
         );
         for name in [

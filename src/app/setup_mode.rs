@@ -7,22 +7,22 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::routing::get;
 use secrecy::SecretString;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
-use super::key::{random_hex, SecretKey};
-use super::routes::{router, SetupState};
-use super::store::{self, StoreError, StoredApp};
 use crate::config::{ConfigError, GithubAppSettings, Settings};
+use crate::setup::store::{self, StoreError, StoredApp};
+use crate::setup::{random_hex, router, SecretKey, SetupState};
 
 /// How often setup mode looks for an App another replica stored.
 const POLL: Duration = Duration::from_secs(3);
 
 /// The App to run with and the listener, or `None` when asked to stop
 /// during setup mode.
-pub async fn app_or_setup(
+pub(super) async fn app_or_setup(
     settings: &Settings,
     pool: &PgPool,
     listener: TcpListener,
@@ -55,7 +55,7 @@ pub async fn app_or_setup(
 
 /// `ROSTER_SECRET_KEY`, else (with the private database) the key file
 /// under the data folder; `None` with a shared database and no key.
-pub fn secret_key(settings: &Settings) -> Result<Option<SecretKey>, ConfigError> {
+fn secret_key(settings: &Settings) -> Result<Option<SecretKey>, ConfigError> {
     if let Some(key) = &settings.setup.secret_key {
         return Ok(Some(key.clone()));
     }
@@ -94,7 +94,7 @@ async fn stored(
 }
 
 /// Settings of the stored App, with GitHub's addresses from the settings.
-pub fn app_settings(app: &StoredApp, settings: &Settings) -> GithubAppSettings {
+fn app_settings(app: &StoredApp, settings: &Settings) -> GithubAppSettings {
     GithubAppSettings {
         app_id: app.app_id,
         private_key: SecretString::from(app.pem.clone()),
@@ -158,7 +158,13 @@ async fn serve_setup(
         let _ = done_tx.send(true);
         outcome
     });
-    crate::web::serve::serve(for_setup, router(state), async move {
+    // The dashboard's liveness probe and stylesheet, beside setup's routes.
+    let routes = router(state).merge(
+        axum::Router::new()
+            .route("/healthz", get(crate::web::health::healthz))
+            .route("/static/roster.css", get(crate::web::assets::stylesheet)),
+    );
+    crate::web::serve::serve(for_setup, routes, async move {
         let _ = done_rx.wait_for(|done| *done).await;
     })
     .await;

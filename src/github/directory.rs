@@ -1,0 +1,425 @@
+//! The organisation's directory from GitHub: its teams and members, read by
+//! GraphQL 100 a page, with the listing and whenever a `team`,
+//! `membership` or `organization` webhook asks (a re-read of the latest
+//! state, never the payload's: a read wins over webhooks that arrive late).
+//!
+//! Each page is written as it arrives; a read that stops part-way marks
+//! nothing deleted. GitHub refusing the teams (the App lacks `members:
+//! read`: a 403, or a `FORBIDDEN` error) turns owner checking off for that
+//! installation, said once in the log and recorded for the dashboard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::auth::Installation;
+use super::client::Client;
+use super::graphql::PageInfo;
+use super::http::CallError;
+use crate::directory::db::Account;
+use crate::directory::{DirectoryDb, Member, Team};
+
+/// An organisation's teams, 100 a page.
+pub const READ_TEAMS: &str = r#"query DirectoryTeams($login: String!, $after: String) {
+  rateLimit {
+    limit
+    remaining
+    resetAt
+  }
+  organization(login: $login) {
+    databaseId
+    teams(first: 100, after: $after) {
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      nodes {
+        databaseId
+        slug
+        name
+        privacy
+        parentTeam {
+          databaseId
+        }
+      }
+    }
+  }
+}"#;
+
+/// An organisation's members, 100 a page.
+pub const READ_MEMBERS: &str = r#"query DirectoryMembers($login: String!, $after: String) {
+  rateLimit {
+    limit
+    remaining
+    resetAt
+  }
+  organization(login: $login) {
+    databaseId
+    membersWithRole(first: 100, after: $after) {
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      nodes {
+        databaseId
+        login
+      }
+    }
+  }
+}"#;
+
+/// At most this many pages (100 teams or members each) per read.
+const MAX_PAGES: usize = 1_000;
+
+/// How many requested re-reads one pass claims.
+const CLAIM_LIMIT: i64 = 10;
+
+/// How long a replica holds an account it is reading.
+const CLAIM_LEASE: Duration = Duration::from_secs(300);
+
+/// When a failed re-read is tried again.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(30);
+
+/// How often the loop looks for requested re-reads.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Why a directory read did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum DirectoryError {
+    #[error(transparent)]
+    Call(#[from] CallError),
+    #[error("directory database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("GitHub's answer about {login}: {message}")]
+    Answer { login: String, message: String },
+}
+
+#[derive(Deserialize)]
+struct Data<T> {
+    organization: Option<Org<T>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Org<T> {
+    database_id: Option<i64>,
+    #[serde(alias = "membersWithRole")]
+    teams: Option<Page<T>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Page<T> {
+    page_info: PageInfo,
+    #[serde(default = "Vec::new")]
+    nodes: Vec<Option<T>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TeamNode {
+    database_id: Option<i64>,
+    slug: String,
+    name: String,
+    privacy: String,
+    parent_team: Option<Parent>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Parent {
+    database_id: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MemberNode {
+    database_id: Option<i64>,
+    login: String,
+}
+
+/// Reads directories from GitHub into the database.
+#[derive(Debug, Clone)]
+pub struct DirectoryReader {
+    client: Arc<Client>,
+}
+
+impl DirectoryReader {
+    pub(crate) fn new(client: Arc<Client>) -> Self {
+        Self { client }
+    }
+
+    fn db(&self) -> &DirectoryDb {
+        &self.client.directory
+    }
+
+    /// Reads an installation's account with the listing: teams and members
+    /// of an organisation; a personal account is only made known. Failures
+    /// are logged and recorded, never passed on: the listing goes on.
+    pub async fn read_installation(&self, installation: &Installation) {
+        let Some(org_id) = installation.account_id else {
+            return;
+        };
+        let account = Account {
+            org_id,
+            login: installation.account.clone(),
+            installation_id: Some(installation.id),
+            personal: !installation.organization,
+        };
+        if let Err(error) = self.db().ensure_account(&account).await {
+            tracing::warn!(installation = installation.id, %error, "could not record the account");
+            return;
+        }
+        if account.personal || installation.suspended {
+            return;
+        }
+        self.read_and_record(&account, true, true).await;
+    }
+
+    /// Reads, then records the outcome on the account; true when it worked.
+    async fn read_and_record(&self, account: &Account, teams: bool, members: bool) -> bool {
+        let outcome = self.read(account, teams, members).await;
+        let error = outcome.as_ref().err().map(ToString::to_string);
+        if let Some(error) = &error {
+            tracing::warn!(account = %account.login, %error, "could not read the organisation's teams and members");
+        }
+        if let Err(db_error) = self
+            .db()
+            .record_error(account.org_id, error.as_deref())
+            .await
+        {
+            tracing::warn!(account = %account.login, error = %db_error, "could not record the directory read");
+        }
+        outcome.is_ok()
+    }
+
+    /// Reads `account`'s teams and/or members, every page.
+    pub async fn read(
+        &self,
+        account: &Account,
+        teams: bool,
+        members: bool,
+    ) -> Result<(), DirectoryError> {
+        let Some(installation) = account.installation_id else {
+            return Ok(());
+        };
+        if teams {
+            match self.read_teams(installation, account).await {
+                Err(Refused::Forbidden(reason)) => {
+                    if self.db().turn_off(account.org_id, &reason).await? {
+                        tracing::warn!(account = %account.login, installation, %reason,
+                            "GitHub refused to show the teams: owner checking is off for this installation until the App has the members: read permission");
+                    }
+                    return Ok(());
+                }
+                Err(Refused::Other(error)) => return Err(error),
+                Ok(()) => {}
+            }
+        }
+        if members {
+            match self.read_members(installation, account).await {
+                Err(Refused::Forbidden(reason)) => {
+                    self.db().turn_off(account.org_id, &reason).await?;
+                }
+                Err(Refused::Other(error)) => return Err(error),
+                Ok(()) => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_teams(&self, installation: i64, account: &Account) -> Result<(), Refused> {
+        let started = self
+            .db()
+            .read_started()
+            .await
+            .map_err(DirectoryError::from)?;
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page: Page<TeamNode> = self.page(installation, account, READ_TEAMS, after).await?;
+            let teams: Vec<Team> = page
+                .nodes
+                .into_iter()
+                .flatten()
+                .filter_map(|t| {
+                    Some(Team {
+                        id: t.database_id?,
+                        slug: t.slug,
+                        name: t.name,
+                        parent_id: t.parent_team.and_then(|p| p.database_id),
+                        secret: t.privacy.eq_ignore_ascii_case("SECRET"),
+                    })
+                })
+                .collect();
+            self.db()
+                .put_teams(account.org_id, &teams, started)
+                .await
+                .map_err(DirectoryError::from)?;
+            match next(account, page.page_info)? {
+                Some(cursor) => after = Some(cursor),
+                None => {
+                    self.db()
+                        .finish_teams(account.org_id, started)
+                        .await
+                        .map_err(DirectoryError::from)?;
+                    return Ok(());
+                }
+            }
+        }
+        Err(too_many(account))
+    }
+
+    async fn read_members(&self, installation: i64, account: &Account) -> Result<(), Refused> {
+        let started = self
+            .db()
+            .read_started()
+            .await
+            .map_err(DirectoryError::from)?;
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page: Page<MemberNode> = self
+                .page(installation, account, READ_MEMBERS, after)
+                .await?;
+            let members: Vec<Member> = page
+                .nodes
+                .into_iter()
+                .flatten()
+                .filter_map(|m| {
+                    Some(Member {
+                        id: m.database_id?,
+                        login: m.login,
+                    })
+                })
+                .collect();
+            self.db()
+                .put_members(account.org_id, &members, started)
+                .await
+                .map_err(DirectoryError::from)?;
+            match next(account, page.page_info)? {
+                Some(cursor) => after = Some(cursor),
+                None => {
+                    self.db()
+                        .finish_members(account.org_id, started)
+                        .await
+                        .map_err(DirectoryError::from)?;
+                    return Ok(());
+                }
+            }
+        }
+        Err(too_many(account))
+    }
+
+    /// One page of `query`; the organisation must still be the one Roster
+    /// keeps by id.
+    async fn page<T: serde::de::DeserializeOwned>(
+        &self,
+        installation: i64,
+        account: &Account,
+        query: &str,
+        after: Option<String>,
+    ) -> Result<Page<T>, Refused> {
+        let variables = serde_json::json!({ "login": account.login, "after": after });
+        let answer = self
+            .client
+            .graphql_partial::<Data<T>>(installation, query, variables)
+            .await;
+        let (data, errors) = match answer {
+            Ok(answer) => answer,
+            Err(CallError::Status {
+                status: 403,
+                message,
+                ..
+            }) => return Err(Refused::Forbidden(message)),
+            Err(error) => return Err(Refused::Other(error.into())),
+        };
+        if let Some(forbidden) = errors
+            .iter()
+            .find(|e| e.kind.as_deref() == Some("FORBIDDEN"))
+        {
+            return Err(Refused::Forbidden(forbidden.message.clone()));
+        }
+        let answer_error = |message: String| {
+            Refused::Other(DirectoryError::Answer {
+                login: account.login.clone(),
+                message,
+            })
+        };
+        if let Some(error) = errors.first() {
+            return Err(answer_error(error.message.clone()));
+        }
+        let Some(org) = data.organization else {
+            return Err(answer_error("no such organisation".to_owned()));
+        };
+        if org.database_id.is_some_and(|id| id != account.org_id) {
+            return Err(answer_error(format!(
+                "the login now names another organisation than {}",
+                account.org_id
+            )));
+        }
+        org.teams
+            .ok_or_else(|| answer_error("no page in the answer".to_owned()))
+    }
+
+    /// Reads the accounts webhooks asked about until `stop`, one pass every
+    /// [`POLL_INTERVAL`].
+    pub async fn run(self, stop: impl std::future::Future<Output = ()>) {
+        tokio::pin!(stop);
+        loop {
+            if let Err(error) = self.pass().await {
+                tracing::warn!(%error, "could not read the requested directories");
+            }
+            tokio::select! {
+                () = &mut stop => return,
+                () = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+        }
+    }
+
+    /// One pass: the requested re-reads claimed now; how many there were.
+    pub async fn pass(&self) -> Result<usize, sqlx::Error> {
+        let claimed = self.db().claim_requested(CLAIM_LIMIT, CLAIM_LEASE).await?;
+        for requested in &claimed {
+            let ok = self
+                .read_and_record(&requested.account, requested.teams, requested.members)
+                .await;
+            let retry = if ok {
+                POLL_INTERVAL
+            } else {
+                RETRY_AFTER_FAILURE
+            };
+            self.db().release(requested.account.org_id, retry).await?;
+        }
+        Ok(claimed.len())
+    }
+}
+
+/// Why a read stopped: GitHub refused it, or anything else.
+enum Refused {
+    Forbidden(String),
+    Other(DirectoryError),
+}
+
+impl From<DirectoryError> for Refused {
+    fn from(error: DirectoryError) -> Self {
+        Refused::Other(error)
+    }
+}
+
+fn next(account: &Account, page: PageInfo) -> Result<Option<String>, Refused> {
+    match (page.has_next_page, page.end_cursor) {
+        (true, Some(cursor)) => Ok(Some(cursor)),
+        (true, None) => Err(Refused::Other(DirectoryError::Answer {
+            login: account.login.clone(),
+            message: "more pages follow but no cursor was given".to_owned(),
+        })),
+        (false, _) => Ok(None),
+    }
+}
+
+fn too_many(account: &Account) -> Refused {
+    Refused::Other(DirectoryError::Answer {
+        login: account.login.clone(),
+        message: format!("more than {MAX_PAGES} pages"),
+    })
+}

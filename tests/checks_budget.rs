@@ -1,0 +1,211 @@
+//! A flood of pull requests against a low GitHub budget: checks stop
+//! spending at the reserve (per resource, half the window's limit) and
+//! resume at the reset, a push still syncs at once, a pull request is
+//! evaluated at most once a minute, and run writes go a second apart.
+//!
+//! Before: 1,200 pull requests with 1,200 of 5,000 requests left spent
+//! the budget down to nothing, and a push waited for the window's reset.
+
+use crate::checks::{env, yaml, Env, ACME, FILE};
+use crate::support::fake_github::routes;
+
+use std::time::{Duration, Instant};
+
+/// The fake's window: 400 requests, of which checks may spend down to 200.
+const LIMIT: u64 = 400;
+const RESERVE: u64 = LIMIT / 2;
+const LEFT: u64 = 150;
+const FLOOD: i64 = 300;
+
+/// `acme/amp`, synced, and a budget of `LEFT` of `LIMIT` per resource
+/// resetting in `reset_in`, which Roster has learnt from one pull request
+/// checked with it.
+async fn low_budget(reset_in: Duration) -> (Env, i64) {
+    let mut env = env().await;
+    env.worker.budget.reserve = true;
+    let id = env.repo("amp", &yaml("amp", "v1")).await;
+    env.quiet().await;
+    for resource in ["core", "graphql"] {
+        env.fake.set_budget(ACME, resource, LIMIT, LEFT, reset_in);
+    }
+    let sha = env.fake.pr_commit(id, FILE, yaml("amp", "pr").as_bytes());
+    env.open_pr(id, "amp", 1, &sha).await;
+    env.settle().await;
+    assert_eq!(
+        env.fake.check_runs_on(id, &sha).len(),
+        1,
+        "the first one went out"
+    );
+    env.fake.reset_counts();
+    (env, id)
+}
+
+async fn flood(env: &Env, id: i64) {
+    for number in 2..FLOOD + 2 {
+        let text = yaml("amp", &format!("pr {number}"));
+        let sha = env.fake.pr_commit(id, FILE, text.as_bytes());
+        env.open_pr(id, "amp", number, &sha).await;
+    }
+}
+
+async fn waiting(env: &Env) -> i64 {
+    sqlx::query_scalar("select count(*) from check_requests")
+        .fetch_one(&env.pool)
+        .await
+        .expect("count")
+}
+
+#[tokio::test]
+async fn a_flood_below_the_reserve_should_spend_nothing_and_a_push_should_still_sync() {
+    let (env, id) = low_budget(Duration::from_secs(3600)).await;
+    let left = [
+        env.fake.remaining(ACME, "core"),
+        env.fake.remaining(ACME, "graphql"),
+    ];
+    flood(&env, id).await;
+    env.settle().await;
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 0, "no file read");
+    assert_eq!(
+        env.fake.count(routes::CHECK_RUN_CREATE),
+        0,
+        "no run written"
+    );
+    assert_eq!(env.fake.total(), 0, "nothing at all");
+    assert_eq!(
+        [
+            env.fake.remaining(ACME, "core"),
+            env.fake.remaining(ACME, "graphql")
+        ],
+        left
+    );
+    // Every request kept, put off until the window resets (not counted
+    // as a failed attempt).
+    assert_eq!(waiting(&env).await, FLOOD);
+    let (soonest, attempts): (f64, i64) = sqlx::query_as(
+        "select extract(epoch from min(not_before) - now())::float8, sum(attempts)::int8
+         from check_requests",
+    )
+    .fetch_one(&env.pool)
+    .await
+    .expect("waits");
+    assert!(soonest > 3000.0, "put off {soonest} s, not until the reset");
+    assert_eq!(attempts, 0);
+
+    // A push syncs at once with what the checks left.
+    env.fake
+        .push_file(id, FILE, yaml("amp", "pushed").as_bytes());
+    assert_eq!(env.reconcile(id).await, "synced");
+    let description: Option<String> =
+        sqlx::query_scalar("select description from entries where name = 'amp'")
+            .fetch_one(&env.pool)
+            .await
+            .expect("entry");
+    assert_eq!(description.as_deref(), Some("pushed"));
+    println!(
+        "flood of {FLOOD} pull requests with {LEFT} of {LIMIT} left: checks spent 0; the push's sync spent {} requests",
+        env.fake.total()
+    );
+}
+
+#[tokio::test]
+async fn checks_should_resume_at_the_reset_and_stop_again_at_half_the_limit() {
+    let mut env = env().await;
+    env.worker.budget.reserve = true;
+    let id = env.repo("amp", &yaml("amp", "v1")).await;
+    env.quiet().await;
+    // The flood arrives first; then the budget runs low, with a window
+    // that resets in a few seconds. One pass learns the budget.
+    flood(&env, id).await;
+    for resource in ["core", "graphql"] {
+        env.fake
+            .set_budget(ACME, resource, LIMIT, LEFT, Duration::from_secs(5));
+    }
+    env.worker.pass().await;
+    env.fake.reset_counts();
+    env.settle().await;
+    assert_eq!(env.fake.total(), 0, "held until the reset");
+    // After the reset the window holds LIMIT again: checks spend it down
+    // to the reserve, and the rest waits for the next window.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let spent = env.worker.pass().await;
+        if !spent && env.fake.count(routes::CHECK_RUN_CREATE) > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "checks never resumed");
+        if !spent {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let graphql = env.fake.remaining(ACME, "graphql");
+    let core = env.fake.remaining(ACME, "core");
+    let evaluated = env.fake.count(routes::GRAPHQL_FILE);
+    println!(
+        "after the reset: {evaluated} evaluated, {graphql} GraphQL and {core} REST left of {LIMIT}"
+    );
+    assert!(graphql >= RESERVE && core >= RESERVE, "{graphql} / {core}");
+    assert!(
+        evaluated >= (LIMIT - RESERVE) / 2,
+        "only {evaluated} evaluated"
+    );
+    assert!(
+        waiting(&env).await > 0,
+        "the rest waits for the next window"
+    );
+    let registered: i64 = sqlx::query_scalar("select count(*) from entries")
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
+    assert_eq!(registered, 1, "pull requests register nothing");
+}
+
+#[tokio::test]
+async fn a_pull_request_should_be_evaluated_at_most_once_a_minute() {
+    let mut env = env().await;
+    env.worker.budget.evaluation_spacing = Duration::from_secs(60);
+    let id = env.repo("amp", &yaml("amp", "v1")).await;
+    env.quiet().await;
+    for k in 0..20 {
+        let sha = env
+            .fake
+            .pr_commit(id, FILE, yaml("amp", &format!("push {k}")).as_bytes());
+        env.send_pr("synchronize", id, "amp", 7, &sha).await;
+        env.settle().await;
+    }
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 1, "one evaluation");
+    assert_eq!(waiting(&env).await, 1, "the latest head waits its turn");
+    // A minute later, the latest head is evaluated.
+    sqlx::query("update check_evaluations set at = at - interval '61 seconds'")
+        .execute(&env.pool)
+        .await
+        .expect("a minute passes");
+    env.settle().await;
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 2);
+    assert_eq!(waiting(&env).await, 0);
+}
+
+#[tokio::test]
+async fn run_writes_of_one_installation_should_go_a_second_apart() {
+    let mut env = env().await;
+    env.worker.budget.post_spacing = Duration::from_secs(1);
+    let id = env.repo("amp", &yaml("amp", "v1")).await;
+    env.quiet().await;
+    let mut heads = Vec::new();
+    for number in 1..=4 {
+        let sha = env
+            .fake
+            .pr_commit(id, FILE, yaml("amp", &format!("pr {number}")).as_bytes());
+        env.open_pr(id, "amp", number, &sha).await;
+        heads.push(sha);
+    }
+    env.settle().await;
+    let mut created: Vec<Instant> = heads
+        .iter()
+        .map(|sha| env.only_run(id, sha).created_at)
+        .collect();
+    created.sort();
+    for pair in created.windows(2) {
+        let gap = pair[1] - pair[0];
+        assert!(gap >= Duration::from_millis(950), "writes {gap:?} apart");
+    }
+}
