@@ -25,6 +25,7 @@ use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use roster::web::api_changes::{routes, ChangesState};
+use roster::web::long_polls::LongPolls;
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 
@@ -132,10 +133,14 @@ async fn run() -> Result<()> {
     let waker = ChangeWaker::start(pool.clone());
     waker.listening().await;
     let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    // As an operator expecting this many consumers would set
+    // ROSTER_LONG_POLLS.
+    let long_polls = LongPolls::new(waiters.max(1));
     let app = routes(ChangesState {
         pool: pool.clone(),
         waker,
         stop: stop_rx,
+        long_polls: long_polls.clone(),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
@@ -174,13 +179,22 @@ async fn run() -> Result<()> {
     // Every waiter connected and waiting; then an idle window.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let before = transactions(&pool).await?;
+    let reads_before = long_polls.reads();
     let started = Instant::now();
     tokio::time::sleep(IDLE_WINDOW).await;
     let after = transactions(&pool).await?;
+    let idle_reads = long_polls.reads() - reads_before;
     let idle_rate = (after - before) as f64 / started.elapsed().as_secs_f64();
 
+    let reads_before = long_polls.reads();
     let (crowded, wakes) = changes(&handler, 1000, waiters, &mut seen).await?;
+    let change_reads = long_polls.reads() - reads_before;
     println!("  transactions/s while {waiters} wait and nothing changes: {idle_rate:.0}");
+    println!(
+        "  feed reads: {idle_reads} in the {} s without changes, {:.0} per change after",
+        IDLE_WINDOW.as_secs(),
+        change_reads as f64 / CHANGES as f64
+    );
     let line = |what: &str, d: &[Duration]| {
         println!(
             "  {what}: p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms",

@@ -148,3 +148,56 @@ fn the_readme_step_should_name_every_permission_and_event_of_app_yml() {
         .collect();
     assert_eq!(named, events);
 }
+
+/// The subcommands `roster --help` lists (clap's "Commands:" section).
+fn subcommands() -> BTreeSet<String> {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+        .arg("--help")
+        .output()
+        .expect("roster --help runs");
+    let text = String::from_utf8_lossy(&help.stdout).into_owned();
+    text.split("Commands:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Commands: in\n{text}"))
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_readme_should_count_and_list_every_command() {
+    let commands = subcommands();
+    assert!(commands.contains("serve"), "{commands:?}");
+    let readme = read("README.md");
+    let words = [
+        "one", "two", "three", "four", "five", "six", "seven", "eight", "nine",
+    ];
+    let line = line_starting(&readme, "One binary, ");
+    let said = line
+        .trim_start_matches("One binary, ")
+        .split_whitespace()
+        .next()
+        .unwrap_or_default();
+    assert_eq!(
+        words.iter().position(|w| *w == said).map(|n| n + 1),
+        Some(commands.len()),
+        "{line:?} for {commands:?}"
+    );
+    let listed: BTreeSet<String> = readme
+        .split(line)
+        .nth(1)
+        .unwrap_or_default()
+        .split("\n\n")
+        .nth(1)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `roster "))
+        .filter_map(|l| l.split([' ', '`']).next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(listed, commands);
+}

@@ -432,6 +432,19 @@ async fn browser_should_load_the_overview_follow_a_repo_link_and_take_screenshot
         );
     }
 
+    // The Changes page: the organisation's change stream, newest first.
+    let changes = dump_dom(&binary, profile.path(), &format!("{base}/changes")).await;
+    for expected in [
+        "id=\"live-stream\"",
+        "<span class=\"outcome outcome-created\">created</span>",
+        "<a href=\"/projects/checkout-api/history\">checkout-api</a>",
+    ] {
+        assert!(
+            changes.contains(expected),
+            "{expected} on the Changes page:\n{changes}"
+        );
+    }
+
     let (dir, _keep) = screenshot_dir();
     screenshot(
         &binary,
@@ -447,6 +460,14 @@ async fn browser_should_load_the_overview_follow_a_repo_link_and_take_screenshot
         &format!("{base}/repos/acme/checkout"),
         &dir.join("repo.png"),
         (1280, 1100),
+    )
+    .await;
+    screenshot(
+        &binary,
+        profile.path(),
+        &format!("{base}/changes"),
+        &dir.join("changes.png"),
+        (1280, 1000),
     )
     .await;
     // A phone's width: the tables turn into one card per repository.

@@ -15,6 +15,7 @@ use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 use roster::web::api_changes::{routes, ChangesState};
+use roster::web::long_polls::LongPolls;
 use support::http::Answer;
 use support::router::{fixture, send, Options};
 
@@ -41,12 +42,17 @@ async fn get(app: &Router, uri: &str) -> Answer {
 struct Feed {
     main: Router,
     feed: Router,
+    long_polls: LongPolls,
     handler: RegistryHandler,
     pool: sqlx::PgPool,
     _stop: tokio::sync::watch::Sender<bool>,
 }
 
 async fn feed_fixture() -> Feed {
+    feed_fixture_with(LongPolls::default()).await
+}
+
+async fn feed_fixture_with(long_polls: LongPolls) -> Feed {
     let f = fixture(
         Options {
             api_token: None,
@@ -56,15 +62,21 @@ async fn feed_fixture() -> Feed {
     )
     .await;
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    // Listening before any poll: the listener's first connection wakes
+    // every waiter once, as any reconnection does.
+    let waker = ChangeWaker::start(f.pool.clone());
+    waker.listening().await;
     let feed = routes(ChangesState {
         pool: f.pool.clone(),
-        waker: ChangeWaker::start(f.pool.clone()),
+        waker,
         stop: stop_rx,
+        long_polls: long_polls.clone(),
     });
     let handler = RegistryHandler::new(f.pool.clone(), f.queue.clone(), "project.yaml");
     Feed {
         main: f.app,
         feed,
+        long_polls,
         handler,
         pool: f.pool,
         _stop: stop,
@@ -145,6 +157,88 @@ async fn a_commit_should_wake_a_waiter_by_notification_not_by_polling() {
         "{:?}",
         committed.elapsed()
     );
+}
+
+/// Waits until `n` polls wait (each found nothing and holds a place).
+async fn waiting(f: &Feed, n: usize) {
+    let long_polls = f.long_polls.clone();
+    support::server::eventually("the polls waiting", Duration::from_secs(20), || {
+        let long_polls = long_polls.clone();
+        async move { (long_polls.waiting() == n).then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn many_waiters_should_all_wake_on_one_commit_without_polling_meanwhile() {
+    const WAITERS: usize = 200;
+    let f = feed_fixture_with(LongPolls::new(1000)).await;
+    let polls: Vec<_> = (0..WAITERS)
+        .map(|_| {
+            let feed = f.feed.clone();
+            tokio::spawn(async move { get(&feed, "/api/v1/changes?after=0&wait=60s").await })
+        })
+        .collect();
+    waiting(&f, WAITERS).await;
+    assert_eq!(f.long_polls.reads(), WAITERS as u64, "one read each");
+
+    // Another poll waits 2.5 s and ends empty: meanwhile the waiters read
+    // nothing (before, each read the log once a second).
+    let timed = get(&f.feed, "/api/v1/changes?after=0&wait=2500ms").await;
+    assert_eq!(timed.json()["items"], serde_json::json!([]));
+    assert_eq!(f.long_polls.reads(), WAITERS as u64 + 1);
+
+    // One commit wakes them all, each reading once more.
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha1", "team-a")))
+        .await
+        .expect("reconcile");
+    for poll in polls {
+        let answer = poll.await.expect("poll");
+        assert_eq!(answer.status, StatusCode::OK);
+        assert_eq!(answer.json()["items"][0]["seq"], 1);
+    }
+    assert_eq!(f.long_polls.reads(), 2 * WAITERS as u64 + 1);
+    assert_eq!(f.long_polls.waiting(), 0);
+}
+
+#[tokio::test]
+async fn a_poll_past_the_cap_should_answer_at_once_with_what_there_is() {
+    let f = feed_fixture_with(LongPolls::new(2)).await;
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha1", "team-a")))
+        .await
+        .expect("reconcile");
+    let polls: Vec<_> = (0..2)
+        .map(|_| {
+            let feed = f.feed.clone();
+            tokio::spawn(async move { get(&feed, "/api/v1/changes?after=1&wait=60s").await })
+        })
+        .collect();
+    waiting(&f, 2).await;
+
+    // The third asks to wait a minute, and is answered while the two
+    // others still wait: with nothing new, or with what there is.
+    let third = get(&f.feed, "/api/v1/changes?after=1&wait=60s").await;
+    assert_eq!(third.status, StatusCode::OK);
+    assert_eq!(
+        third.json(),
+        serde_json::json!({"items": [], "next_cursor": 1})
+    );
+    let behind = get(&f.feed, "/api/v1/changes?after=0&wait=60s").await;
+    assert_eq!(behind.json()["items"][0]["seq"], 1);
+    assert!(polls.iter().all(|p| !p.is_finished()));
+    assert_eq!(f.long_polls.waiting(), 2);
+
+    f.handler
+        .apply(&RepoId(1), Ok(found("sha2", "team-b")))
+        .await
+        .expect("reconcile");
+    for poll in polls {
+        assert_eq!(poll.await.expect("poll").json()["items"][0]["seq"], 2);
+    }
+    // The places are free again.
+    assert_eq!(f.long_polls.waiting(), 0);
 }
 
 #[tokio::test]

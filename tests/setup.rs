@@ -230,10 +230,10 @@ async fn the_manifest_flow_should_store_the_app_and_start_the_github_source() {
         format!("{}/apps/roster/installations/new", fake.web_url())
     );
     assert_eq!(stored_apps(&pool).await, 1);
-    let (sealed,): (Vec<u8>,) = sqlx::query_as("select sealed from setup_app")
-        .fetch_one(&pool)
+    let sealed = roster::setup::store::testing::sealed(&pool)
         .await
-        .expect("sealed");
+        .expect("sealed")
+        .expect("an App is stored");
     assert!(!String::from_utf8_lossy(&sealed).contains("PRIVATE KEY"));
     assert!(!String::from_utf8_lossy(&sealed).contains("webhook-secret"));
 
@@ -497,8 +497,7 @@ async fn a_missing_or_wrong_token_should_be_refused_and_store_nothing() {
     )
     .await;
     assert_eq!(answer.status, StatusCode::FORBIDDEN);
-    let (states,): (i64,) = sqlx::query_as("select count(*) from setup_states")
-        .fetch_one(&pool)
+    let states = roster::setup::store::testing::state_count(&pool)
         .await
         .expect("states");
     assert_eq!(states, 0);
@@ -558,13 +557,9 @@ async fn a_forged_replayed_or_expired_state_should_be_refused_and_store_nothing(
     // Expired: issued more than an hour ago.
     let (old, _) = issued_state(&roster, &token).await;
     let (old_nonce, _) = old.split_once('.').expect("nonce");
-    sqlx::query(
-        "update setup_states set created_at = now() - interval '61 minutes' where nonce = $1",
-    )
-    .bind(old_nonce)
-    .execute(&pool)
-    .await
-    .expect("age the state");
+    roster::setup::store::testing::age_state(&pool, old_nonce, 61)
+        .await
+        .expect("age the state");
     expect_400(callback(&roster, &code, &old).await, "expired");
     assert_eq!(stored_apps(&pool).await, 0);
     // The flow still works with a fresh state afterwards.
@@ -673,8 +668,7 @@ async fn bad_setup_input_should_be_answered_with_the_form_and_a_reason() {
         assert!(answer.body.contains(r#"id="setup""#), "{}", answer.body);
         assert!(setup_flow::manifest_form(&answer.body).is_none());
     }
-    let (states,): (i64,) = sqlx::query_as("select count(*) from setup_states")
-        .fetch_one(&pool)
+    let states = roster::setup::store::testing::state_count(&pool)
         .await
         .expect("states");
     assert_eq!(states, 0);

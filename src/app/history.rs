@@ -11,6 +11,7 @@ use crate::notify::NotifyMetrics;
 use crate::registry::changes::{self, ChangeWaker};
 use crate::shutdown::Shutdown;
 use crate::web::api_changes::ChangesState;
+use crate::web::long_polls::LongPolls;
 
 /// What the run keeps of it.
 pub struct History {
@@ -69,6 +70,7 @@ pub async fn start(
         pool: pool.clone(),
         waker,
         stop,
+        long_polls: LongPolls::new(settings.long_polls),
     };
     Ok(History { feed, tasks })
 }

@@ -198,6 +198,10 @@ pub struct ServeArgs {
     /// ROSTER_NOTIFY_URLS.
     #[arg(long, env = "ROSTER_NOTIFY_SECRET", hide_env_values = true)]
     pub notify_secret: Option<String>,
+    /// Long polls of the change feed waiting at once; past it, a poll is
+    /// answered at once with what there is.
+    #[arg(long, env = "ROSTER_LONG_POLLS", default_value_t = crate::registry::changes::wake::DEFAULT_LONG_POLLS.to_string())]
+    pub long_polls: String,
 
     /// GitHub's web address (where new Apps are registered); derived from
     /// GITHUB_API_URL when unset.
@@ -261,6 +265,8 @@ pub struct Settings {
     pub history_retention: Duration,
     /// Where changes are POSTed, and the secret that signs them.
     pub notify: NotifySettings,
+    /// Long polls of the change feed waiting at once (`ROSTER_LONG_POLLS`).
+    pub long_polls: usize,
     /// Which check runs are posted (`ROSTER_CHECKS`).
     pub checks: crate::checks::ChecksMode,
     /// How owners are checked (`ROSTER_OWNERS`).
@@ -332,6 +338,7 @@ impl ServeArgs {
         let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
         let history_retention = history::parse_history_retention(&self.history_retention)?;
         let notify = history::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
+        let long_polls = parse::parse_long_polls(&self.long_polls)?;
         let checks = match non_empty(Some(self.checks)) {
             None => crate::checks::ChecksMode::default(),
             Some(raw) => raw
@@ -363,6 +370,7 @@ impl ServeArgs {
             delivery_retention,
             history_retention,
             notify,
+            long_polls,
             checks,
             owners,
             setup,

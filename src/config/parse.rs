@@ -118,6 +118,12 @@ pub(super) fn parse_webhook_concurrency(raw: &str) -> Result<usize, ConfigError>
     parse_count("ROSTER_WEBHOOK_CONCURRENCY", raw, 256)
 }
 
+/// `ROSTER_LONG_POLLS`: each waiting poll holds a connection and a little
+/// memory, so the cap stays well below what a process can hold open.
+pub(super) fn parse_long_polls(raw: &str) -> Result<usize, ConfigError> {
+    parse_count("ROSTER_LONG_POLLS", raw, 100_000)
+}
+
 /// A whole number from 1 to `max`, named after `setting` when it is not.
 fn parse_count(setting: &'static str, raw: &str, max: usize) -> Result<usize, ConfigError> {
     raw.trim()

@@ -192,6 +192,22 @@ fn webhook_concurrency_should_be_between_1_and_256() {
 }
 
 #[test]
+fn long_polls_should_default_to_1000_and_refuse_nonsense() {
+    let here = here();
+    assert_eq!(parse(&["--source", &here]).unwrap().long_polls, 1000);
+    for bad in ["0", "100001", "-5", "lots", "", "1.5"] {
+        let error = err(&["--source", &here, &format!("--long-polls={bad}")]);
+        assert_eq!(error.setting, "ROSTER_LONG_POLLS", "{bad:?}");
+        assert!(
+            error.message.ends_with("must be a number from 1 to 100000"),
+            "{error}"
+        );
+    }
+    let s = parse(&["--source", &here, "--long-polls", " 50 "]).unwrap();
+    assert_eq!(s.long_polls, 50);
+}
+
+#[test]
 fn delivery_retention_should_parse_human_durations_of_at_least_3_days() {
     let here = here();
     let s = parse(&["--source", &here, "--delivery-retention", "72h"]).unwrap();

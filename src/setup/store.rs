@@ -210,3 +210,39 @@ pub async fn release_state(pool: &PgPool, nonce: &str) -> Result<(), sqlx::Error
         .await?;
     Ok(())
 }
+
+/// What only time or a look inside gives, for tests: an older state, the
+/// sealed bytes, the states issued.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing {
+    use sqlx::PgPool;
+
+    /// Moves the state `nonce` `minutes` into the past.
+    pub async fn age_state(pool: &PgPool, nonce: &str, minutes: i32) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "update setup_states set created_at = created_at - make_interval(mins => $2) \
+             where nonce = $1",
+        )
+        .bind(nonce)
+        .bind(minutes)
+        .execute(pool)
+        .await?;
+        Ok(())
+    }
+
+    /// How many states were issued.
+    pub async fn state_count(pool: &PgPool) -> Result<i64, sqlx::Error> {
+        let (n,): (i64,) = sqlx::query_as("select count(*) from setup_states")
+            .fetch_one(pool)
+            .await?;
+        Ok(n)
+    }
+
+    /// The stored App's sealed bytes, as PostgreSQL holds them.
+    pub async fn sealed(pool: &PgPool) -> Result<Option<Vec<u8>>, sqlx::Error> {
+        let row: Option<(Vec<u8>,)> = sqlx::query_as("select sealed from setup_app")
+            .fetch_optional(pool)
+            .await?;
+        Ok(row.map(|(bytes,)| bytes))
+    }
+}

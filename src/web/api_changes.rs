@@ -22,8 +22,11 @@ use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
+use super::long_polls::LongPolls;
 use super::state::AppState;
-use crate::registry::changes::{self, wake, ChangeJson, ChangeWaker, Feed, FeedError};
+use crate::registry::changes::{self, ChangeJson, ChangeWaker, Feed, FeedError};
+
+pub use super::long_polls::DEFAULT_LONG_POLLS;
 
 /// Longest `wait` a reader may ask for.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -38,6 +41,8 @@ pub struct ChangesState {
     pub waker: ChangeWaker,
     /// Turns `true` at shutdown: waiting readers are answered at once.
     pub stop: watch::Receiver<bool>,
+    /// How many may wait at once (`ROSTER_LONG_POLLS`).
+    pub long_polls: LongPolls,
 }
 
 /// The feed's router, with a timeout above [`MAX_WAIT`].
@@ -145,21 +150,37 @@ async fn feed(
     }
 }
 
-/// Reads; when nothing is new, waits for a commit (or the fallback poll)
-/// and reads again, until the wait ends or the server stops.
+/// Reads; when nothing is new, waits for a change after `after` to commit
+/// and reads again, until the wait ends or the server stops. Waiting
+/// reads nothing: the commit's `NOTIFY` wakes the poll (see
+/// [`ChangeWaker::wait_past`]). Past the cap of waiting polls, answers at
+/// once with what there is.
 async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, FeedError> {
     let deadline = tokio::time::Instant::now() + request.wait;
-    let mut waiter = state.waker.waiter();
     let mut stop = state.stop.clone();
+    let mut place = None;
     loop {
+        let heard = state.waker.now();
+        state.long_polls.read();
         let feed = changes::changes_after(&state.pool, request.after, request.limit).await?;
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if !feed.items.is_empty() || left.is_zero() || *stop.borrow() {
             return Ok(feed);
         }
+        if place.is_none() {
+            place = state.long_polls.try_wait();
+            if place.is_none() {
+                return Ok(feed);
+            }
+        }
         tokio::select! {
-            () = waiter.wait(left.min(wake::FALLBACK_POLL)) => {}
-            _ = stop.wait_for(|s| *s) => {}
+            woken = state.waker.wait_past(heard, request.after, left) => {
+                if !woken {
+                    // The wait is over and nothing was announced.
+                    return Ok(feed);
+                }
+            }
+            _ = stop.wait_for(|s| *s) => return Ok(feed),
         }
     }
 }

@@ -18,6 +18,7 @@ pub(crate) mod escape;
 mod extract;
 pub mod forwarded;
 pub(crate) mod health;
+pub mod long_polls;
 mod metrics_route;
 mod origin;
 mod params;

@@ -140,9 +140,8 @@ pub async fn callback(roster: &Roster, code: &str, state: &str) -> Answer {
 
 /// How many Apps the database holds (0 or 1).
 pub async fn stored_apps(pool: &PgPool) -> i64 {
-    let (n,): (i64,) = sqlx::query_as("select count(*) from setup_app")
-        .fetch_one(pool)
+    let stored = roster::setup::store::app_exists(pool)
         .await
-        .expect("count stored Apps");
-    n
+        .expect("look for a stored App");
+    i64::from(stored)
 }

@@ -1,5 +1,7 @@
 //! Wakes readers of the change log when changes commit: one `LISTEN`
-//! connection per process, fanned out to every waiting reader.
+//! connection per process, fanned out to every waiting reader. Readers
+//! never poll the database while they wait: the commit's `NOTIFY` (or the
+//! listening connection coming back after a loss) is what wakes them.
 
 use std::time::Duration;
 
@@ -12,15 +14,24 @@ use tokio::task::AbortHandle;
 /// payload is the last `seq` of the transaction.
 pub const CHANNEL: &str = "roster_changes";
 
-/// How long a reader waits at most before it reads again anyway: the
-/// fallback when a notification was missed (a reconnect).
-pub const FALLBACK_POLL: Duration = Duration::from_secs(1);
+/// Readers that may wait at once when `ROSTER_LONG_POLLS` does not say.
+pub const DEFAULT_LONG_POLLS: usize = 1000;
+
+/// What the listener knows of the log; see [`ChangeWaker::now`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Heard {
+    /// Counts (re)connections of the listener, and payloads it could not
+    /// read: notifications may have been missed when this moves.
+    epoch: u64,
+    /// The highest `seq` announced since the process started.
+    head: i64,
+}
 
 /// Tells waiting readers that the log may have grown. Cheap to clone; the
 /// listening task stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct ChangeWaker {
-    rx: watch::Receiver<u64>,
+    rx: watch::Receiver<Heard>,
     _task: std::sync::Arc<AbortOnDrop>,
 }
 
@@ -37,7 +48,8 @@ impl ChangeWaker {
     /// reconnected after a second; readers are woken then too, since
     /// notifications may have been missed meanwhile.
     pub fn start(pool: PgPool) -> Self {
-        let (tx, rx) = watch::channel(0u64);
+        let (tx, rx) = watch::channel(Heard::default());
+        let lost = |h: &mut Heard| h.epoch = h.epoch.wrapping_add(1);
         let task = tokio::spawn(async move {
             loop {
                 match PgListener::connect_with(&pool).await {
@@ -45,15 +57,18 @@ impl ChangeWaker {
                         if let Err(error) = listener.listen(CHANNEL).await {
                             tracing::warn!(%error, "change feed: cannot listen");
                         } else {
-                            tx.send_modify(|n| *n = n.wrapping_add(1));
-                            while let Ok(Some(_)) = listener.try_recv().await {
-                                tx.send_modify(|n| *n = n.wrapping_add(1));
+                            tx.send_modify(lost);
+                            while let Ok(Some(note)) = listener.try_recv().await {
+                                match note.payload().parse::<i64>() {
+                                    Ok(seq) => tx.send_modify(|h| h.head = h.head.max(seq)),
+                                    Err(_) => tx.send_modify(lost),
+                                }
                             }
                         }
                     }
                     Err(error) => tracing::warn!(%error, "change feed: cannot connect to listen"),
                 }
-                tx.send_modify(|n| *n = n.wrapping_add(1));
+                tx.send_modify(lost);
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         });
@@ -67,12 +82,31 @@ impl ChangeWaker {
     /// (for tests and benchmarks that measure wake-ups).
     pub async fn listening(&self) {
         let mut rx = self.rx.clone();
-        let _ = rx.wait_for(|n| *n > 0).await;
+        let _ = rx.wait_for(|h| h.epoch > 0).await;
     }
 
-    /// A handle to wait on: take it *before* reading the log, then
-    /// [`Waiter::wait`] after finding nothing new, so a change that commits
-    /// in between is not missed.
+    /// What was heard so far: take it *before* reading the log, then
+    /// [`ChangeWaker::wait_past`] after finding nothing new, so a change
+    /// that commits in between is not missed.
+    pub fn now(&self) -> Heard {
+        *self.rx.borrow()
+    }
+
+    /// Returns `true` once a change after `after` was announced since
+    /// `since` (taken before the read that found nothing after `after`), or
+    /// the listener reconnected; `false` when `at_most` passed first. Other
+    /// changes wake nobody, so readers already past them stay asleep.
+    pub async fn wait_past(&self, since: Heard, after: i64, at_most: Duration) -> bool {
+        let past = since.head.max(after);
+        let mut rx = self.rx.clone();
+        let woken = rx.wait_for(|h| h.epoch != since.epoch || h.head > past);
+        let woken = matches!(tokio::time::timeout(at_most, woken).await, Ok(Ok(_)));
+        woken
+    }
+
+    /// A handle to wait on any announcement: take it *before* reading the
+    /// log, then [`Waiter::wait`] after finding nothing new, so a change
+    /// that commits in between is not missed.
     pub fn waiter(&self) -> Waiter {
         let mut rx = self.rx.clone();
         rx.mark_unchanged();
@@ -82,7 +116,7 @@ impl ChangeWaker {
 
 /// One reader's view of the wake-ups; see [`ChangeWaker::waiter`].
 pub struct Waiter {
-    rx: watch::Receiver<u64>,
+    rx: watch::Receiver<Heard>,
 }
 
 impl Waiter {
