@@ -2,6 +2,10 @@
 //! (3,000 with a project file) behind a fake GitHub that adds 50 ms to every
 //! request. Prints the listing time and the GitHub requests it cost.
 //!
+//! Then the organisation gets 500 teams and 5,000 members, and the listing
+//! runs again: the directory's reads (100 teams or members a request, beside
+//! the repositories' pages) and what they add are printed.
+//!
 //! Targets: at most 120 requests and 15 s. Run with
 //! `cargo bench --bench github_full_sync` (needs PostgreSQL, as the tests).
 
@@ -20,6 +24,8 @@ use roster::metrics::Metrics;
 const REPOS: usize = 10_000;
 const WITH_FILE: usize = 3_000;
 const LATENCY: Duration = Duration::from_millis(50);
+const TEAMS: usize = 500;
+const MEMBERS: usize = 5_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
@@ -52,7 +58,8 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let metrics = Arc::new(Metrics::new(
         &mut prometheus_client::registry::Registry::default(),
     ));
-    let source = GithubSource::connect(&fake.settings(), "project.yaml", pool, metrics).await?;
+    let source =
+        GithubSource::connect(&fake.settings(), "project.yaml", pool.clone(), metrics).await?;
     fake.reset_counts();
 
     let started = Instant::now();
@@ -81,10 +88,46 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         fake.count(routes::INSTALLATIONS)
     );
     println!("    token creations:   {}", fake.token_creations());
+    println!(
+        "    directory reads:   {} (an organisation without teams or members)",
+        fake.count(routes::GRAPHQL_DIRECTORY)
+    );
     println!("  repositories listed: {items}, with a file: {hinted_files}, complete: {complete}");
 
     if items != REPOS || hinted_files != WITH_FILE || !complete {
         return Err("the listing did not return every repository and file".into());
+    }
+
+    fake.add_teams(1, TEAMS);
+    fake.add_members(1, MEMBERS);
+    fake.reset_counts();
+    let started = Instant::now();
+    source.lister().list().await?;
+    let with_directory = started.elapsed();
+    let directory = roster::directory::DirectoryDb::new(pool)
+        .load(fake_github::directory::org_id(1))
+        .await?
+        .ok_or("the organisation is not known")?;
+    let reads = fake.count(routes::GRAPHQL_DIRECTORY);
+    println!("with {TEAMS} teams and {MEMBERS} members:");
+    println!(
+        "  full listing time:   {:.2} s ({:+.2} s)",
+        with_directory.as_secs_f64(),
+        with_directory.as_secs_f64() - elapsed.as_secs_f64()
+    );
+    println!(
+        "  GitHub requests:     {} ({reads} directory reads, {} pages of teams and {} of members expected)",
+        fake.total(),
+        TEAMS.div_ceil(100),
+        MEMBERS.div_ceil(100)
+    );
+    println!(
+        "  directory:           {} teams, {} members stored",
+        directory.teams.len(),
+        directory.members.len()
+    );
+    if directory.teams.len() != TEAMS || directory.members.len() != MEMBERS {
+        return Err("the directory was not read whole".into());
     }
     Ok(())
 }

@@ -45,6 +45,7 @@ mod notify_crash;
 mod notify_targets;
 mod nul_file;
 mod outages;
+mod owners_api;
 mod pg_queue;
 mod project_schema;
 mod redelivery;

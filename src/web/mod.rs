@@ -6,6 +6,7 @@
 pub mod api_changes;
 mod api_deliveries;
 mod api_holds;
+mod api_owners;
 mod api_projects;
 mod api_repos;
 mod api_write;

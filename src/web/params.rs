@@ -92,7 +92,7 @@ fn parse_status(value: &str) -> Result<Status, ApiError> {
 
 /// `limit` is 1 to [`MAX_LIMIT`]; outside is a 400, not a silent clamp, so a
 /// script asking for 5000 learns it gets fewer.
-fn parse_limit(value: Option<&str>) -> Result<u32, ApiError> {
+pub(crate) fn parse_limit(value: Option<&str>) -> Result<u32, ApiError> {
     let Some(value) = value else {
         return Ok(DEFAULT_LIMIT);
     };

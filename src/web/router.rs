@@ -13,8 +13,8 @@ use tower_http::trace::TraceLayer;
 
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_projects, api_repos, api_write, assets, dashboard, error,
-    health, metrics_route,
+    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, dashboard,
+    error, health, metrics_route,
 };
 
 /// A request taking longer than this is cut off with a 503.
@@ -56,6 +56,7 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/notify", get(super::api_changes::notify_targets))
         .route("/api/v1/deliveries", get(api_deliveries::list))
         .route("/api/v1/holds", get(api_holds::list))
+        .route("/api/v1/owners", get(api_owners::list))
         .route("/api/v1/holds/{id}/release", post(api_holds::release))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))

@@ -225,7 +225,7 @@ mod tests {
     #[test]
     fn a_malformed_file_should_say_what_and_where() {
         let cases: [(&[u8], &str); 7] = [
-            (b"teams: [", "teams.yaml:2:1: "),
+            (b"teams: [", "teams.yaml:1:8: this `[` is never closed"),
             (
                 b"teams:\n  - name: no slug\n",
                 "teams.yaml:2:5: teams[1]: slug is required",

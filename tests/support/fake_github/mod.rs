@@ -457,6 +457,18 @@ impl FakeGithub {
         world.tokens.retain(|_, t| t.installation != id);
     }
 
+    /// Gives an installation's REST and GraphQL budgets `limit` requests an
+    /// hour, all of it left (GitHub grants large organisations more than
+    /// the smallest 5,000).
+    pub fn set_budget_limit(&self, installation: i64, limit: u64) {
+        let mut world = self.shared.world();
+        for resource in ["core", "graphql"] {
+            let budget = world.budget(installation, resource);
+            budget.limit = limit;
+            budget.remaining = limit;
+        }
+    }
+
     /// Sets what is left of an installation's REST (`core`) or `graphql` budget.
     pub fn set_remaining(&self, installation: i64, resource: &'static str, remaining: u64) {
         self.shared.world().budget(installation, resource).remaining = remaining;

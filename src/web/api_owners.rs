@@ -1,0 +1,239 @@
+//! `GET /api/v1/owners`: the organisations' teams (and, for the API token
+//! or a signed-in session, their members and secret teams), each with the
+//! number of entries whose `owner` names it, resolved through the
+//! directory (an old slug counts for the team it now names).
+//!
+//! Teams and members are the organisation's private data: without
+//! credentials only visible teams' slug, name and entry count are shown. A
+//! page holds at most `limit` owners and about 1 MiB; `next_cursor` pages on.
+
+use std::collections::HashMap;
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+
+use super::auth::WriteAccess;
+use super::error::ApiError;
+use super::extract::ApiQuery;
+use super::params::parse_limit;
+use super::session::Viewer;
+use super::state::AppState;
+use crate::directory::db::AccountStatus;
+use crate::directory::resolve::Resolver;
+use crate::directory::{DirectoryDb, Resolution};
+use crate::registry::cursor;
+use crate::registry::owner_counts::owner_counts;
+
+/// A page stops growing past this many bytes of owners.
+pub const MAX_PAGE_BYTES: usize = 1024 * 1024 - 64 * 1024;
+
+/// Whether the request may see members and secret teams.
+#[derive(Debug, Clone, Copy)]
+pub struct Privileged(bool);
+
+impl FromRequestParts<AppState> for Privileged {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        // A presented token is checked like the write API's (a wrong one is
+        // refused and counted by the failure throttle), never ignored.
+        if parts.headers.contains_key(AUTHORIZATION) {
+            WriteAccess::from_request_parts(parts, state).await?;
+            return Ok(Self(true));
+        }
+        let viewer = match Viewer::from_request_parts(parts, state).await {
+            Ok(viewer) => viewer,
+            Err(never) => match never {},
+        };
+        Ok(Self(viewer.signed_in()))
+    }
+}
+
+/// `?limit=&cursor=`.
+#[derive(Debug, Default, Clone, Deserialize)]
+pub struct OwnerParams {
+    pub limit: Option<String>,
+    pub cursor: Option<String>,
+}
+
+/// One team or member, with its entries.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OwnerJson {
+    /// The organisation's login.
+    pub account: String,
+    /// `team` or `member`.
+    pub kind: &'static str,
+    /// A team's slug or a member's login.
+    pub name: String,
+    /// A team's display name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub id: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<i64>,
+    pub secret: bool,
+    /// The team is gone from the organisation; entries still name it.
+    pub deleted: bool,
+    /// Entries whose `owner` resolves to it.
+    pub entries: i64,
+}
+
+/// A page of owners, and how each organisation's directory stands.
+#[derive(Debug, Clone, Serialize)]
+pub struct OwnersPage {
+    pub accounts: Vec<AccountJson>,
+    pub items: Vec<OwnerJson>,
+    pub next_cursor: Option<String>,
+}
+
+/// An organisation: whether its owners are checked, and its last read.
+#[derive(Debug, Clone, Serialize)]
+pub struct AccountJson {
+    pub login: String,
+    pub personal: bool,
+    pub owners_checked: bool,
+    /// Why owners are not checked (GitHub refused the teams).
+    pub off_reason: Option<String>,
+    /// The last read that failed, or a `teams.yaml` that was refused.
+    pub read_error: Option<String>,
+    pub teams_read_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl From<AccountStatus> for AccountJson {
+    fn from(a: AccountStatus) -> Self {
+        Self {
+            owners_checked: !a.personal && a.off_reason.is_none(),
+            login: a.login,
+            personal: a.personal,
+            off_reason: a.off_reason,
+            read_error: a.read_error,
+            teams_read_at: a.teams_read_at,
+        }
+    }
+}
+
+/// The sort key of an owner, which the cursor carries.
+type Key = (String, u8, String, i64);
+
+fn key_of(owner: &OwnerJson) -> Key {
+    (
+        owner.account.to_lowercase(),
+        u8::from(owner.kind == "member"),
+        owner.name.to_lowercase(),
+        owner.id,
+    )
+}
+
+pub async fn list(
+    Privileged(privileged): Privileged,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<OwnerParams>,
+) -> Result<Json<OwnersPage>, ApiError> {
+    let limit = parse_limit(params.limit.as_deref().filter(|l| !l.is_empty()))? as usize;
+    let after: Option<Key> = params
+        .cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(cursor::decode)
+        .transpose()?;
+    let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
+    let db = DirectoryDb::new(state.pool.clone());
+    let accounts = db.accounts().await.map_err(unavailable)?;
+    let counts = owner_counts(&state.pool).await?;
+    let mut owners = Vec::new();
+    for account in &accounts {
+        let Some(dir) = db.load(account.org_id).await.map_err(unavailable)? else {
+            continue;
+        };
+        let resolver = Resolver::new(&dir);
+        let mut by_team: HashMap<i64, i64> = HashMap::new();
+        let mut by_member: HashMap<String, i64> = HashMap::new();
+        let names_account = |login: &str| {
+            login.eq_ignore_ascii_case(&dir.login)
+                || dir.former_logins.contains(&login.to_lowercase())
+        };
+        for count in counts.iter().filter(|c| names_account(&c.account)) {
+            match resolver.resolve(&count.owner) {
+                Resolution::Member { login } => {
+                    *by_member.entry(login.to_lowercase()).or_default() += count.entries
+                }
+                other => {
+                    if let Some(id) = other.team_id() {
+                        *by_team.entry(id).or_default() += count.entries;
+                    }
+                }
+            }
+        }
+        for known in dir.teams.iter().filter(|t| privileged || !t.team.secret) {
+            let team = &known.team;
+            owners.push(OwnerJson {
+                account: dir.login.clone(),
+                kind: "team",
+                name: team.slug.clone(),
+                title: Some(team.name.clone()),
+                id: team.id,
+                parent_id: team.parent_id,
+                secret: team.secret,
+                deleted: known.deleted,
+                entries: by_team.get(&team.id).copied().unwrap_or(0),
+            });
+        }
+        if privileged {
+            for member in &dir.members {
+                owners.push(OwnerJson {
+                    account: dir.login.clone(),
+                    kind: "member",
+                    name: member.login.clone(),
+                    title: None,
+                    id: member.id,
+                    parent_id: None,
+                    secret: false,
+                    deleted: false,
+                    entries: by_member
+                        .get(&member.login.to_lowercase())
+                        .copied()
+                        .unwrap_or(0),
+                });
+            }
+        }
+    }
+    owners.sort_by_cached_key(key_of);
+    let (items, next_cursor) = page(owners, after.as_ref(), limit);
+    Ok(Json(OwnersPage {
+        accounts: accounts.into_iter().map(AccountJson::from).collect(),
+        items,
+        next_cursor,
+    }))
+}
+
+/// The owners after `after`, at most `limit` and about [`MAX_PAGE_BYTES`].
+fn page(
+    owners: Vec<OwnerJson>,
+    after: Option<&Key>,
+    limit: usize,
+) -> (Vec<OwnerJson>, Option<String>) {
+    let mut items = Vec::new();
+    let mut bytes = 0;
+    let mut rest = owners
+        .into_iter()
+        .filter(|o| after.is_none_or(|a| key_of(o) > *a))
+        .peekable();
+    while let Some(owner) = rest.peek() {
+        let size = serde_json::to_vec(owner).map_or(0, |b| b.len()) + 1;
+        if items.len() == limit || (bytes + size > MAX_PAGE_BYTES && !items.is_empty()) {
+            break;
+        }
+        bytes += size;
+        if let Some(owner) = rest.next() {
+            items.push(owner);
+        }
+    }
+    let next = match (rest.peek(), items.last()) {
+        (Some(_), Some(last)) => Some(cursor::encode(&key_of(last))),
+        _ => None,
+    };
+    (items, next)
+}
