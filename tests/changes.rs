@@ -163,7 +163,7 @@ async fn a_deleted_repository_should_show_its_entries_as_removed_with_their_last
 
     // History outlives the entry, newest first.
     let api = history(&pool, "api", None, 10).await.expect("history");
-    let kinds: Vec<ChangeKind> = api.iter().map(|c| c.kind).collect();
+    let kinds: Vec<ChangeKind> = api.items.iter().map(|c| c.kind).collect();
     assert_eq!(kinds, vec![ChangeKind::Removed, ChangeKind::Created]);
 
     // A name that comes back is no longer "recently removed".

@@ -74,6 +74,18 @@ fn serve_with_zero_workers_should_name_roster_workers() {
 }
 
 #[test]
+fn serve_with_a_bad_history_size_should_name_roster_history_max_bytes() {
+    let source = valid_dir_source();
+    for bad in ["lots", "1.5GiB", "100KiB"] {
+        let output = serve_with(&[
+            ("ROSTER_SOURCE", &source),
+            ("ROSTER_HISTORY_MAX_BYTES", bad),
+        ]);
+        assert_stops_naming(&output, "ROSTER_HISTORY_MAX_BYTES");
+    }
+}
+
+#[test]
 fn serve_with_a_bad_trust_proxy_should_name_it() {
     let source = valid_dir_source();
     let output = serve_with(&[("ROSTER_SOURCE", &source), ("ROSTER_TRUST_PROXY", "yes")]);

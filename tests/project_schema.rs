@@ -239,12 +239,41 @@ const CASES: &[&str] = &[
     "name: [a\n",
 ];
 
+/// Cases at the edges of the length rules of labels and links.
+fn length_cases() -> Vec<String> {
+    let label = |key: usize, value: usize| {
+        format!(
+            "name: a\nowner: t\nlabels:\n  {}: {}\n",
+            "k".repeat(key),
+            "v".repeat(value)
+        )
+    };
+    let link = |title: usize, url: usize| {
+        format!(
+            "name: a\nowner: t\nlinks:\n  - title: {}\n    url: https://x.example/{}\n",
+            "t".repeat(title),
+            "p".repeat(url - 18)
+        )
+    };
+    vec![
+        label(63, 256),
+        label(64, 1),
+        label(1, 257),
+        link(200, 2000),
+        link(201, 100),
+        link(10, 2001),
+    ]
+}
+
 #[test]
 fn a_file_the_schema_rejects_should_be_one_roster_check_rejects_and_back() {
     let validator = Validator::new();
     let mut files = repository_files();
     for (k, case) in CASES.iter().enumerate() {
         files.insert(format!("case {k}: {case:?}"), case.as_bytes().to_vec());
+    }
+    for (k, case) in length_cases().iter().enumerate() {
+        files.insert(format!("length case {k}"), case.as_bytes().to_vec());
     }
     let mut disagreements = Vec::new();
     for (name, bytes) in &files {

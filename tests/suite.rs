@@ -7,6 +7,7 @@ mod support;
 mod app_docs;
 mod auth_throttle;
 mod browser;
+mod change_log_bounds;
 mod changes;
 mod changes_api;
 mod changes_page;

@@ -31,7 +31,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("revoked_sessions", &["web/revocation.rs"]),
     ("changes", &["registry/changes/"]),
     ("change_head", &["registry/changes/"]),
-    ("notify_targets", &["notify/outbox.rs"]),
+    ("notify_targets", &["notify/outbox.rs", "notify/stall.rs"]),
     ("check_requests", &["registry/check_requests.rs"]),
     (
         "check_runs",

@@ -26,6 +26,51 @@ pub(super) fn parse_history_retention(raw: &str) -> Result<Duration, ConfigError
     Ok(retention)
 }
 
+/// `ROSTER_HISTORY_MAX_BYTES`: a size like `1GiB`, `500MiB`, `2GB` or a
+/// number of bytes; at least 1 MiB (a page of the feed), at most 1 PiB.
+pub(super) fn parse_history_max_bytes(raw: &str) -> Result<u64, ConfigError> {
+    const SETTING: &str = "ROSTER_HISTORY_MAX_BYTES";
+    let text = raw.trim();
+    if text.is_empty() {
+        // Set but empty, like the other settings: the default.
+        return Ok(1 << 30);
+    }
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "kib" => 1 << 10,
+        "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        "tb" => 1_000_000_000_000,
+        "tib" => 1 << 40,
+        _ => 0,
+    };
+    let bytes = number
+        .parse::<u64>()
+        .ok()
+        .filter(|_| factor > 0)
+        .and_then(|n| n.checked_mul(factor))
+        .ok_or_else(|| {
+            ConfigError::new(
+                SETTING,
+                format!("{raw:?} is not a size like 1GiB, 500MiB or 2GB"),
+            )
+        })?;
+    if bytes < 1 << 20 {
+        return Err(ConfigError::new(SETTING, "must be at least 1MiB"));
+    }
+    if bytes > 1 << 50 {
+        return Err(ConfigError::new(SETTING, "must be at most 1PiB"));
+    }
+    Ok(bytes)
+}
+
 /// A notification URL as logs, metrics and pages show it: scheme, host and
 /// port only. Services such as Slack, Zapier and Discord keep the secret
 /// of a webhook in its path, others in the query or the user part, so
@@ -95,6 +140,24 @@ pub(super) fn parse_notify(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn history_max_bytes_should_read_sizes_and_refuse_nonsense() {
+        assert_eq!(parse_history_max_bytes("1GiB").ok(), Some(1 << 30));
+        assert_eq!(parse_history_max_bytes(" 500 MiB ").ok(), Some(500 << 20));
+        assert_eq!(parse_history_max_bytes("2GB").ok(), Some(2_000_000_000));
+        assert_eq!(parse_history_max_bytes("2097152").ok(), Some(2 << 20));
+        assert_eq!(parse_history_max_bytes("").ok(), Some(1 << 30));
+        for bad in ["lots", "1.5GiB", "-1GiB", "1XB", "99999999999999999999"] {
+            let error = parse_history_max_bytes(bad).unwrap_err();
+            assert_eq!(error.setting, "ROSTER_HISTORY_MAX_BYTES", "{bad:?}");
+            assert!(error.message.contains("is not a size"), "{bad:?}: {error}");
+        }
+        assert_eq!(
+            parse_history_max_bytes("1KiB").unwrap_err().to_string(),
+            "ROSTER_HISTORY_MAX_BYTES: must be at least 1MiB"
+        );
+    }
 
     #[test]
     fn history_retention_should_default_sensibly_and_refuse_nonsense() {

@@ -191,6 +191,10 @@ pub struct ServeArgs {
     /// How long the change log keeps a change (`90d`, `30d`); at least 1h.
     #[arg(long, env = "ROSTER_HISTORY_RETENTION", default_value = "90d")]
     pub history_retention: String,
+    /// How many bytes of changes the change log keeps at most (`1GiB`,
+    /// `500MiB`); at least 1MiB.
+    #[arg(long, env = "ROSTER_HISTORY_MAX_BYTES", default_value = "1GiB")]
+    pub history_max_bytes: String,
     /// Comma-separated URLs that receive every change as a signed POST.
     #[arg(long, env = "ROSTER_NOTIFY_URLS")]
     pub notify_urls: Option<String>,
@@ -263,6 +267,8 @@ pub struct Settings {
     pub delivery_retention: Duration,
     /// How long the change log keeps a change.
     pub history_retention: Duration,
+    /// How many bytes of changes the change log keeps at most.
+    pub history_max_bytes: u64,
     /// Where changes are POSTed, and the secret that signs them.
     pub notify: NotifySettings,
     /// Long polls of the change feed waiting at once (`ROSTER_LONG_POLLS`).
@@ -337,6 +343,7 @@ impl ServeArgs {
         let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;
         let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
         let history_retention = history::parse_history_retention(&self.history_retention)?;
+        let history_max_bytes = history::parse_history_max_bytes(&self.history_max_bytes)?;
         let notify = history::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
         let long_polls = parse::parse_long_polls(&self.long_polls)?;
         let checks = match non_empty(Some(self.checks)) {
@@ -369,6 +376,7 @@ impl ServeArgs {
             webhook_concurrency,
             delivery_retention,
             history_retention,
+            history_max_bytes,
             notify,
             long_polls,
             checks,

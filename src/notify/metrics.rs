@@ -1,5 +1,6 @@
 //! `roster_notify_backlog{target}`: changes not yet acknowledged by each
-//! notification target.
+//! notification target; `roster_notify_stalled{target}`: 1 while a target
+//! that fell too far behind waits for its `gap` notification.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -15,6 +16,7 @@ struct TargetLabels {
 #[derive(Debug, Clone, Default)]
 pub struct NotifyMetrics {
     backlog: Family<TargetLabels, Gauge>,
+    stalled: Family<TargetLabels, Gauge>,
 }
 
 impl NotifyMetrics {
@@ -26,7 +28,22 @@ impl NotifyMetrics {
             "Changes not yet acknowledged by a notification target",
             metrics.backlog.clone(),
         );
+        registry.register(
+            "notify_stalled",
+            "1 while a notification target fell more than the change log's size bound \
+             behind and has not been sent its gap notification",
+            metrics.stalled.clone(),
+        );
         metrics
+    }
+
+    /// Whether `target` is stalled (its `gap` notification not yet acknowledged).
+    pub fn set_stalled(&self, target: &str, stalled: bool) {
+        self.stalled
+            .get_or_create(&TargetLabels {
+                target: target.to_owned(),
+            })
+            .set(i64::from(stalled));
     }
 
     pub fn set_backlog(&self, target: &str, backlog: i64) {

@@ -10,6 +10,7 @@
 pub mod metrics;
 pub mod outbox;
 pub mod sign;
+pub mod stall;
 pub mod target;
 
 use std::sync::Arc;

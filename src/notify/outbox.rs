@@ -199,6 +199,9 @@ pub struct TargetStatus {
     pub next_attempt_at: Option<DateTime<Utc>>,
     /// Whether a replica delivers to it now (a live lease).
     pub active: bool,
+    /// Whether it fell more than the log's size bound behind and has not
+    /// acknowledged its `gap` notification yet.
+    pub stalled: bool,
 }
 
 /// Every configured target (those removed from the configuration are
@@ -208,7 +211,8 @@ pub async fn status(pool: &PgPool) -> Result<Vec<TargetStatus>, sqlx::Error> {
     let mut rows: Vec<TargetStatus> = sqlx::query_as(
         "select t.url as target, greatest($1 - t.cursor, 0) as backlog, t.cursor, t.attempts,
                 t.last_error, t.last_error_at, t.last_sent_at, t.next_attempt_at,
-                coalesce(t.lease_until > clock_timestamp(), false) as active
+                coalesce(t.lease_until > clock_timestamp(), false) as active,
+                t.gap_first is not null as stalled
          from notify_targets t
          order by t.url",
     )

@@ -14,7 +14,7 @@ use sqlx::PgPool;
 use tokio::sync::watch;
 
 use super::metrics::NotifyMetrics;
-use super::{outbox, redact, sign};
+use super::{outbox, redact, sign, stall};
 use crate::controller::backoff::Backoff;
 use crate::registry::changes::{self, ChangeJson, ChangeWaker, FeedError};
 
@@ -98,6 +98,10 @@ impl Delivery {
         if !leased.wait.is_zero() {
             return Ok(Some(leased.wait));
         }
+        match stall::pending_gap(&self.pool, url).await? {
+            Some(gap) => return self.announce_gap(url, label, &leased, gap).await,
+            None => self.metrics.set_stalled(label, false),
+        }
         let feed = match changes::changes_after(&self.pool, leased.cursor, BATCH).await {
             Ok(feed) => feed,
             Err(FeedError::Gone { oldest, .. }) => {
@@ -162,8 +166,49 @@ impl Delivery {
             Ok(body) => body,
             Err(e) => return Sent::Failed(format!("cannot encode change {}: {e}", change.seq)),
         };
+        self.post(url, change.seq, sign::delivery_id(url, change.seq), body)
+            .await
+    }
+
+    /// POSTs the `gap` notification of a stalled target: one, naming the
+    /// first and last `seq` it missed; its `X-Roster-Seq` is the last.
+    async fn send_gap(&self, url: &str, (first, last): (i64, i64)) -> Sent {
+        let body = stall::gap_body(first, last, chrono::Utc::now());
+        let delivery = format!("gap-{first}-{}", sign::delivery_id(url, last));
+        self.post(url, last, delivery, body).await
+    }
+
+    /// Tells a stalled target what it missed. Returns the pause before the
+    /// next round (`None`: go on at once).
+    async fn announce_gap(
+        &self,
+        url: &str,
+        label: &str,
+        leased: &outbox::Leased,
+        gap: (i64, i64),
+    ) -> Result<Option<Duration>, sqlx::Error> {
+        self.metrics.set_stalled(label, true);
+        match self.send_gap(url, gap).await {
+            Sent::Acknowledged => {
+                if !stall::gap_delivered(&self.pool, url, &self.owner).await? {
+                    return Ok(Some(self.lease / 3));
+                }
+                self.metrics.set_stalled(label, false);
+                Ok(None)
+            }
+            Sent::Failed(error) => {
+                let error = error.replace(url, label);
+                let retry_in = self.backoff.delay(leased.attempts + 1);
+                tracing::warn!(target_url = %label, %error, "notify: gap notification failed");
+                outbox::fail(&self.pool, url, &self.owner, &error, retry_in).await?;
+                Ok(Some(retry_in))
+            }
+        }
+    }
+
+    /// POSTs one body, signed, within the timeout; only a 2xx counts.
+    async fn post(&self, url: &str, seq: i64, delivery: String, body: String) -> Sent {
         let secret = self.secret.expose_secret().as_bytes();
-        let delivery = sign::delivery_id(url, change.seq);
         // Taken now, not when the change was written: a retry is signed
         // afresh, so a receiver's age limit only refuses captured requests.
         let timestamp = chrono::Utc::now().timestamp();
@@ -182,7 +227,7 @@ impl Delivery {
             )
             .header("X-Roster-Delivery", delivery)
             .header("X-Roster-Timestamp", timestamp.to_string())
-            .header("X-Roster-Seq", change.seq.to_string())
+            .header("X-Roster-Seq", seq.to_string())
             .body(OctoBody::from(body));
         let request = match request {
             Ok(request) => request,

@@ -172,3 +172,50 @@ fn a_short_text_should_not_be_cut() {
     assert_eq!(clip("abcd".into(), 3), "ab…");
     assert_eq!(clip("éééé".into(), 3), "éé…");
 }
+
+fn accepted(yaml: &str) -> ProjectFile {
+    match parse("project.yaml", yaml.as_bytes()) {
+        Ok(file) => file,
+        Err(problems) => panic!("expected a valid file, got:\n{problems}"),
+    }
+}
+
+#[test]
+fn a_label_should_have_a_key_of_at_most_63_and_a_value_of_at_most_256_characters() {
+    let (key, value) = ("k".repeat(63), "é".repeat(256));
+    let file = accepted(&format!("name: a\nowner: b\nlabels:\n  {key}: {value}\n"));
+    assert_eq!(file.projects[0].labels.get(&key), Some(&value));
+    assert_eq!(
+        problems(&format!(
+            "name: a\nowner: b\nlabels:\n  {}: x\n",
+            "k".repeat(64)
+        )),
+        ["project.yaml:4:3: labels: a key must be at most 63 characters, found 64"]
+    );
+    assert_eq!(
+        problems(&format!(
+            "name: a\nowner: b\nlabels:\n  tier: {}\n",
+            "v".repeat(257)
+        )),
+        ["project.yaml:4:9: labels.tier: must be at most 256 characters, found 257"]
+    );
+}
+
+#[test]
+fn a_link_should_have_a_title_of_at_most_200_and_a_url_of_at_most_2000_characters() {
+    let title = "t".repeat(200);
+    let url = format!("https://example.com/{}", "p".repeat(2000 - 20));
+    let file = accepted(&format!(
+        "name: a\nowner: b\nlinks:\n  - title: {title}\n    url: {url}\n"
+    ));
+    assert_eq!(file.projects[0].links[0].url.chars().count(), 2000);
+    assert_eq!(
+        problems(&format!(
+            "name: a\nowner: b\nlinks:\n  - title: {title}t\n    url: {url}p\n"
+        )),
+        [
+            "project.yaml:4:12: links[0].title: must be at most 200 characters, found 201",
+            "project.yaml:5:10: links[0].url: must be at most 2000 characters, found 2001",
+        ]
+    );
+}

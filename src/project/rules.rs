@@ -24,6 +24,12 @@ pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
 pub(crate) const MAX_TAGS: usize = 20;
 pub(crate) const MAX_LABELS: usize = 50;
 pub(crate) const MAX_LINKS: usize = 20;
+/// A label's key and value, and a link's title and URL, in characters:
+/// each is stored, logged and shown many times, so none may be large.
+pub(crate) const MAX_LABEL_KEY_CHARS: usize = 63;
+pub(crate) const MAX_LABEL_VALUE_CHARS: usize = 256;
+pub(crate) const MAX_LINK_TITLE_CHARS: usize = 200;
+pub(crate) const MAX_LINK_URL_CHARS: usize = 2000;
 
 const PROJECT_FIELDS: &[&str] = &[
     "name",

@@ -6,6 +6,7 @@
 //! side ([`query`]) is shared by the API and the dashboard so they never
 //! disagree.
 
+pub mod budget;
 pub mod changes;
 pub mod check_requests;
 pub mod check_runs;

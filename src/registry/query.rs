@@ -7,7 +7,7 @@ use sqlx::types::Json;
 use sqlx::PgPool;
 
 use super::json::{EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson};
-use super::{cursor, RegistryError, Status};
+use super::{budget, cursor, RegistryError, Status};
 use crate::source::RepoId;
 
 /// Page size when the caller gives none.
@@ -292,34 +292,71 @@ pub(crate) async fn entries_of(
     Ok(rows.into_iter().map(EntryJson::from).collect())
 }
 
-/// Lists entries ordered by name, one page at a time.
+/// An entry of a page, with how many entries matched before the byte
+/// bound cut the page.
+#[derive(sqlx::FromRow)]
+struct PagedEntryRow {
+    #[sqlx(flatten)]
+    entry: EntryRow,
+    matched: i64,
+}
+
+/// About the bytes of an entry `e` as JSON, from its stored columns: what
+/// a page is cut by before it is read (then measured exactly).
+const ENTRY_BYTES: &str = "512 + octet_length(e.name) + octet_length(e.owner)
+     + coalesce(octet_length(e.description), 0) + coalesce(octet_length(e.lifecycle), 0)
+     + octet_length(array_to_string(e.tags, '')) + 3 * coalesce(cardinality(e.tags), 0)
+     + octet_length(e.links::text) + octet_length(e.labels::text)";
+
+/// Lists entries ordered by name, one page at a time: at most `limit`, and
+/// at most the byte bound of an answer (at least one entry).
 pub async fn list_projects(
     pool: &PgPool,
     filter: &ProjectFilter,
 ) -> Result<Page<EntryJson>, RegistryError> {
     let after: Option<(String,)> = filter.cursor.as_deref().map(cursor::decode).transpose()?;
     let size = page_size(filter.limit);
-    let rows: Vec<EntryRow> = sqlx::query_as(&format!(
-        "{ENTRY_SELECT}
-         where ($1::text is null or e.owner = $1)
-           and ($2::text is null or $2 = any(e.tags))
-           and ($3::text is null or strpos(lower(e.name), lower($3)) > 0
-                or strpos(lower(coalesce(e.description, '')), lower($3)) > 0)
-           and ($4::text is null or e.name > $4)
-         order by e.name
-         limit $5"
+    let rows: Vec<PagedEntryRow> = sqlx::query_as(&format!(
+        "with matched as (
+             select e.name, {ENTRY_BYTES} as bytes from entries e
+             where ($1::text is null or e.owner = $1)
+               and ($2::text is null or $2 = any(e.tags))
+               and ($3::text is null or strpos(lower(e.name), lower($3)) > 0
+                    or strpos(lower(coalesce(e.description, '')), lower($3)) > 0)
+               and ($4::text is null or e.name > $4)
+             order by e.name
+             limit $5 + 1),
+         running as (
+             select name, row_number() over w as n, sum(bytes) over w as used
+             from matched window w as (order by name)),
+         page as (select name from running where n <= $5 and (n = 1 or used <= $6))
+         select x.*, m.matched
+         from ({ENTRY_SELECT} where e.name in (select name from page)) x
+         cross join (select count(*) as matched from matched) m
+         order by x.name"
     ))
     .bind(filter.owner.as_deref().filter(|s| !s.is_empty()))
     .bind(filter.tag.as_deref().filter(|s| !s.is_empty()))
     .bind(filter.q.as_deref().filter(|s| !s.is_empty()))
     .bind(after.map(|(name,)| name))
-    .bind(size + 1)
+    .bind(size)
+    .bind(i64::try_from(budget::ITEMS_BUDGET).unwrap_or(i64::MAX))
     .fetch_all(pool)
     .await?;
-    let items = rows.into_iter().map(EntryJson::from).collect();
-    Ok(paginate(items, size, |entry: &EntryJson| {
-        cursor::encode(&(entry.name.as_str(),))
-    }))
+    let matched = rows.first().map_or(0, |r| r.matched);
+    let mut items: Vec<EntryJson> = rows.into_iter().map(|r| EntryJson::from(r.entry)).collect();
+    let cut = budget::fit_json(&mut items);
+    let more = cut || usize::try_from(matched).unwrap_or(0) > items.len();
+    let next_cursor = items
+        .last()
+        .filter(|_| more)
+        .map(|entry| project_cursor(&entry.name));
+    Ok(Page { items, next_cursor })
+}
+
+/// The cursor of the page of entries after `name`.
+pub fn project_cursor(name: &str) -> String {
+    cursor::encode(&(name,))
 }
 
 /// One entry by its name.

@@ -24,7 +24,7 @@ use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
 use super::long_polls::LongPolls;
 use super::state::AppState;
-use crate::registry::changes::{self, ChangeJson, ChangeWaker, Feed, FeedError};
+use crate::registry::changes::{self, ChangeWaker, Feed, FeedError};
 
 pub use super::long_polls::DEFAULT_LONG_POLLS;
 
@@ -193,7 +193,8 @@ pub struct HistoryParams {
 }
 
 /// `GET /api/v1/projects/{name}/history`: the name's changes, newest
-/// first, also after it was removed; `404` when it never had one.
+/// first, also after it was removed, at most 1 MiB a page; `404` when it
+/// never had one.
 pub async fn history(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -207,14 +208,14 @@ pub async fn history(
     .check()
     .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", "before:", 1)))?;
     let before = params.before.as_ref().map(|_| check.after);
-    let items: Vec<ChangeJson> = changes::history(&state.pool, &name, before, check.limit).await?;
-    if items.is_empty() && before.is_none() {
+    let page = changes::history(&state.pool, &name, before, check.limit).await?;
+    if page.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
-    let next_cursor = (items.len() as i64 == check.limit)
-        .then(|| items.last().map(|c| c.seq.to_string()))
-        .flatten();
-    Ok(Json(json!({ "items": items, "next_cursor": next_cursor })))
+    let next_cursor = page.next_cursor().map(|seq| seq.to_string());
+    Ok(Json(
+        json!({ "items": page.items, "next_cursor": next_cursor }),
+    ))
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.

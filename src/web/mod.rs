@@ -19,6 +19,7 @@ pub(crate) mod escape;
 mod extract;
 pub mod forwarded;
 pub(crate) mod health;
+mod html_budget;
 pub mod long_polls;
 mod metrics_route;
 mod origin;

@@ -148,13 +148,30 @@ impl<'t> Walk<'t> {
             self.issue(id, field, "must not be empty");
             return None;
         }
-        Some(text.to_owned())
+        self.at_most(id, field, text, MAX_LINK_TITLE_CHARS)
+            .then(|| text.to_owned())
+    }
+
+    /// Whether `text` has at most `max` characters; reports it otherwise.
+    fn at_most(&mut self, id: NodeId, field: &str, text: &str, max: usize) -> bool {
+        let chars = text.chars().count();
+        if chars > max {
+            self.issue(
+                id,
+                field,
+                format!("must be at most {max} characters, found {chars}"),
+            );
+        }
+        chars <= max
     }
 
     fn url(&mut self, id: NodeId, field: &str) -> Option<String> {
         let text = self.string(id, field)?;
         if text.trim().is_empty() {
             self.issue(id, field, "must not be empty");
+            return None;
+        }
+        if !self.at_most(id, field, text, MAX_LINK_URL_CHARS) {
             return None;
         }
         match url::Url::parse(text) {
@@ -192,11 +209,22 @@ impl<'t> Walk<'t> {
             self.issue(id, field, message);
         }
         let mut labels = BTreeMap::new();
-        for (key, _, value) in self.entries(map, field) {
+        for (key, key_id, value) in self.entries(map, field) {
+            let chars = key.chars().count();
+            if chars > MAX_LABEL_KEY_CHARS {
+                // Named by the map, not the key: the line stays short.
+                let message = format!(
+                    "a key must be at most {MAX_LABEL_KEY_CHARS} characters, found {chars}"
+                );
+                self.issue(key_id, field, message);
+                continue;
+            }
             let label_field = join(field, key);
             match self.value(value) {
                 Value::Text(text) => {
-                    labels.insert(key.to_owned(), text.to_owned());
+                    if self.at_most(value, &label_field, text, MAX_LABEL_VALUE_CHARS) {
+                        labels.insert(key.to_owned(), text.to_owned());
+                    }
                 }
                 Value::Null => self.issue(
                     value,

@@ -8,9 +8,12 @@
 //!   entries.
 //! - [`stream`]: the whole log newest first, filtered, for the dashboard.
 //! - [`wake`]: wakes long-polling readers when changes commit.
-//! - [`prune`]: retention, in small batches.
+//! - [`prune`]: retention by age and by size, in small batches.
+//! - `patch`: a change stores `after` whole and only the moved fields of
+//!   `before`.
 
 mod json;
+mod patch;
 pub mod prune;
 pub mod read;
 pub(crate) mod record;
@@ -18,7 +21,10 @@ pub mod stream;
 pub mod wake;
 
 pub use json::{ChangeJson, ChangeKind};
-pub use read::{changes_after, head, history, oldest_kept, recently_removed, Feed, FeedError};
+pub use read::{
+    changes_after, head, history, oldest_kept, recently_removed, removed_before, Feed, FeedError,
+    Listed,
+};
 pub use record::Cause;
 pub use stream::{stream, StreamFilter};
 pub use wake::{ChangeWaker, CHANNEL};

@@ -6,6 +6,7 @@ use serde_json::Value;
 use sqlx::{PgExecutor, PgPool};
 
 use super::{ChangeJson, ChangeKind};
+use crate::registry::budget;
 use crate::registry::RegistryError;
 use crate::source::RepoId;
 
@@ -44,6 +45,8 @@ pub(super) struct ChangeRow {
     cause: String,
     before: Option<Value>,
     after: Option<Value>,
+    /// How many changes matched before the byte bound cut the page.
+    matched: i64,
 }
 
 impl ChangeRow {
@@ -51,6 +54,13 @@ impl ChangeRow {
         let kind = ChangeKind::parse(&self.kind).ok_or_else(|| {
             sqlx::Error::Decode(format!("unknown change kind {:?}", self.kind).into())
         })?;
+        let before = match kind {
+            ChangeKind::Changed => Some(super::patch::restore(
+                self.after.as_ref(),
+                self.before.as_ref(),
+            )),
+            _ => self.before,
+        };
         Ok(ChangeJson {
             seq: self.seq,
             at: self.at,
@@ -60,16 +70,65 @@ impl ChangeRow {
             repo_id: RepoId(self.repo_id),
             sha: self.sha,
             cause: self.cause,
-            before: self.before,
+            before,
             after: self.after,
         })
     }
 }
 
-pub(super) const COLUMNS: &str = "seq, at, kind, name, repo, repo_id, sha, cause, before, after";
+/// A page of changes cut to the byte bound, and whether more matched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub items: Vec<ChangeJson>,
+    /// Whether changes beyond the last of `items` matched (the page was
+    /// full, or cut by its size).
+    pub more: bool,
+}
 
-pub(super) fn into_json(rows: Vec<ChangeRow>) -> Result<Vec<ChangeJson>, RegistryError> {
-    rows.into_iter().map(ChangeRow::into_json).collect()
+impl Listed {
+    /// The cursor of the next page: the last `seq` here, when there is more.
+    pub fn next_cursor(&self) -> Option<i64> {
+        self.items.last().filter(|_| self.more).map(|c| c.seq)
+    }
+}
+
+const COLUMNS: &str = "c.seq, c.at, c.kind, c.name, c.repo, c.repo_id, c.sha, c.cause, \
+                       c.before, c.after";
+
+/// The changes matching `filter` (on `changes c`) in `order` (`asc` or
+/// `desc` by `seq`), at most `limit`, and no more than the byte bound
+/// holds by their `shown_bytes` (at least one): one statement, so one
+/// snapshot. `$1`, `$2` are `limit` and the byte budget; `binds` follow.
+pub(super) fn page_query(filter: &str, order: &str) -> String {
+    format!(
+        "with matched as (
+             select c.seq, c.shown_bytes from changes c where {filter}
+             order by c.seq {order} limit $1 + 1),
+         running as (
+             select seq, row_number() over w as n, sum(shown_bytes) over w as used
+             from matched window w as (order by seq {order})),
+         page as (select seq from running where n <= $1 and (n = 1 or used <= $2))
+         select {COLUMNS}, (select count(*) from matched) as matched
+         from changes c where c.seq in (select seq from page)
+         order by c.seq {order}"
+    )
+}
+
+/// Decodes a page and cuts it to the exact byte bound (the stored sizes
+/// are close, not exact).
+pub(super) fn listed(rows: Vec<ChangeRow>) -> Result<Listed, RegistryError> {
+    let matched = rows.first().map_or(0, |r| r.matched);
+    let mut items: Vec<ChangeJson> = rows
+        .into_iter()
+        .map(ChangeRow::into_json)
+        .collect::<Result<_, _>>()?;
+    let cut = budget::fit_json(&mut items);
+    let more = cut || usize::try_from(matched).unwrap_or(0) > items.len();
+    Ok(Listed { items, more })
+}
+
+pub(super) fn budget_bind() -> i64 {
+    i64::try_from(budget::ITEMS_BUDGET).unwrap_or(i64::MAX)
 }
 
 /// The last `seq` written (0 before the first change): where a new
@@ -100,55 +159,65 @@ pub async fn oldest_kept<'c>(conn: impl PgExecutor<'c>) -> Result<i64, RegistryE
 /// removes the oldest changes, so if `after + 1` is still kept then, it was
 /// when the page was read, and the page starts right after `after`.
 pub async fn changes_after(pool: &PgPool, after: i64, limit: i64) -> Result<Feed, FeedError> {
-    let rows: Vec<ChangeRow> = sqlx::query_as(&format!(
-        "select {COLUMNS} from changes where seq > $1 order by seq limit $2"
-    ))
-    .bind(after)
-    .bind(limit.clamp(1, MAX_FEED_LIMIT))
-    .fetch_all(pool)
-    .await
-    .map_err(RegistryError::from)?;
+    let rows: Vec<ChangeRow> = sqlx::query_as(&page_query("c.seq > $3", "asc"))
+        .bind(limit.clamp(1, MAX_FEED_LIMIT))
+        .bind(budget_bind())
+        .bind(after)
+        .fetch_all(pool)
+        .await
+        .map_err(RegistryError::from)?;
     let oldest = oldest_kept(pool).await?;
     if after < oldest - 1 {
         return Err(FeedError::Gone { after, oldest });
     }
-    let items = into_json(rows)?;
+    let items = listed(rows)?.items;
     let next_cursor = items.last().map_or(after, |c| c.seq);
     Ok(Feed { items, next_cursor })
 }
 
 /// One name's changes, newest first, those before `before_seq` when given
-/// (the next page), at most `limit`. Kept after the entry was removed.
+/// (the next page), at most `limit` and at most the byte bound. Kept after
+/// the entry was removed.
 pub async fn history(
     pool: &PgPool,
     name: &str,
     before_seq: Option<i64>,
     limit: i64,
-) -> Result<Vec<ChangeJson>, RegistryError> {
-    let rows: Vec<ChangeRow> = sqlx::query_as(&format!(
-        "select {COLUMNS} from changes
-         where name = $1 and ($2::bigint is null or seq < $2)
-         order by seq desc limit $3"
+) -> Result<Listed, RegistryError> {
+    let rows: Vec<ChangeRow> = sqlx::query_as(&page_query(
+        "c.name = $3 and ($4::bigint is null or c.seq < $4)",
+        "desc",
     ))
+    .bind(limit.clamp(1, MAX_FEED_LIMIT))
+    .bind(budget_bind())
     .bind(name)
     .bind(before_seq)
-    .bind(limit.clamp(1, MAX_FEED_LIMIT))
     .fetch_all(pool)
     .await?;
-    into_json(rows)
+    listed(rows)
 }
 
-/// The latest removals whose name has not come back since, newest first:
-/// each carries the entry's last version in `before`.
+/// The latest removals whose name has not come back since, newest first,
+/// within the byte bound: each carries the entry's last version in `before`.
 pub async fn recently_removed(pool: &PgPool, limit: i64) -> Result<Vec<ChangeJson>, RegistryError> {
-    let rows: Vec<ChangeRow> = sqlx::query_as(&format!(
-        "select {COLUMNS} from changes c
-         where kind = 'removed'
-           and not exists (select 1 from changes n where n.name = c.name and n.seq > c.seq)
-         order by seq desc limit $1"
+    Ok(removed_before(pool, None, limit).await?.items)
+}
+
+/// [`recently_removed`], those before `before_seq` when given (the next page).
+pub async fn removed_before(
+    pool: &PgPool,
+    before_seq: Option<i64>,
+    limit: i64,
+) -> Result<Listed, RegistryError> {
+    let rows: Vec<ChangeRow> = sqlx::query_as(&page_query(
+        "c.kind = 'removed' and ($3::bigint is null or c.seq < $3)
+         and not exists (select 1 from changes n where n.name = c.name and n.seq > c.seq)",
+        "desc",
     ))
     .bind(limit.clamp(1, MAX_FEED_LIMIT))
+    .bind(budget_bind())
+    .bind(before_seq)
     .fetch_all(pool)
     .await?;
-    into_json(rows)
+    listed(rows)
 }

@@ -192,6 +192,24 @@ fn to_value(entry: &EntryJson) -> Value {
     serde_json::to_value(entry).unwrap_or(Value::Null)
 }
 
+/// The bytes a change takes as stored (also in migration 0017): its JSON
+/// and its text, and a little for the rest of the row. The size bound of
+/// the log (`ROSTER_HISTORY_MAX_BYTES`) adds these up.
+const STORED_BYTES: &str = "64 + octet_length(c.name) + octet_length(c.repo) \
+     + octet_length(c.cause) + coalesce(octet_length(c.sha), 0) \
+     + coalesce(octet_length(c.before::text), 0) + coalesce(octet_length(c.after::text), 0)";
+
+/// `before` as stored: whole for a removal, only the moved fields for a
+/// change (the feed puts the rest back from `after`).
+fn stored_before(change: &Pending) -> Option<Value> {
+    match (change.kind, &change.before, &change.after) {
+        (ChangeKind::Changed, Some(before), Some(after)) => {
+            Some(super::patch::moved_fields(before, after))
+        }
+        _ => change.before.clone(),
+    }
+}
+
 /// Takes `changes.len()` numbers from the head and appends the changes, in
 /// one statement, and announces them on [`CHANNEL`] (delivered at commit).
 ///
@@ -214,18 +232,22 @@ pub(crate) async fn append(
     let causes = column(|c| c.cause.as_str().to_owned());
     let ids: Vec<i64> = changes.iter().map(|c| c.repo_id.0).collect();
     let shas: Vec<Option<String>> = changes.iter().map(|c| c.sha.clone()).collect();
-    let befores: Vec<Option<Value>> = changes.iter().map(|c| c.before.clone()).collect();
+    let befores: Vec<Option<Value>> = changes.iter().map(stored_before).collect();
     let afters: Vec<Option<Value>> = changes.iter().map(|c| c.after.clone()).collect();
     let last: i64 = sqlx::query_scalar(&format!(
         "with head as (update change_head set seq = seq + $1 returning seq),
          written as (
-             insert into changes (seq, kind, name, repo, repo_id, sha, cause, before, after)
+             insert into changes (seq, kind, name, repo, repo_id, sha, cause, before, after,
+                                  bytes, shown_bytes)
              select head.seq - $1 + c.ord, c.kind, c.name, c.repo, c.repo_id, c.sha, c.cause,
-                    c.before, c.after
+                    c.before, c.after, size.bytes,
+                    size.bytes + case when c.kind = 'changed'
+                                      then octet_length(c.after::text) else 0 end
              from head,
                   unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
                          $7::text[], $8::jsonb[], $9::jsonb[])
                   with ordinality as c(kind, name, repo, repo_id, sha, cause, before, after, ord)
+                  cross join lateral (select {STORED_BYTES} as bytes) size
              returning seq),
          last as (select max(seq) as seq from written)
          select last.seq from last cross join lateral pg_notify('{CHANNEL}', last.seq::text)"

@@ -3,8 +3,8 @@
 
 use sqlx::PgPool;
 
-use super::read::{into_json, ChangeRow, COLUMNS, MAX_FEED_LIMIT};
-use super::{ChangeJson, ChangeKind};
+use super::read::{budget_bind, listed, page_query, ChangeRow, Listed, MAX_FEED_LIMIT};
+use super::ChangeKind;
 use crate::registry::RegistryError;
 
 /// Which changes to show; `None` means any.
@@ -22,27 +22,28 @@ pub struct StreamFilter {
 }
 
 /// The changes `filter` lets through, newest first, at most its limit
-/// (1 to [`MAX_FEED_LIMIT`]). Walks the log by `seq` from the newest (or
-/// from `before`), so a page costs what it shows plus what the filter
-/// skips, and a change committed meanwhile never shifts the next page.
-pub async fn stream(
-    pool: &PgPool,
-    filter: &StreamFilter,
-) -> Result<Vec<ChangeJson>, RegistryError> {
-    let rows: Vec<ChangeRow> = sqlx::query_as(&format!(
-        "select {COLUMNS} from changes
-         where ($1::bigint is null or seq < $1)
-           and ($2::text is null or kind = $2)
-           and ($3::text is null or cause = $3)
-           and ($4::text is null or after->>'owner' = $4 or before->>'owner' = $4)
-         order by seq desc limit $5"
+/// (1 to [`MAX_FEED_LIMIT`]) and the byte bound of an answer. Walks the
+/// log by `seq` from the newest (or from `before`), so a page costs what
+/// it shows plus what the filter skips, and a change committed meanwhile
+/// never shifts the next page.
+///
+/// A changed entry stores only the moved fields in `before`: an owner
+/// that did not move is in `after`, one that moved is in both.
+pub async fn stream(pool: &PgPool, filter: &StreamFilter) -> Result<Listed, RegistryError> {
+    let rows: Vec<ChangeRow> = sqlx::query_as(&page_query(
+        "($3::bigint is null or c.seq < $3)
+           and ($4::text is null or c.kind = $4)
+           and ($5::text is null or c.cause = $5)
+           and ($6::text is null or c.after->>'owner' = $6 or c.before->>'owner' = $6)",
+        "desc",
     ))
+    .bind(filter.limit.clamp(1, MAX_FEED_LIMIT))
+    .bind(budget_bind())
     .bind(filter.before)
     .bind(filter.kind.map(ChangeKind::as_str))
     .bind(filter.cause.as_deref())
     .bind(filter.owner.as_deref())
-    .bind(filter.limit.clamp(1, MAX_FEED_LIMIT))
     .fetch_all(pool)
     .await?;
-    into_json(rows)
+    listed(rows)
 }

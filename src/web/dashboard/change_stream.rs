@@ -2,10 +2,9 @@
 //! organisation's registry, newest first, filtered by kind, cause and
 //! owner, a page at a time (`before=SEQ` for older ones).
 
-use chrono::Utc;
 use serde::Deserialize;
 
-use super::history::ChangeRow;
+use super::history::{page_rows, ChangeRow, HALF_PAGE};
 use crate::registry::changes::{self, Cause, ChangeKind, StreamFilter};
 use crate::web::error::ApiError;
 use crate::web::state::AppState;
@@ -87,9 +86,9 @@ pub struct StreamView {
 /// Reads the page `params` ask for.
 pub async fn load(state: &AppState, params: &StreamParams) -> Result<StreamView, ApiError> {
     let filter = params.to_filter()?;
-    let items = changes::stream(&state.pool, &filter).await?;
-    let now = Utc::now();
-    let web = state.github_web_url.as_deref();
+    let page = changes::stream(&state.pool, &filter).await?;
+    // Half the page: the recently removed take the other half.
+    let (rows, next) = page_rows(page, state.github_web_url.as_deref(), HALF_PAGE);
     let kind = filter.kind.map_or("", ChangeKind::as_str);
     let cause = filter.cause.clone().unwrap_or_default();
     let owner = filter.owner.clone().unwrap_or_default();
@@ -98,19 +97,13 @@ pub async fn load(state: &AppState, params: &StreamParams) -> Result<StreamView,
         ("cause", Some(cause.as_str())),
         ("owner", Some(owner.as_str())),
     ];
-    let next_href = (items.len() as i64 == filter.limit)
-        .then(|| items.last().map(|c| c.seq.to_string()))
-        .flatten()
-        .map(|seq| {
-            let mut more = pairs.to_vec();
-            more.push(("before", Some(&seq)));
-            href_with("/changes", &more)
-        });
+    let next_href = next.map(|seq| seq.to_string()).map(|seq| {
+        let mut more = pairs.to_vec();
+        more.push(("before", Some(&seq)));
+        href_with("/changes", &more)
+    });
     Ok(StreamView {
-        rows: items
-            .into_iter()
-            .map(|c| ChangeRow::new(c, web, now))
-            .collect(),
+        rows,
         first_href: href_with("/changes", &pairs),
         filtered: !(kind.is_empty() && cause.is_empty() && owner.is_empty()),
         paged: filter.before.is_some(),

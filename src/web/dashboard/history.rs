@@ -14,12 +14,17 @@ use super::change_stream::{self, StreamParams, StreamView};
 use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::notify::outbox::{self, TargetStatus};
+use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::changes::{self, ChangeJson};
 use crate::web::error::ApiError;
 use crate::web::extract::{ApiPath, ApiQuery};
+use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
+
+/// Bytes of rows each of the two lists of `/changes` may take.
+pub(super) const HALF_PAGE: usize = ITEMS_BUDGET / 2;
 
 /// Changes an entry's page shows.
 const HISTORY_ROWS: i64 = 100;
@@ -38,6 +43,38 @@ pub struct HistoryTemplate {
     /// The entry's repository page, while the entry exists.
     current_href: Option<String>,
     rows: Vec<ChangeRow>,
+    /// Whether this is an older page (`?before=`).
+    paged: bool,
+    first_href: String,
+    /// The older changes, when there are more.
+    next_href: Option<String>,
+}
+
+/// `?before=SEQ`: the page of changes older than `SEQ`.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct PageParams {
+    pub before: Option<String>,
+}
+
+impl PageParams {
+    fn before(&self) -> Result<Option<i64>, ApiError> {
+        match self
+            .before
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+        {
+            None => Ok(None),
+            Some(v) => v
+                .parse::<i64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .map(Some)
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!("before: {v:?} is not a seq (a whole number)"))
+                }),
+        }
+    }
 }
 
 /// One change as a row: what, when, why, and which fields moved.
@@ -62,6 +99,26 @@ pub struct FieldDiff {
 }
 
 impl ChangeRow {
+    /// Bytes of the row's values once escaped.
+    pub(super) fn html_len(&self) -> usize {
+        let text = [
+            &self.cause,
+            &self.name,
+            &self.repo,
+            &self.repo_href,
+            &self.sha,
+        ];
+        text.iter().map(|t| escaped_len(t)).sum::<usize>()
+            + self.sha_href.as_deref().map_or(0, escaped_len)
+            + self
+                .diff
+                .iter()
+                .map(|d| {
+                    96 + escaped_len(&d.field) + escaped_len(&d.before) + escaped_len(&d.after)
+                })
+                .sum::<usize>()
+    }
+
     pub(super) fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
         let sha = change.sha.clone().unwrap_or_default();
         Self {
@@ -133,28 +190,57 @@ fn show_item(item: &Value) -> String {
     }
 }
 
+/// Rows of a page of changes, cut to the page's byte bound, and the `seq`
+/// the next (older) page starts before, when there is one.
+pub(super) fn page_rows(
+    page: changes::Listed,
+    web: Option<&str>,
+    budget: usize,
+) -> (Vec<ChangeRow>, Option<i64>) {
+    let now = Utc::now();
+    let more = page.more;
+    let mut rows: Vec<ChangeRow> = page
+        .items
+        .into_iter()
+        .map(|c| ChangeRow::new(c, web, now))
+        .collect();
+    let cut = keep_rows(&mut rows, budget, ChangeRow::html_len);
+    let next = rows.last().filter(|_| more || cut).map(|r| r.seq);
+    (rows, next)
+}
+
+/// `GET /projects/{name}/history?before=SEQ`: a page of the entry's
+/// changes, newest first, with a link to the older ones.
 pub async fn entry_history(
     State(state): State<AppState>,
     viewer: Viewer,
     path: Result<ApiPath<String>, ApiError>,
+    params: Result<ApiQuery<PageParams>, ApiError>,
 ) -> Result<HistoryTemplate, PageError> {
     let ApiPath(name) = path?;
-    let history = changes::history(&state.pool, &name, None, HISTORY_ROWS).await?;
-    if history.is_empty() {
+    let ApiQuery(params) = params?;
+    let before = params.before()?;
+    let history = changes::history(&state.pool, &name, before, HISTORY_ROWS).await?;
+    if history.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")).into());
     }
     let current = crate::registry::get_project(&state.pool, &name).await?;
-    let now = Utc::now();
-    let web = state.github_web_url.as_deref();
+    let (rows, next) = page_rows(history, state.github_web_url.as_deref(), ITEMS_BUDGET);
+    let first_href = format!("/projects/{}/history", urlencoding(&name));
     Ok(HistoryTemplate {
         chrome: Chrome::for_viewer(viewer),
         current_href: current.map(|e| format!("{}#entry-{}", repo_href(&e.repo), e.name)),
-        rows: history
-            .into_iter()
-            .map(|c| ChangeRow::new(c, web, now))
-            .collect(),
+        rows,
+        paged: before.is_some(),
+        next_href: next.map(|seq| format!("{first_href}?before={seq}")),
+        first_href,
         name,
     })
+}
+
+/// A path segment, percent-encoded.
+fn urlencoding(segment: &str) -> String {
+    url::form_urlencoded::byte_serialize(segment.as_bytes()).collect()
 }
 
 #[derive(Template, WebTemplate)]
@@ -170,6 +256,7 @@ pub struct ChangesTemplate {
 pub struct TargetRow {
     target: String,
     backlog: i64,
+    stalled: bool,
     last_error: String,
     last_error_at: Option<TimeView>,
     last_sent_at: Option<TimeView>,
@@ -180,6 +267,7 @@ impl TargetRow {
         Self {
             target: t.target,
             backlog: t.backlog,
+            stalled: t.stalled,
             last_error: t.last_error.unwrap_or_default(),
             last_error_at: TimeView::maybe(t.last_error_at, now),
             last_sent_at: TimeView::maybe(t.last_sent_at, now),
@@ -187,6 +275,7 @@ impl TargetRow {
     }
 }
 
+/// `GET /changes`: the change stream, the targets, the newest removals.
 pub async fn changes_page(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -197,9 +286,11 @@ pub async fn changes_page(
     let targets = outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
-    let removed = changes::recently_removed(&state.pool, REMOVED_ROWS).await?;
+    let removed = changes::removed_before(&state.pool, None, REMOVED_ROWS).await?;
     let now = Utc::now();
-    let web = state.github_web_url.as_deref();
+    // The newest removals that fit in the half of the page the stream
+    // leaves; older ones are in the stream (kind "removed").
+    let (removed, _) = page_rows(removed, state.github_web_url.as_deref(), HALF_PAGE);
     Ok(ChangesTemplate {
         chrome: Chrome::for_viewer(viewer),
         stream,
@@ -207,10 +298,7 @@ pub async fn changes_page(
             .into_iter()
             .map(|t| TargetRow::new(t, now))
             .collect(),
-        removed: removed
-            .into_iter()
-            .map(|c| ChangeRow::new(c, web, now))
-            .collect(),
+        removed,
     })
 }
 

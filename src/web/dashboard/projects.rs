@@ -1,4 +1,5 @@
-//! `GET /projects`: the registry as a table, filtered like `/api/v1/projects`.
+//! `GET /projects`: the registry as a table, filtered like `/api/v1/projects`,
+//! at most 1 MiB a page.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -6,9 +7,12 @@ use axum::extract::State;
 
 use super::chrome::Chrome;
 use super::error_page::PageError;
+use crate::registry::budget::ITEMS_BUDGET;
+use crate::registry::query::project_cursor;
 use crate::registry::{self, EntryJson};
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
+use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::params::ProjectParams;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
@@ -45,6 +49,30 @@ struct ProjectRow {
     tags: Vec<(String, String)>,
     repo: String,
     repo_href: String,
+}
+
+impl ProjectRow {
+    /// Bytes of the row's values once escaped.
+    fn html_len(&self) -> usize {
+        [
+            &self.name,
+            &self.href,
+            &self.owner,
+            &self.owner_href,
+            &self.lifecycle,
+            &self.description,
+            &self.repo,
+            &self.repo_href,
+        ]
+        .iter()
+        .map(|t| escaped_len(t))
+        .sum::<usize>()
+            + self
+                .tags
+                .iter()
+                .map(|(href, tag)| 48 + escaped_len(href) + escaped_len(tag))
+                .sum::<usize>()
+    }
 }
 
 impl From<EntryJson> for ProjectRow {
@@ -86,14 +114,21 @@ pub async fn projects(
         ("owner", Some(&owner)),
         ("tag", Some(&tag)),
     ];
-    let next_href = page.next_cursor.as_deref().map(|cursor| {
+    let mut rows: Vec<ProjectRow> = page.items.into_iter().map(ProjectRow::from).collect();
+    // Rows grow when escaped: a page keeps to the bound as HTML too.
+    let cursor = if keep_rows(&mut rows, ITEMS_BUDGET, ProjectRow::html_len) {
+        rows.last().map(|row| project_cursor(&row.name))
+    } else {
+        page.next_cursor
+    };
+    let next_href = cursor.as_deref().map(|cursor| {
         let mut pairs = filters.to_vec();
         pairs.push(("cursor", Some(cursor)));
         href_with("/projects", &pairs)
     });
     Ok(ProjectsTemplate {
         chrome: Chrome::for_viewer(viewer),
-        rows: page.items.into_iter().map(ProjectRow::from).collect(),
+        rows,
         paged: filter.cursor.is_some(),
         first_href: href_with("/projects", &filters),
         q,
