@@ -95,6 +95,7 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
         secret: SecretString::from(SECRET.to_owned()),
         metrics,
         limits: WebhookLimits::default(),
+        free_pushes: None,
     });
     let mut worker = ChecksWorker::new(pool.clone(), source.checks(), ChecksMode::All);
     if !bounded {

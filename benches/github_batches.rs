@@ -14,17 +14,23 @@
 //! (e) The same pushes spread evenly over a minute (a steady trickle):
 //!     every push applied, the GitHub requests used (target <= 100) and
 //!     each push's time from sent to its change committed.
-//!
 //! (f) 200 pushes at 20/s changing the project file, first on a settled
 //!     server, then while two listings of every repository run back to
 //!     back (as after the start-up listing the `installation` webhook's
 //!     does): each push's time from sent to its change committed. Target:
 //!     during the listings, p50 and p99 within 1.2 x the settled ones.
+//! (g) 200 pushes at 20/s to different synced repositories changing only
+//!     README.md: GitHub requests (target <= 3 in all, tokens aside) and
+//!     webhook -> synced_sha recorded (target p50 <= 50 ms); (h) the same
+//!     with payloads that list no paths, read as every push was before;
+//!     (i) 100 pushes changing the project file: check runs posted.
 //!
 //! `cargo bench --bench github_batches` runs the full size; without
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
+#[path = "support/free_pushes.rs"]
+mod free_pushes;
 #[path = "../tests/support/mod.rs"]
 mod support;
 use support::fake_github;
@@ -198,6 +204,38 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
         &with_file[..size.paced.min(with_file.len())],
     )
     .await?;
+
+    // (g), (h), (i): pushes that leave the file alone, and check runs.
+    let readme_targets = &with_file[..200.min(with_file.len())];
+    let rounds = [
+        ("(g)", free_pushes::Change::Readme, readme_targets),
+        ("(h)", free_pushes::Change::ReadmeUnlisted, readme_targets),
+        (
+            "(i)",
+            free_pushes::Change::ProjectFile,
+            &with_file[..100.min(with_file.len())],
+        ),
+    ];
+    for (label, change, targets) in rounds {
+        let figures =
+            free_pushes::round(&fake, &roster.base, &pool, targets, change, 20, FILE).await?;
+        let what = match change {
+            free_pushes::Change::Readme => {
+                "changing only README.md (target <= 3 requests, p50 <= 50 ms)"
+            }
+            free_pushes::Change::ReadmeUnlisted => {
+                "changing only README.md, payloads listing no paths (read, as before)"
+            }
+            free_pushes::Change::ProjectFile => "changing the project file",
+        };
+        figures.print(
+            &format!(
+                "{label} {} pushes at 20/s to different repositories {what}",
+                targets.len()
+            ),
+            targets.len(),
+        );
+    }
     drop(roster);
     Ok(())
 }

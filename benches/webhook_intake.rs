@@ -45,6 +45,7 @@ async fn main() -> anyhow::Result<()> {
         secret: SECRET.to_owned().into(),
         metrics,
         limits: WebhookLimits::default(),
+        free_pushes: None,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;

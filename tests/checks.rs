@@ -15,6 +15,7 @@ use prometheus_client::registry::Registry;
 use roster::checks::{ChecksMode, ChecksWorker};
 use roster::controller::{Handler, Storage};
 use roster::db::queue::PgQueue;
+use roster::github::webhook::free_push::FreePushes;
 use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource, GithubStorage};
 use roster::metrics::Metrics;
@@ -69,6 +70,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
         secret: SecretString::from(SECRET.to_owned()),
         metrics,
         limits: WebhookLimits::default(),
+        free_pushes: Some(FreePushes::new(FILE)),
     });
     let mut worker = ChecksWorker::new(pool.clone(), source.checks(), mode);
     // These tests evaluate and post at once; the budget's own tests

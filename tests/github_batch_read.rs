@@ -167,7 +167,7 @@ async fn a_batch_should_be_read_with_one_query_per_hundred_repositories() {
                     bytes: yaml(&name).into_bytes()
                 }
             ),
-            _ => assert_eq!(file, &FileState::Absent, "{name}"),
+            _ => assert_eq!(file, &FileState::Absent { sha: Some(head) }, "{name}"),
         }
     }
     // The ones asked for by name now have their node id.
@@ -215,7 +215,7 @@ async fn a_hinted_key_should_cost_nothing_and_the_others_one_query() {
             default_branch: "main".into(),
             html_url: None,
         },
-        file: FileState::Absent,
+        file: FileState::Absent { sha: None },
     };
     let hint = serde_json::to_vec(&observed).expect("serialise");
 

@@ -175,7 +175,8 @@ async fn listing_should_walk_every_page_of_every_installation_with_hints() {
     }
     for id in &without_file {
         let observed = hint_of(in_partition(*id), *id);
-        assert_eq!(present(&observed).1, &FileState::Absent);
+        let head = env.fake.head(*id);
+        assert_eq!(present(&observed).1, &FileState::Absent { sha: head });
     }
 }
 
@@ -320,7 +321,7 @@ async fn a_hint_should_be_the_answer_without_asking_github() {
             default_branch: "main".into(),
             html_url: None,
         },
-        file: FileState::Absent,
+        file: FileState::Absent { sha: None },
     };
     let hint = serde_json::to_vec(&observed).expect("serialise");
     env.fake.reset_counts();
@@ -410,7 +411,8 @@ async fn a_repository_without_the_file_should_be_absent() {
 
     let observed = read(&env, id).await.expect("read");
 
-    assert_eq!(present(&observed).1, &FileState::Absent);
+    let head = env.fake.head(id);
+    assert_eq!(present(&observed).1, &FileState::Absent { sha: head });
 }
 
 #[tokio::test]

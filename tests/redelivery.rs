@@ -413,6 +413,7 @@ async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository(
         secret: SecretString::from(SECRET),
         metrics: env.metrics.clone(),
         limits: WebhookLimits::default(),
+        free_pushes: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -399,7 +399,7 @@ async fn missing_file_should_delete_the_entries() {
 
     let absent = Observed::Present {
         repo,
-        file: FileState::Absent,
+        file: FileState::Absent { sha: None },
     };
     assert_eq!(f.handler.apply(&RepoId(1), Ok(absent)).await, Ok("no_file"));
     let row = repo_row(&f.pool, 1).await.expect("row");
@@ -561,7 +561,7 @@ async fn released_name_should_wake_the_conflicted_repository_which_then_wins() {
     assert_eq!(f.handler.apply(&RepoId(3), Ok(three)).await, Ok("conflict"));
     let absent = Observed::Present {
         repo: info("acme", "one"),
-        file: FileState::Absent,
+        file: FileState::Absent { sha: None },
     };
     f.handler.apply(&RepoId(1), Ok(absent)).await.ok();
     assert_eq!(drain(&f.queue).await, [RepoId(3)]);
@@ -694,7 +694,7 @@ async fn a_name_shared_after_a_rename_should_resolve_to_the_newest_repository() 
             &RepoId(2),
             Ok(Observed::Present {
                 repo: info("acme", "api"),
-                file: FileState::Absent,
+                file: FileState::Absent { sha: None },
             }),
         )
         .await

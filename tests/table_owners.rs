@@ -38,6 +38,11 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["registry/check_runs.rs", "registry/check_requests.rs"],
     ),
     ("check_permissions", &["registry/check_runs.rs"]),
+    ("check_evaluations", &["registry/check_requests.rs"]),
+    (
+        "repo_visibility",
+        &["registry/check_requests.rs", "registry/read_only.rs"],
+    ),
     ("setup_app", &["setup/store.rs"]),
     ("setup_tokens", &["setup/store.rs"]),
     ("setup_states", &["setup/store.rs"]),

@@ -61,6 +61,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
         secret: SecretString::from(SECRET),
         metrics: metrics.clone(),
         limits,
+        free_pushes: None,
     });
     let state = AppState {
         pool: pool.clone(),

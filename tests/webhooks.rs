@@ -43,6 +43,7 @@ async fn harness() -> Harness {
         secret: SecretString::from(SECRET),
         metrics,
         limits: WebhookLimits::default(),
+        free_pushes: None,
     });
     Harness {
         app,

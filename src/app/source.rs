@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 use super::shared::Shared;
 use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings};
+use crate::github::webhook::free_push::FreePushes;
 use crate::github::webhook::retention::{self, Retention};
 use crate::github::webhook::{self, WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
@@ -91,6 +92,7 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
+        free_pushes: Some(FreePushes::new(&settings.project_file)),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Re-reads of teams and members that webhooks ask for, until the server has stopped.

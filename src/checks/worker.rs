@@ -25,6 +25,7 @@ use crate::project::verdict::{evaluate, Parsed};
 use crate::registry::check_requests::{self, ClaimedRequest};
 use crate::registry::check_runs::{self, CheckIntent};
 use crate::registry::read_only::RegistryReader;
+use crate::source::InstallationId;
 
 /// The channel the checks tables' writers notify.
 pub const CHANNEL: &str = "roster_checks";
@@ -238,13 +239,10 @@ impl ChecksWorker {
         if !self.budget.reserve {
             return None;
         }
-        let repositories: i64 =
-            sqlx::query_scalar("select count(*) from repositories where installation_id = $1")
-                .bind(installation)
-                .fetch_one(&self.pool)
+        let repositories =
+            crate::registry::count_of_installation(&self.pool, InstallationId(installation))
                 .await
                 .unwrap_or(0);
-        let repositories = u64::try_from(repositories).unwrap_or(0);
         self.budget
             .held_until(&self.api, installation, resource, repositories)
     }

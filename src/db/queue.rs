@@ -31,7 +31,7 @@ use crate::controller::queue::{
 use crate::db::together;
 use crate::source::RepoId;
 
-pub use enqueue::EnqueueRows;
+pub use enqueue::{EnqueueRows, SETTLED};
 
 /// The `LISTEN/NOTIFY` channel that announces new work.
 pub const CHANNEL: &str = "roster_queue";
@@ -177,6 +177,22 @@ impl PgQueue {
         Ok(())
     }
 
+    /// Writes a listing request on `conn` unless a listing started well
+    /// after `since` (Unix seconds; a minute's margin for the clocks): that
+    /// listing, running or done, found everything that existed at `since`.
+    pub async fn request_listing_unless_started_after_in(
+        &self,
+        conn: &mut PgConnection,
+        since: i64,
+    ) -> Result<(), QueueError> {
+        sqlx::query(REQUEST_LISTING_UNLESS_STARTED_AFTER)
+            .bind(since)
+            .execute(conn)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
     /// Like [`enqueued`](Self::enqueued), after a write whose statement
     /// sent the `NOTIFY` on [`CHANNEL`] itself
     /// ([`together::execute_and_notify`](crate::db::together::execute_and_notify)):
@@ -277,6 +293,8 @@ fn seconds(d: Duration) -> f64 {
 
 /// Asks the next listing pass to run now.
 const REQUEST_LISTING: &str = "UPDATE listing_schedule SET requested = true";
+const REQUEST_LISTING_UNLESS_STARTED_AFTER: &str = "UPDATE listing_schedule SET requested = true
+     WHERE last_started_at <= to_timestamp($1) + interval '1 minute'";
 
 /// A condition that lets the statement's transaction commit without waiting
 /// for the disk. Claims and `done` may: a claim the database loses in a

@@ -22,6 +22,11 @@ pub trait Part: Sync {
     fn sql(&self) -> &'static str;
     /// Adds the parameters' values in the order of their numbers.
     fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError>;
+    /// The name the parts after it read its rows by, and what it returns
+    /// (`RETURNING` list); `None`: nothing to read (it is named by its place).
+    fn returns(&self) -> Option<(&'static str, &'static str)> {
+        None
+    }
 }
 
 /// Runs one part as its own statement.
@@ -55,38 +60,48 @@ where
         part.add_to(&mut args).map_err(sqlx::Error::Encode)?;
     }
     sqlx::Arguments::add(&mut args, channel).map_err(sqlx::Error::Encode)?;
-    let sql = joined(parts.iter().map(|p| p.sql()), Some(part));
+    let sql = joined(parts.iter().map(|p| (p.sql(), p.returns())), Some(part));
     let row = sqlx::query_with(&sql, args).fetch_one(executor).await?;
     let written: i64 = sqlx::Row::try_get(&row, part)?;
     Ok(written > 0)
 }
 
 /// The parts' statements as one:
-/// `WITH part0 AS (… RETURNING 1), … SELECT (SELECT count(*) FROM part0), …`,
+/// `WITH part0 AS (… RETURNING 1), … SELECT (SELECT count(*) FROM part0), …`
+/// (a part that [`Part::returns`] something is named and returns as it says),
 /// each part's parameters moved past the ones before it; with `notify`, a
 /// last `pg_notify` whose channel is the parameter after the parts'. The main query
 /// reads the parts one after another, so they run (and take their row
 /// locks) in the order given; PostgreSQL would run parts nothing reads in
 /// an order of its own, and writers that lock tables in different orders
 /// deadlock.
-fn joined<'a>(statements: impl Iterator<Item = &'a str>, notify: Option<usize>) -> String {
+fn joined<'a>(
+    statements: impl Iterator<Item = (&'a str, Option<(&'a str, &'a str)>)>,
+    notify: Option<usize>,
+) -> String {
     let mut sql = String::from("WITH ");
     let mut reads = Vec::new();
+    let mut names = Vec::new();
     let mut offset = 0;
-    for (i, statement) in statements.enumerate() {
+    for (i, (statement, returns)) in statements.enumerate() {
         if i > 0 {
             sql.push_str(", ");
         }
         let (moved, count) = renumbered(statement, offset);
+        let (name, returning) = match returns {
+            Some((name, returning)) => (name.to_owned(), returning),
+            None => (format!("part{i}"), "1"),
+        };
         // Writing to a String cannot fail.
-        let _ = write!(sql, "part{i} AS ({moved} RETURNING 1)");
-        reads.push(format!("(SELECT count(*) FROM part{i})"));
+        let _ = write!(sql, "{name} AS ({moved} RETURNING {returning})");
+        reads.push(format!("(SELECT count(*) FROM {name})"));
+        names.push(name);
         offset += count;
     }
-    if let Some(part) = notify {
+    if let Some(name) = notify.and_then(|part| names.get(part)) {
         let channel = offset + 1;
         reads.push(format!(
-            "CASE WHEN EXISTS (SELECT FROM part{part}) THEN pg_notify(${channel}, '') END"
+            "CASE WHEN EXISTS (SELECT FROM {name}) THEN pg_notify(${channel}, '') END"
         ));
     }
     let _ = write!(sql, " SELECT {}", reads.join(", "));
@@ -123,7 +138,8 @@ mod tests {
                 "insert into a select * from unnest($1::int[], $2::text[])",
                 "insert into b values ($1, $3, $2)",
             ]
-            .into_iter(),
+            .into_iter()
+            .map(|s| (s, None)),
             None,
         );
         assert_eq!(

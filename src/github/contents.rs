@@ -4,7 +4,7 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
-use super::graphql::too_large;
+use super::graphql::{too_large, SYMLINK_MESSAGE};
 use super::http::CallError;
 use super::MAX_FILE_BYTES;
 use crate::source::FileState;
@@ -28,11 +28,17 @@ pub(super) struct FileContents {
     size: u64,
     #[serde(default)]
     content: Option<String>,
+    /// The path answered for: GitHub follows a symbolic link to a file of
+    /// the repository and answers with that file, under its own path.
+    #[serde(default)]
+    path: Option<String>,
 }
 
-/// What the contents answer for the project file at commit `sha` says.
+/// What the contents answer for the project file (at `path`) at commit
+/// `sha` says.
 pub(super) fn file_state(
     what: &str,
+    path: &str,
     sha: String,
     contents: Contents,
 ) -> Result<FileState, CallError> {
@@ -49,6 +55,13 @@ pub(super) fn file_state(
         }
         Contents::File(file) => file,
     };
+    let followed = file.path.as_deref().is_some_and(|p| p != path);
+    if file.kind == "symlink" || followed {
+        return Ok(FileState::Unreadable {
+            sha: Some(sha),
+            message: SYMLINK_MESSAGE.into(),
+        });
+    }
     if file.kind != "file" {
         let message = format!("the path is a {}, not a file", file.kind);
         return Ok(FileState::Unreadable {
@@ -128,8 +141,9 @@ mod tests {
             encoding: Some("base64".into()),
             size: 300_000,
             content: Some(String::new()),
+            path: None,
         });
-        let state = file_state("x", "abc".into(), contents).unwrap();
+        let state = file_state("x", "project.yaml", "abc".into(), contents).unwrap();
         assert!(
             matches!(state, FileState::Unreadable { ref message, .. } if message.contains("300000"))
         );
@@ -142,18 +156,38 @@ mod tests {
             encoding: Some("none".into()),
             size: 100,
             content: Some(String::new()),
+            path: None,
         });
         assert!(matches!(
-            file_state("x", "abc".into(), contents),
+            file_state("x", "project.yaml", "abc".into(), contents),
             Ok(FileState::Unreadable { .. })
         ));
+    }
+
+    #[test]
+    fn a_symbolic_link_should_be_unreadable_whether_followed_or_not() {
+        let link: Contents = serde_json::from_str(
+            r#"{"type": "symlink", "target": "other.yaml", "path": "project.yaml", "size": 10}"#,
+        )
+        .unwrap();
+        let followed: Contents = serde_json::from_str(
+            r#"{"type": "file", "encoding": "base64", "content": "bmFtZTogeAo=",
+                "path": "config/other.yaml", "size": 8}"#,
+        )
+        .unwrap();
+        for contents in [link, followed] {
+            assert!(matches!(
+                file_state("x", "project.yaml", "abc".into(), contents),
+                Ok(FileState::Unreadable { ref message, .. }) if message == SYMLINK_MESSAGE
+            ));
+        }
     }
 
     #[test]
     fn a_directory_should_be_unreadable() {
         let contents: Contents = serde_json::from_str(r#"[{"type":"file","name":"a"}]"#).unwrap();
         assert!(matches!(
-            file_state("x", "abc".into(), contents),
+            file_state("x", "project.yaml", "abc".into(), contents),
             Ok(FileState::Unreadable { .. })
         ));
     }

@@ -47,6 +47,7 @@ pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $
             oid
             ... on Commit {
               file(path: $path) {
+                mode
                 object {
                   ... on Blob {
                     byteSize
@@ -148,8 +149,20 @@ pub struct Target {
 
 #[derive(Debug, Deserialize)]
 pub struct TreeEntry {
+    /// Git's mode of the entry (a symbolic link is `0o120000`).
+    #[serde(default)]
+    pub mode: Option<u64>,
     pub object: Option<Blob>,
 }
+
+/// Git's mode of a symbolic link.
+pub const MODE_SYMLINK: u64 = 0o120_000;
+
+/// What a project file that is a symbolic link reads as, on every source:
+/// an edit to its target would never touch its path, so no push could be
+/// trusted to show a change of it.
+pub const SYMLINK_MESSAGE: &str =
+    "the file is a symbolic link; Roster reads only a regular file at this path";
 
 /// A blob; every field is absent when the path names a tree or a submodule.
 #[derive(Debug, Deserialize)]
@@ -185,8 +198,17 @@ impl RepoNode {
         }
         // No default branch: an empty repository, which has no file.
         let file = match branch.and_then(|b| b.target) {
-            None => FileState::Absent,
-            Some(target) => file_state(target.oid, target.file.and_then(|f| f.object)),
+            None => FileState::Absent { sha: None },
+            Some(target) => match target.file {
+                Some(TreeEntry {
+                    mode: Some(MODE_SYMLINK),
+                    ..
+                }) => FileState::Unreadable {
+                    sha: Some(target.oid),
+                    message: SYMLINK_MESSAGE.into(),
+                },
+                file => file_state(target.oid, file.and_then(|f| f.object)),
+            },
         };
         Some((id, Observed::Present { repo, file }))
     }
@@ -194,7 +216,7 @@ impl RepoNode {
 
 fn file_state(sha: String, blob: Option<Blob>) -> FileState {
     let Some(blob) = blob else {
-        return FileState::Absent;
+        return FileState::Absent { sha: Some(sha) };
     };
     let size = blob.byte_size.unwrap_or(0);
     if size > MAX_FILE_BYTES {
@@ -290,7 +312,7 @@ mod tests {
         assert!(matches!(
             empty,
             Observed::Present {
-                file: FileState::Absent,
+                file: FileState::Absent { sha: None },
                 ..
             }
         ));
@@ -299,9 +321,9 @@ mod tests {
         assert!(matches!(
             missing,
             Observed::Present {
-                file: FileState::Absent,
+                file: FileState::Absent { sha: Some(ref head) },
                 ..
-            }
+            } if head == "abc"
         ));
     }
 

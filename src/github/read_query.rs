@@ -37,6 +37,7 @@ macro_rules! repository_state {
       oid
       ... on Commit {
         file(path: $path) {
+          mode
           object {
             ... on Blob {
               byteSize

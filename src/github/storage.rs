@@ -221,7 +221,7 @@ impl GithubStorage {
         early_head: Option<Result<Reply, CallError>>,
     ) -> Result<FileState, CallError> {
         if repo.default_branch.is_empty() {
-            return Ok(FileState::Absent);
+            return Ok(FileState::Absent { sha: None });
         }
         let (owner, name) = (repo.owner.as_str(), repo.name.as_str());
         let head = match early_head {
@@ -235,7 +235,7 @@ impl GithubStorage {
         let sha = match head.status {
             200 => head.body.trim().to_owned(),
             // "Git Repository is empty."
-            409 => return Ok(FileState::Absent),
+            409 => return Ok(FileState::Absent { sha: None }),
             status => {
                 return Err(CallError::Status {
                     what,
@@ -263,7 +263,7 @@ impl GithubStorage {
         let what = format!("GET /repos/{owner}/{name}/contents/{path}");
         match reply.status {
             200 => {}
-            404 => return Ok(FileState::Absent),
+            404 => return Ok(FileState::Absent { sha: Some(sha) }),
             status => {
                 return Err(CallError::Status {
                     what,
@@ -273,7 +273,7 @@ impl GithubStorage {
             }
         }
         let contents: Contents = parse(&what, &reply)?;
-        file_state(&what, sha, contents)
+        file_state(&what, path, sha, contents)
     }
 }
 

@@ -53,6 +53,11 @@ use tree::Pos;
 /// than any real file needs, small enough that a hostile one costs nothing.
 pub const MAX_FILE_BYTES: usize = 256 * 1024;
 
+/// The version of the rules a file is checked against: raised whenever a
+/// rule changes what a file decides, so that a state recorded under older
+/// rules is read again instead of being carried forward by a push.
+pub const RULES_VERSION: u32 = 1;
+
 /// Problems reported for one file; the rest are counted on one more line
 /// (`FILE: file: … and N more problems`). A hundred is more than anyone
 /// fixes in one go, and keeps the stored error and the API answers small.

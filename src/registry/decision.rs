@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::entries::{self, Changes, Desired};
+use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
 use crate::source::{FileState, Observed, RepoId};
@@ -41,20 +42,22 @@ pub(super) async fn decide(
             let deleted = entries::delete_all(conn, id).await?;
             Decision {
                 message: with_deleted(format!("removed: {reason}"), &deleted),
-                state: cleared(Status::Removed, Some(reason)),
+                state: cleared(Status::Removed, Some(reason), None),
                 synced: true,
                 entries_changed: !deleted.is_empty(),
                 released: deleted,
             }
         }
         Observed::Present {
-            file: FileState::Absent,
+            file: FileState::Absent { sha },
             ..
         } => {
             let deleted = entries::delete_all(conn, id).await?;
             Decision {
                 message: with_deleted(format!("no {file}"), &deleted),
-                state: cleared(Status::NoFile, None),
+                // The head found without a file: a push from it that
+                // touches no project file leaves it as it is.
+                state: cleared(Status::NoFile, None, sha),
                 synced: true,
                 entries_changed: !deleted.is_empty(),
                 released: deleted,
@@ -68,49 +71,59 @@ pub(super) async fn decide(
                 .as_deref()
                 .map(|s| format!(" {}", short(s)))
                 .unwrap_or_default();
-            invalid(old, format!("invalid{at}: {message}"), message)
+            invalid(old, format!("invalid{at}: {message}"), message, None)
         }
         Observed::Present {
             file: FileState::Found { sha, bytes },
             ..
-        } => match crate::project::parse(file, &bytes) {
-            Err(problems) => {
-                let problems = problems.to_string().trim_end().to_string();
-                invalid(
-                    old,
-                    format!("invalid {}: {problems}", short(&sha)),
-                    problems,
-                )
+        } => {
+            let blob = Some(blob_id(&bytes));
+            match crate::project::parse(file, &bytes) {
+                Err(problems) => {
+                    let problems = problems.to_string().trim_end().to_string();
+                    invalid(
+                        old,
+                        format!("invalid {}: {problems}", short(&sha)),
+                        problems,
+                        blob,
+                    )
+                }
+                Ok(parsed) => {
+                    let desired: Vec<Desired> =
+                        parsed.projects.iter().map(Desired::from_project).collect();
+                    let changes = entries::apply(conn, id, &sha, &desired, owned).await?;
+                    applied(&sha, changes, blob)
+                }
             }
-            Ok(parsed) => {
-                let desired: Vec<Desired> =
-                    parsed.projects.iter().map(Desired::from_project).collect();
-                let changes = entries::apply(conn, id, &sha, &desired, owned).await?;
-                applied(&sha, changes)
-            }
-        },
+        }
     })
 }
 
-/// The state of a repository whose entries are all gone (`removed`, `no_file`).
-fn cleared(status: Status, error: Option<String>) -> RepoState {
+/// The state of a repository whose entries are all gone (`removed`, `no_file`),
+/// at commit `sha` when there is one.
+fn cleared(status: Status, error: Option<String>, sha: Option<String>) -> RepoState {
     RepoState {
         status,
         error,
-        synced_sha: None,
+        synced_sha: sha,
         attempts: 0,
         conflicts: Vec::new(),
+        file_blob: None,
     }
 }
 
 /// A file that breaks a rule: entries, `synced_sha` and conflicts are kept
 /// as they were, so `synced_sha` still names the commit the entries reflect.
-fn invalid(old: &RepoState, message: String, error: String) -> Decision {
+/// `blob` is the file read (none when it could not be): the one a later
+/// reconcile compares with, so that an unchanged invalid file posts no new
+/// check run.
+fn invalid(old: &RepoState, message: String, error: String, blob: Option<String>) -> Decision {
     Decision {
         state: RepoState {
             status: Status::Invalid,
             error: Some(error),
             attempts: 0,
+            file_blob: blob,
             ..old.clone()
         },
         synced: false,
@@ -120,8 +133,9 @@ fn invalid(old: &RepoState, message: String, error: String) -> Decision {
     }
 }
 
-/// A valid file applied: `synced`, or `conflict` when a name was taken.
-fn applied(sha: &str, changes: Changes) -> Decision {
+/// A valid file (of blob id `blob`) applied: `synced`, or `conflict` when a
+/// name was taken.
+fn applied(sha: &str, changes: Changes, blob: Option<String>) -> Decision {
     let mut parts = Vec::new();
     for (verb, names) in [
         ("created", &changes.created),
@@ -157,6 +171,7 @@ fn applied(sha: &str, changes: Changes) -> Decision {
             synced_sha: Some(sha.to_string()),
             attempts: 0,
             conflicts: changes.conflicts.into_iter().map(|c| c.name).collect(),
+            file_blob: blob,
         },
         synced: true,
         released: changes.deleted,
@@ -189,7 +204,7 @@ mod tests {
             deleted: vec!["old-name".into()],
             conflicts: Vec::new(),
         };
-        let decision = applied("3f2a1b9c0d", changes);
+        let decision = applied("3f2a1b9c0d", changes, None);
         assert_eq!(
             decision.message,
             "synced 3f2a1b9: created checkout-api; updated checkout-worker; deleted old-name"
@@ -208,7 +223,7 @@ mod tests {
             }],
             ..Changes::default()
         };
-        let decision = applied("abc", changes);
+        let decision = applied("abc", changes, None);
         assert_eq!(decision.state.status, "conflict");
         assert_eq!(
             decision.state.error.as_deref(),
@@ -224,7 +239,7 @@ mod tests {
     #[test]
     fn applied_should_say_unchanged_when_nothing_moved() {
         assert_eq!(
-            applied("3f2a1b9c0d", Changes::default()).message,
+            applied("3f2a1b9c0d", Changes::default(), None).message,
             "synced 3f2a1b9: unchanged"
         );
     }

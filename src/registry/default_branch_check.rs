@@ -1,11 +1,14 @@
-//! The run on the default branch's head: a reconcile that applies a new
-//! commit (or changes the status of the current one) stores, in its own
-//! transaction, the intent to post what it found — `success` for
-//! `synced`, `failure` with annotations for `invalid` or `conflict`.
+//! The run on the default branch's head: a reconcile that reads a project
+//! file whose content (its blob id) differs from the last one read, or
+//! that changes the repository's status, stores, in its own transaction,
+//! the intent to post what it found — `success` for `synced`, `failure`
+//! with annotations for `invalid` or `conflict`. A push that changed other
+//! files posts nothing.
 
 use sqlx::PgConnection;
 
 use super::check_runs::{self, CheckIntent};
+use super::free_push::blob_id;
 use super::read_only::snapshot;
 use super::RegistryError;
 use crate::project::verdict::{evaluate, HeadFile, Parsed, Verdict};
@@ -24,20 +27,37 @@ pub struct Pending {
     /// The repository's first reconcile: only a failure is posted (see
     /// [`record`]).
     first: bool,
+    /// Whether the file differs from the one the last reconcile read.
+    file_changed: bool,
+    /// The status before the reconcile: a change of it posts too.
+    old_status: String,
+}
+
+/// The state a reconcile starts from, as far as the check run cares.
+#[derive(Debug, Clone, Copy)]
+pub struct Before<'a> {
+    pub status: &'a str,
+    pub sha: Option<&'a str>,
+    /// Git's blob id of the file the last reconcile read.
+    pub blob: Option<&'a str>,
 }
 
 /// Previews `observed` against the registry as it is before the apply, on
 /// the reconcile's transaction. `None` when there is nothing to post: no
-/// file at a known commit, a repository outside an App installation, or a
-/// commit already applied without trouble (`synced` at that sha).
+/// file at a known commit, a repository outside an App installation, or
+/// the file applied last without trouble (`synced` with that blob).
 pub async fn preview(
     conn: &mut PgConnection,
     id: RepoId,
     observed: &Observed,
     project_file: &str,
-    old_status: &str,
-    old_sha: Option<&str>,
+    before: Before<'_>,
 ) -> Result<Option<Pending>, RegistryError> {
+    let Before {
+        status: old_status,
+        sha: old_sha,
+        blob: old_blob,
+    } = before;
     let Observed::Present { repo, file } = observed else {
         return Ok(None);
     };
@@ -52,7 +72,17 @@ pub async fn preview(
         } => (sha, HeadFile::Unreadable(message.clone())),
         _ => return Ok(None),
     };
-    if old_status == "synced" && old_sha == Some(sha.as_str()) {
+    let blob = match file {
+        FileState::Found { bytes, .. } => Some(blob_id(bytes)),
+        _ => None,
+    };
+    let file_changed = match old_blob {
+        Some(old) => blob.as_deref() != Some(old),
+        // Applied before blob ids were recorded: by its commit.
+        None if old_status == "synced" => old_sha != Some(sha.as_str()),
+        None => blob.is_some(),
+    };
+    if old_status == "synced" && !file_changed {
         return Ok(None);
     }
     let parsed = Parsed::read(project_file, head);
@@ -65,6 +95,8 @@ pub async fn preview(
         name: repo.name.clone(),
         verdict: evaluate(project_file, sha, &parsed, &registry),
         first: old_sha.is_none() && old_status == "pending",
+        file_changed,
+        old_status: old_status.to_owned(),
     }))
 }
 
@@ -79,6 +111,10 @@ pub async fn record(
     status: &str,
     error: Option<&str>,
 ) -> Result<(), RegistryError> {
+    if !pending.file_changed && status == pending.old_status {
+        // A push that changed other files, a listing that found it as it was.
+        return Ok(());
+    }
     let mut verdict = pending.verdict;
     match status {
         "synced" if pending.first => return Ok(()),

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use super::changes::record::{self, Cause};
 use super::decision::decide;
 use super::default_branch_check as default_branch;
+use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, RegistryError, Status};
 use super::{known, repos};
@@ -27,6 +28,8 @@ pub struct RegistryHandler<Q = PgQueue> {
     pool: PgPool,
     queue: Arc<Q>,
     project_file: String,
+    /// What decides a state under these settings, recorded with it.
+    fingerprint: Fingerprint,
     guard: DeletionGuard,
     /// Whether reconciles record their changes (always, but in the
     /// benchmark that measures what the log costs).
@@ -51,10 +54,12 @@ where
     /// `project_file` names the file in messages (`project.yaml`). The
     /// deletion guard starts with its defaults (10 or 10 % per hour).
     pub fn new(pool: PgPool, queue: Arc<Q>, project_file: impl Into<String>) -> Self {
+        let project_file = project_file.into();
         Self {
             pool,
             queue,
-            project_file: project_file.into(),
+            fingerprint: Fingerprint::new(&[&project_file]),
+            project_file,
             guard: DeletionGuard::default(),
             change_log: true,
             checks: false,
@@ -164,9 +169,12 @@ where
         let owned = self.change_log.then(|| before.keys().cloned().collect());
         let check = match self.checks {
             true => {
-                let sha = old.synced_sha.as_deref();
-                let (file, status) = (&self.project_file, old.status.as_str());
-                default_branch::preview(&mut tx, id, &observed, file, status, sha).await?
+                let before = default_branch::Before {
+                    status: old.status.as_str(),
+                    sha: old.synced_sha.as_deref(),
+                    blob: old.file_blob.as_deref(),
+                };
+                default_branch::preview(&mut tx, id, &observed, &self.project_file, before).await?
             }
             false => None,
         };
@@ -178,7 +186,16 @@ where
             Vec::new()
         };
         let status = decision.state.status;
-        repos::write_state(&mut tx, id, &old, &decision.state, decision.synced).await?;
+        let fingerprint = Some(self.fingerprint.as_str());
+        repos::write_state(
+            &mut tx,
+            id,
+            &old,
+            &decision.state,
+            decision.synced,
+            fingerprint,
+        )
+        .await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;
         if let Some(check) = check {
             let error = decision.state.error.as_deref();

@@ -63,6 +63,9 @@ where
 /// The upsert behind [`ensure_known`], as a [`Part`] so that a webhook
 /// group writes it in the same statement as its enqueue and its records.
 pub struct KnownRows<'a> {
+    /// Leave out the rows an earlier part of the statement settled
+    /// ([`crate::db::queue::SETTLED`]): they are written there.
+    except_settled: bool,
     ids: Vec<i64>,
     owners: Vec<&'a str>,
     names: Vec<&'a str>,
@@ -81,6 +84,7 @@ impl<'a> KnownRows<'a> {
             .map(|(id, info, node)| (*id, (*info, node.filter(|n| !n.is_empty()))))
             .collect();
         let mut rows = Self {
+            except_settled: false,
             ids: Vec::with_capacity(unique.len()),
             owners: Vec::with_capacity(unique.len()),
             names: Vec::with_capacity(unique.len()),
@@ -104,12 +108,18 @@ impl<'a> KnownRows<'a> {
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
     }
+
+    /// Leaves out the rows that the part named [`crate::db::queue::SETTLED`],
+    /// earlier in the same statement, returns (a statement may not write a
+    /// row twice).
+    pub fn except_settled(mut self) -> Self {
+        self.except_settled = true;
+        self
+    }
 }
 
-impl Part for KnownRows<'_> {
-    fn sql(&self) -> &'static str {
-        // A row already as given is not written (nor its index entries).
-        "insert into repositories (id, owner, name, installation_id, default_branch, html_url, node_id)
+/// The upsert of [`KnownRows`].
+const UPSERT: &str = "insert into repositories (id, owner, name, installation_id, default_branch, html_url, node_id)
          select g.* from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[])
              as g(id, owner, name, installation_id, default_branch, html_url, node_id)
          where (select (r.owner, r.name, r.installation_id, r.default_branch, r.html_url, r.node_id)
@@ -129,7 +139,25 @@ impl Part for KnownRows<'_> {
                is distinct from
                (excluded.owner, excluded.name, excluded.installation_id,
                 excluded.default_branch, excluded.html_url,
-                coalesce(excluded.node_id, repositories.node_id))"
+                coalesce(excluded.node_id, repositories.node_id))";
+
+/// [`UPSERT`] leaving out the settled rows.
+static UPSERT_EXCEPT_SETTLED: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    UPSERT.replacen(
+        "is not true\n         order by 1",
+        "is not true\n           and g.id not in (select id from settled)\n         order by 1",
+        1,
+    )
+});
+
+impl Part for KnownRows<'_> {
+    fn sql(&self) -> &'static str {
+        // A row already as given is not written (nor its index entries).
+        if self.except_settled {
+            &UPSERT_EXCEPT_SETTLED
+        } else {
+            UPSERT
+        }
     }
 
     fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
@@ -169,6 +197,13 @@ mod tests {
             .fetch_one(pool)
             .await
             .expect("the row")
+    }
+
+    #[test]
+    fn the_upsert_except_settled_should_leave_out_the_settled_rows() {
+        assert_ne!(UPSERT_EXCEPT_SETTLED.as_str(), UPSERT);
+        let settled = format!("(select id from {})", crate::db::queue::SETTLED);
+        assert!(UPSERT_EXCEPT_SETTLED.contains(&settled));
     }
 
     #[tokio::test]

@@ -18,6 +18,7 @@ pub mod default_branch_check;
 mod entries;
 mod error;
 mod events;
+pub mod free_push;
 mod guard;
 pub mod handler;
 mod holds;
@@ -38,6 +39,7 @@ pub mod tracker;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use db::{RegistryDb, RepoRecord};
 pub use error::RegistryError;
+pub use free_push::{blob_id, settle_free_pushes, Fingerprint, FreePush, FreePushRows};
 pub use guard::DeletionGuard;
 pub use handler::RegistryHandler;
 pub use holds::{active_hold_count, active_holds, release_hold};
@@ -51,6 +53,6 @@ pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
-pub use repos::{known_ids, mark_error};
+pub use repos::{count_of_installation, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{tracked_ids, RegistryTracker};

@@ -18,6 +18,8 @@ pub(crate) struct RepoState {
     pub synced_sha: Option<String>,
     pub attempts: i32,
     pub conflicts: Vec<String>,
+    /// Git's blob id of the project file the last reconcile read.
+    pub file_blob: Option<String>,
 }
 
 /// Which of `ids` the registry knows, on the caller's transaction.
@@ -31,6 +33,20 @@ pub async fn known_ids(
         .fetch_all(conn)
         .await?;
     Ok(known.into_iter().collect())
+}
+
+/// How many repositories of `installation` the registry tracks: the
+/// checks' budget keeps the next listing's reads for them in reserve.
+pub async fn count_of_installation(
+    pool: &PgPool,
+    installation: InstallationId,
+) -> Result<u64, RegistryError> {
+    let count: i64 =
+        sqlx::query_scalar("select count(*) from repositories where installation_id = $1")
+            .bind(installation.0)
+            .fetch_one(pool)
+            .await?;
+    Ok(u64::try_from(count).unwrap_or(0))
 }
 
 /// `owner/name` of a known repository; `None` when unknown.
@@ -152,7 +168,7 @@ pub(crate) async fn lock(
     id: RepoId,
 ) -> Result<Option<Locked>, sqlx::Error> {
     sqlx::query_as(
-        "select status, error, synced_sha, attempts, conflicts,
+        "select status, error, synced_sha, attempts, conflicts, file_blob,
                 owner, name, installation_id, default_branch, html_url, hold_id
          from repositories
          where id = $1 and set_config('synchronous_commit', 'off', true) = 'off'
@@ -165,13 +181,15 @@ pub(crate) async fn lock(
 
 /// Stores the state a reconcile decided, its error cut to
 /// [`MAX_ERROR_BYTES`]; `updated_at` moves only when a field changed,
-/// `last_synced_at` whenever `synced` says it was applied.
+/// `last_synced_at` whenever `synced` says it was applied. `fingerprint`,
+/// when given, records what decided it (kept as it was otherwise).
 pub(crate) async fn write_state(
     conn: &mut PgConnection,
     id: RepoId,
     old: &RepoState,
     new: &RepoState,
     synced: bool,
+    fingerprint: Option<&str>,
 ) -> Result<(), sqlx::Error> {
     // Compared as stored: an error over the bound equals its stored cut.
     let new = RepoState {
@@ -185,7 +203,8 @@ pub(crate) async fn write_state(
         "update repositories set
              status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
              last_synced_at = case when $7 then now() else last_synced_at end,
-             updated_at = case when $8 then now() else updated_at end
+             updated_at = case when $8 then now() else updated_at end,
+             file_blob = $9, fingerprint = coalesce($10, fingerprint)
          where id = $1",
     )
     .bind(id)
@@ -196,6 +215,8 @@ pub(crate) async fn write_state(
     .bind(&new.conflicts)
     .bind(synced)
     .bind(*old != new)
+    .bind(&new.file_blob)
+    .bind(fingerprint)
     .execute(conn)
     .await?;
     Ok(())
@@ -238,7 +259,7 @@ pub(crate) async fn record_error(
         attempts: old.attempts.saturating_add(1),
         ..old.clone()
     };
-    write_state(conn, id, &old, &new, false).await?;
+    write_state(conn, id, &old, &new, false, None).await?;
     events::record(
         conn,
         id,
@@ -274,7 +295,7 @@ pub(crate) async fn record_waiting(
         ..old.clone()
     };
     if new != old {
-        write_state(conn, id, &old, &new, false).await?;
+        write_state(conn, id, &old, &new, false, None).await?;
         events::record(conn, id, Status::Pending.as_str(), message).await?;
     }
     Ok(Some(format!("{owner}/{name}")))

@@ -52,8 +52,9 @@ impl RepoInfo {
 /// The project file at the head of the default branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileState {
-    /// The repository has no project file.
-    Absent,
+    /// The repository has no project file at commit `sha` (the head of its
+    /// default branch, when the source has commits and the branch one).
+    Absent { sha: Option<String> },
     /// The file's bytes at commit `sha` (not yet validated).
     Found { sha: String, bytes: Vec<u8> },
     /// The file exists but cannot be used as text (too large, binary, …).

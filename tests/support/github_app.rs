@@ -106,6 +106,29 @@ pub fn push(repo: &Repo, before: &str, after: &str) -> Vec<u8> {
     payload.to_string().into_bytes()
 }
 
+/// A push from `before` to `after` of `repo`'s default branch whose
+/// commits are listed as GitHub lists them: each `(id, modified paths)`, the
+/// last one's id being `after`'s when the push is well formed.
+pub fn push_of_commits(
+    repo: &Repo,
+    before: &str,
+    after: &str,
+    commits: &[(&str, &[&str])],
+) -> Vec<u8> {
+    let mut payload: Value =
+        serde_json::from_slice(&push(repo, before, after)).unwrap_or(Value::Null);
+    payload["commits"] = commits
+        .iter()
+        .map(|(id, modified)| {
+            json!({
+                "id": id, "distinct": true, "message": "a change",
+                "added": [], "modified": modified, "removed": [],
+            })
+        })
+        .collect();
+    payload.to_string().into_bytes()
+}
+
 /// `repository` `renamed`: `repo` carries the new name.
 pub fn renamed(repo: &Repo, from: &str) -> Vec<u8> {
     let mut payload: Value = serde_json::from_str(RENAMED).unwrap_or(Value::Null);
@@ -116,13 +139,18 @@ pub fn renamed(repo: &Repo, from: &str) -> Vec<u8> {
 }
 
 /// `installation` `created`: the App was installed on `account` as
-/// `installation`, with access to `repos` (listed as GitHub lists them:
-/// id, node id, name and full name only).
+/// `installation` just now, with access to `repos` (listed as GitHub lists
+/// them: id, node id, name and full name only).
 pub fn installation_created(installation: i64, account: &str, repos: &[Repo]) -> Vec<u8> {
     let mut payload: Value = serde_json::from_str(INSTALLED).unwrap_or(Value::Null);
     payload["action"] = json!("created");
     payload["installation"]["id"] = json!(installation);
     payload["installation"]["account"]["login"] = json!(account);
+    // Installed now: no listing that started before can have found it.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    payload["installation"]["created_at"] = json!(now);
     payload["repositories"] = repos
         .iter()
         .map(|r| {

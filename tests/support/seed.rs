@@ -193,7 +193,7 @@ impl Repo<'_> {
 
     /// Observes no project file: `no_file`, entries gone.
     pub async fn no_file(self) -> Self {
-        let observed = self.present(FileState::Absent);
+        let observed = self.present(FileState::Absent { sha: None });
         self.reconcile(observed, "no_file").await
     }
 

@@ -2,6 +2,7 @@
 //! a webhook group in one statement with its other writes.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
@@ -18,7 +19,24 @@ pub struct EnqueueRows {
     ids: Vec<i64>,
     hints: Vec<Option<Vec<u8>>>,
     triggers: Vec<i16>,
+    /// Leave out the ids an earlier part of the statement settled.
+    except_settled: bool,
 }
+
+/// The name by which a part that runs before a group's enqueue returns the
+/// `id`s that need no run (a push decided without a read, its recorded
+/// commit moved in the same statement): [`EnqueueRows::except_settled`]
+/// leaves them out, and enqueues the others as any push.
+pub const SETTLED: &str = "settled";
+
+/// [`ENQUEUE`] leaving out the ids the part named [`SETTLED`] returned.
+static ENQUEUE_EXCEPT_SETTLED: LazyLock<String> = LazyLock::new(|| {
+    ENQUEUE.replacen(
+        "IS NOT TRUE\nON CONFLICT",
+        "IS NOT TRUE\n    AND batch.id NOT IN (SELECT id FROM settled)\nON CONFLICT",
+        1,
+    )
+});
 
 impl EnqueueRows {
     /// An id given twice keeps the most telling trigger, and a hint only
@@ -36,6 +54,7 @@ impl EnqueueRows {
             ids: Vec::with_capacity(merged.len()),
             hints: Vec::with_capacity(merged.len()),
             triggers: Vec::with_capacity(merged.len()),
+            except_settled: false,
         };
         for (id, (hint, trigger)) in merged {
             rows.ids.push(id);
@@ -43,6 +62,13 @@ impl EnqueueRows {
             rows.triggers.push(trigger.code());
         }
         rows
+    }
+
+    /// Leaves out the ids that the part named [`SETTLED`], earlier in the
+    /// same statement, returns.
+    pub fn except_settled(mut self) -> Self {
+        self.except_settled = true;
+        self
     }
 
     /// How many distinct ids: what [`super::PgQueue::enqueued`] counts.
@@ -61,7 +87,11 @@ fn merge_hint(pending: Option<Vec<u8>>, new: Option<Vec<u8>>) -> Option<Vec<u8>>
 impl Part for EnqueueRows {
     /// A claimed row is marked to run again; a waiting row becomes ready now.
     fn sql(&self) -> &'static str {
-        ENQUEUE
+        if self.except_settled {
+            &ENQUEUE_EXCEPT_SETTLED
+        } else {
+            ENQUEUE
+        }
     }
 
     fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
@@ -146,6 +176,12 @@ mod tests {
             .enqueue_in(&mut conn, vec![Enqueue::because(RepoId(id), why)])
             .await
             .expect("the enqueue");
+    }
+
+    #[test]
+    fn the_enqueue_except_settled_should_leave_out_the_settled_ids() {
+        assert_ne!(ENQUEUE_EXCEPT_SETTLED.as_str(), ENQUEUE);
+        assert!(ENQUEUE_EXCEPT_SETTLED.contains(&format!("FROM {SETTLED})")));
     }
 
     #[tokio::test]

@@ -20,6 +20,7 @@ use directory::{parse_membership, parse_organization, parse_team};
 use installation::{parse_installation, parse_installation_repositories};
 use pull_request::{parse_pull_request, parse_rerequest};
 use push::parse_push;
+pub use push::{MAX_PUSH_COMMITS, MAX_PUSH_PATHS};
 use repository::parse_repository;
 
 /// A repository named in a payload, with what the payload says about it.
@@ -33,6 +34,19 @@ pub struct PayloadRepo {
     pub info: RepoInfo,
     /// GitHub's GraphQL node id, by which a batch reads the repository.
     pub node_id: Option<String>,
+}
+
+/// What a push to the default branch moved, when its payload alone tells
+/// every path it touched: from `before` to `after`, not forced, not
+/// creating the branch, with 1 to 2,047 commits, the last of which is
+/// `after`, each listing its added, modified and removed paths (fewer than
+/// 3,000 each, not all three empty). `None` otherwise: such a push is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushChange {
+    pub before: String,
+    pub after: String,
+    /// Every path any commit touched, each once, sorted.
+    pub paths: Vec<String>,
 }
 
 /// What happened to a repository, among the `repository` actions that can
@@ -81,7 +95,12 @@ pub enum WebhookEvent {
     /// GitHub checks that the hook works.
     Ping,
     /// A push to the default branch: the project file may have changed.
-    DefaultBranchPush { repo: PayloadRepo },
+    /// `change` says which paths its commits touched, when the payload
+    /// lists them all (see [`PushChange`]).
+    DefaultBranchPush {
+        repo: PayloadRepo,
+        change: Option<PushChange>,
+    },
     /// The repository appeared, went, moved or changed in a way that matters.
     Repository {
         action: RepositoryAction,
@@ -93,6 +112,9 @@ pub enum WebhookEvent {
         action: InstallationAction,
         installation_id: InstallationId,
         repos: Vec<PayloadRepo>,
+        /// When GitHub created the installation (Unix seconds), when the
+        /// payload says.
+        created_at: Option<i64>,
     },
     /// Repositories were added to or removed from an installation.
     InstallationRepositories {

@@ -25,11 +25,12 @@ use tokio::time::Instant;
 
 use super::deliveries::{self, DeliveryRows, NewDelivery};
 use super::event::WebhookEvent;
+use super::free_push::FreePushes;
 use super::gate::Accepted;
 use super::intake::{self, Direct, Intake};
 use crate::db::queue::{self, EnqueueRows, PgQueue};
 use crate::db::together::{self, Part};
-use crate::registry::KnownRows;
+use crate::registry::{FreePushRows, KnownRows};
 
 /// How deliveries are grouped.
 #[derive(Debug, Clone, Copy)]
@@ -85,6 +86,8 @@ struct Writers {
     pool: PgPool,
     queue: Arc<PgQueue>,
     limits: GroupLimits,
+    /// How pushes are decided without a read; `None`: every push is read.
+    free: Option<FreePushes>,
 }
 
 impl GroupCommit {
@@ -101,11 +104,23 @@ impl GroupCommit {
             pool,
             queue,
             limits,
+            free: None,
         };
         Self {
             jobs,
             idle: Mutex::new(Some(writers)),
         }
+    }
+
+    /// Decides pushes that left the project file alone without a read
+    /// ([`FreePushes`]); without it every push is enqueued.
+    pub fn with_free_pushes(self, free: Option<FreePushes>) -> Self {
+        if let Ok(mut idle) = self.idle.lock() {
+            if let Some(writers) = idle.as_mut() {
+                writers.free = free;
+            }
+        }
+        self
     }
 
     /// Writes `accepted` with whatever else is waiting; resolves once the
@@ -205,15 +220,38 @@ impl Writers {
             .iter()
             .map(|r| (r.id, &r.info, r.node_id.as_deref()))
             .collect();
-        let known = KnownRows::new(&repos);
-        let enqueue = EnqueueRows::new(enqueue);
+        let mut known = KnownRows::new(&repos);
+        let events: Vec<&WebhookEvent> = group.iter().map(|j| &j.accepted.parsed.event).collect();
+        let (moves, fingerprint) = match &self.free {
+            Some(free) => (free.moves(&events), Some(free.fingerprint())),
+            None => (Vec::new(), None),
+        };
+        let settle = fingerprint
+            .filter(|_| !moves.is_empty())
+            .map(|fingerprint| {
+                FreePushRows::new(&moves, fingerprint).locking(repos.iter().map(|r| r.0))
+            });
+        let mut enqueue = EnqueueRows::new(enqueue);
+        if settle.is_some() {
+            known = known.except_settled();
+            enqueue = enqueue.except_settled();
+        }
         let records = records(group, &intakes);
         let deliveries = DeliveryRows::new(&records);
         // Workers, here and in the other replicas, hear of the ids with the
         // commit, and only when the enqueue changed a row: an id already
         // waiting as asked, or marked to run again, has nothing new to claim.
-        let parts: [&dyn Part; 3] = [&known, &enqueue, &deliveries];
-        let wrote = together::execute_and_notify(&self.pool, &parts, queue::CHANNEL, 1).await?;
+        // Pushes decided without a read move their repositories' recorded
+        // commits first; the upsert and the enqueue leave those out.
+        let mut parts: Vec<&dyn Part> = Vec::with_capacity(4);
+        if let Some(settle) = &settle {
+            parts.push(settle);
+        }
+        parts.push(&known);
+        let enqueue_part = parts.len();
+        parts.extend([&enqueue as &dyn Part, &deliveries]);
+        let wrote =
+            together::execute_and_notify(&self.pool, &parts, queue::CHANNEL, enqueue_part).await?;
         self.queue.enqueued_and_notified(enqueue.added(), wrote);
         Ok(intakes)
     }
@@ -226,7 +264,7 @@ impl Writers {
         events: &[&WebhookEvent],
     ) -> Result<Vec<Intake>, WriteError> {
         let mut tx = self.pool.begin().await?;
-        let batch = intake::apply_batch(&mut tx, &self.queue, events).await?;
+        let batch = intake::apply_batch(&mut tx, &self.queue, events, self.free.as_ref()).await?;
         deliveries::record_many(&mut *tx, &records(group, &batch.intakes)).await?;
         tx.commit().await?;
         self.queue.enqueued(batch.enqueued as u64);

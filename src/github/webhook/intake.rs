@@ -7,11 +7,12 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::event::{DirectoryChange, PayloadRepo, WebhookEvent};
+use super::free_push::FreePushes;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::queue::PgQueue;
 use crate::directory::db as directory_db;
-use crate::registry::{check_requests, check_runs};
+use crate::registry::{check_requests, check_runs, settle_free_pushes, FreePushRows};
 use crate::registry::{
     ensure_known_with_node_ids, known_ids, record_node_ids, tracked_ids, RegistryError,
 };
@@ -78,7 +79,7 @@ pub async fn apply(
     queue: &PgQueue,
     event: &WebhookEvent,
 ) -> Result<Intake, IntakeError> {
-    let Batch { mut intakes, .. } = apply_batch(conn, queue, &[event]).await?;
+    let Batch { mut intakes, .. } = apply_batch(conn, queue, &[event], None).await?;
     Ok(intakes.pop().unwrap_or(Intake {
         enqueued: 0,
         listing_requested: false,
@@ -96,19 +97,26 @@ pub struct Batch {
 }
 
 /// Writes what every event of a group asks for with one statement per kind
-/// of write (repositories made known, ids enqueued, a listing requested),
-/// on the caller's transaction. Each event still gets its own [`Intake`],
-/// as if it had been written alone.
+/// of write (repositories made known, pushes decided without a read, ids
+/// enqueued, a listing requested), on the caller's transaction. Each event
+/// still gets its own [`Intake`], as if it had been written alone. With
+/// `free`, a repository whose pushes left the project file alone has its
+/// recorded commit moved instead of being enqueued, when the registry
+/// recorded their `before` ([`FreePushes`]).
 pub async fn apply_batch(
     conn: &mut PgConnection,
     queue: &PgQueue,
     events: &[&WebhookEvent],
+    free: Option<&FreePushes>,
 ) -> Result<Batch, IntakeError> {
     let mut known = Vec::new();
     // Every id each event asks for, with its trigger; the enqueue merges
     // an id named twice (the most telling trigger wins).
     let mut to_enqueue: Vec<Enqueue<RepoId>> = Vec::new();
     let mut listing = false;
+    // The latest moment a running listing must have started after to have
+    // seen every event that asks for one; `None` once one asks regardless.
+    let mut seen_after = Some(i64::MIN);
     let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
     for event in events {
@@ -134,12 +142,29 @@ pub async fn apply_batch(
         known.extend(plan.known);
         let trigger = trigger_of(event);
         to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
-        listing |= plan.listing;
+        if plan.listing {
+            listing = true;
+            seen_after = seen_after
+                .zip(plan.listing_seen_after)
+                .map(|(a, b)| a.max(b));
+        }
     }
     make_known(conn, &known).await?;
+    if let Some(free) = free {
+        let moves = free.moves(events);
+        let rows = FreePushRows::new(&moves, free.fingerprint());
+        let settled = settle_free_pushes(&mut *conn, &rows).await?;
+        to_enqueue.retain(|e| !settled.contains(&e.key));
+    }
     let enqueued = queue.enqueue_in(conn, to_enqueue).await?;
-    if listing {
-        queue.request_listing_in(&mut *conn).await?;
+    match (listing, seen_after) {
+        (false, _) => {}
+        (true, Some(since)) => {
+            queue
+                .request_listing_unless_started_after_in(&mut *conn, since)
+                .await?
+        }
+        (true, None) => queue.request_listing_in(&mut *conn).await?,
     }
     check_requests::request_checks(conn, &checks).await?;
     Ok(Batch {

@@ -15,6 +15,7 @@ pub mod body;
 pub mod deliveries;
 pub mod envelope;
 pub mod event;
+pub mod free_push;
 pub mod gate;
 pub mod group;
 pub mod intake;

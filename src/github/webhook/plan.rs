@@ -19,6 +19,10 @@ pub struct Plan {
     pub tracked_of_installation: Option<InstallationId>,
     /// Ask for an org-wide listing.
     pub listing: bool,
+    /// A listing that started after this moment (Unix seconds) has seen
+    /// what the event is about: none is asked for then. `None`: only a
+    /// listing started after the request has.
+    pub listing_seen_after: Option<i64>,
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
     /// Check runs to evaluate (pull requests, rerequested runs).
@@ -66,6 +70,7 @@ pub fn plan(event: &WebhookEvent) -> Plan {
         },
         None => Plan {
             listing: true,
+            listing_seen_after: plan.listing_seen_after,
             ..Plan::default()
         },
     }
@@ -75,7 +80,7 @@ pub fn plan(event: &WebhookEvent) -> Plan {
 fn plan_each(event: &WebhookEvent) -> Plan {
     match event {
         WebhookEvent::Ping => ignore("ping"),
-        WebhookEvent::DefaultBranchPush { repo } => make_known_and_enqueue(vec![repo.clone()]),
+        WebhookEvent::DefaultBranchPush { repo, .. } => make_known_and_enqueue(vec![repo.clone()]),
         // A deleted repository is not made known: if Roster never tracked
         // it, there is nothing to show; if it did, the enqueue is enough.
         WebhookEvent::Repository {
@@ -90,13 +95,25 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             action,
             installation_id,
             repos,
+            created_at,
         } => match action {
             // The listing reads every repository of every installation with
             // its file, 100 per request; the repositories the payload names
             // show up as pending at once. Enqueueing each would cost a read
             // per repository, however they are batched, and could leave a
             // large organisation waiting for the budget (issue 13).
-            InstallationAction::Created | InstallationAction::Unsuspend => Plan {
+            // A listing that started after the installation was created
+            // found it and lists all of it: the repositories it was
+            // created with are read then, so none is asked for again.
+            InstallationAction::Created => Plan {
+                known: repos.clone(),
+                listing: true,
+                listing_seen_after: *created_at,
+                ..Plan::default()
+            },
+            // Its repositories became readable just now: only a listing
+            // started after the request reads them.
+            InstallationAction::Unsuspend => Plan {
                 known: repos.clone(),
                 listing: true,
                 ..Plan::default()
@@ -181,7 +198,10 @@ mod tests {
 
     #[test]
     fn default_branch_push_should_make_known_and_enqueue_the_repository() {
-        let plan = plan(&WebhookEvent::DefaultBranchPush { repo: repo(1) });
+        let plan = plan(&WebhookEvent::DefaultBranchPush {
+            repo: repo(1),
+            change: None,
+        });
         assert_eq!(plan.known, vec![repo(1)]);
         assert_eq!(plan.enqueue, vec![RepoId(1)]);
         assert!(!plan.listing);
@@ -203,6 +223,7 @@ mod tests {
             let plan = plan(&WebhookEvent::Installation {
                 action,
                 installation_id: InstallationId(7),
+                created_at: None,
                 repos: vec![repo(3), repo(4)],
             });
             assert!(plan.listing);
@@ -217,6 +238,7 @@ mod tests {
             let plan = plan(&WebhookEvent::Installation {
                 action,
                 installation_id: InstallationId(7),
+                created_at: None,
                 repos: vec![],
             });
             assert_eq!(plan.tracked_of_installation, Some(InstallationId(7)));
@@ -230,6 +252,7 @@ mod tests {
         let plan = plan(&WebhookEvent::Installation {
             action: InstallationAction::NewPermissionsAccepted,
             installation_id: InstallationId(7),
+            created_at: None,
             repos: vec![repo(5)],
         });
         assert_eq!(
@@ -322,6 +345,7 @@ mod tests {
             WebhookEvent::Installation {
                 action: InstallationAction::Created,
                 installation_id: InstallationId(7),
+                created_at: None,
                 repos: many(bound + 1),
             },
         ] {
@@ -336,6 +360,7 @@ mod tests {
         let uninstalled = plan(&WebhookEvent::Installation {
             action: InstallationAction::Deleted,
             installation_id: InstallationId(7),
+            created_at: None,
             repos: many(bound + 1),
         });
         assert_eq!(

@@ -41,7 +41,8 @@ pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
         state.pool.clone(),
         state.queue.clone(),
         GroupLimits::default(),
-    );
+    )
+    .with_free_pushes(state.free_pushes.clone());
     let route = Route {
         state,
         admission: admission.clone(),
@@ -164,6 +165,7 @@ mod tests {
             secret: SecretString::from(SECRET),
             metrics,
             limits: WebhookLimits::default(),
+            free_pushes: None,
         });
         Harness { app, pool, adds }
     }

@@ -7,6 +7,7 @@ use secrecy::SecretString;
 use sqlx::PgPool;
 
 use super::admission::{Admission, WebhookLimits};
+use super::free_push::FreePushes;
 use super::group::GroupCommit;
 use crate::db::queue::PgQueue;
 use crate::metrics::Metrics;
@@ -20,6 +21,9 @@ pub struct WebhookState {
     pub metrics: Arc<Metrics>,
     /// How many bodies are read at once, and how long the rest wait.
     pub limits: WebhookLimits,
+    /// How pushes that left the project file alone are decided without a
+    /// read; `None`: every push is read.
+    pub free_pushes: Option<FreePushes>,
 }
 
 /// The state and the turns it hands out: the route's axum state, shared by

@@ -123,6 +123,7 @@ mod tests {
                 &mut prometheus_client::registry::Registry::default(),
             )),
             limits: WebhookLimits::default(),
+            free_pushes: None,
         };
         let route = Route {
             admission: Arc::new(Admission::new(state.limits)),

@@ -41,7 +41,7 @@ impl DirStorage {
         };
         let file = match open_project_file(&self.source.root, folder, &self.source.project_file) {
             Ok(Opened::File(file)) => file,
-            Ok(Opened::Absent) => return Ok(Some(FileState::Absent)),
+            Ok(Opened::Absent) => return Ok(Some(FileState::Absent { sha: None })),
             Ok(Opened::FolderGone) => return Ok(None),
             Ok(Opened::NotRegular) => {
                 return Ok(Some(FileState::Unreadable {
@@ -142,7 +142,7 @@ mod tests {
         assert!(matches!(
             s.get(&repo_id("b"), None).await,
             Ok(Observed::Present {
-                file: FileState::Absent,
+                file: FileState::Absent { .. },
                 ..
             })
         ));

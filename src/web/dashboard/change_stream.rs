@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use super::history::{page_rows, ChangeRow, HALF_PAGE};
+use super::change_row::{page_rows, ChangeRow, HALF_PAGE};
 use crate::registry::changes::{self, Cause, ChangeKind, StreamFilter};
 use crate::web::error::ApiError;
 use crate::web::state::AppState;

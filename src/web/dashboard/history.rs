@@ -8,32 +8,25 @@ use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::State;
 use chrono::Utc;
-use serde_json::Value;
 
+use super::change_row::{page_rows, ChangeRow, HALF_PAGE};
 use super::change_stream::{self, StreamParams, StreamView};
 use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::notify::outbox::{self, TargetStatus};
 use crate::registry::budget::ITEMS_BUDGET;
-use crate::registry::changes::{self, ChangeJson};
+use crate::registry::changes;
 use crate::web::error::ApiError;
 use crate::web::extract::{ApiPath, ApiQuery};
-use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
-use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
-
-/// Bytes of rows each of the two lists of `/changes` may take.
-pub(super) const HALF_PAGE: usize = ITEMS_BUDGET / 2;
+use crate::web::view::{repo_href, TimeView};
 
 /// Changes an entry's page shows.
 const HISTORY_ROWS: i64 = 100;
 
 /// Removed entries `/changes` lists.
 const REMOVED_ROWS: i64 = 50;
-
-/// Fields of an entry a diff leaves out: they move with every change.
-const BOOKKEEPING: [&str; 4] = ["created_at", "updated_at", "source_sha", "repo_id"];
 
 #[derive(Template, WebTemplate)]
 #[template(path = "history.html")]
@@ -75,138 +68,6 @@ impl PageParams {
                 }),
         }
     }
-}
-
-/// One change as a row: what, when, why, and which fields moved.
-pub struct ChangeRow {
-    seq: i64,
-    kind: &'static str,
-    at: TimeView,
-    cause: String,
-    name: String,
-    repo: String,
-    repo_href: String,
-    sha: String,
-    sha_href: Option<String>,
-    diff: Vec<FieldDiff>,
-}
-
-/// One field that differs: its old and new values as short text.
-pub struct FieldDiff {
-    field: String,
-    before: String,
-    after: String,
-}
-
-impl ChangeRow {
-    /// Bytes of the row's values once escaped.
-    pub(super) fn html_len(&self) -> usize {
-        let text = [
-            &self.cause,
-            &self.name,
-            &self.repo,
-            &self.repo_href,
-            &self.sha,
-        ];
-        text.iter().map(|t| escaped_len(t)).sum::<usize>()
-            + self.sha_href.as_deref().map_or(0, escaped_len)
-            + self
-                .diff
-                .iter()
-                .map(|d| {
-                    96 + escaped_len(&d.field) + escaped_len(&d.before) + escaped_len(&d.after)
-                })
-                .sum::<usize>()
-    }
-
-    pub(super) fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
-        let sha = change.sha.clone().unwrap_or_default();
-        Self {
-            seq: change.seq,
-            kind: change.kind.as_str(),
-            at: TimeView::new(change.at, now),
-            sha_href: commit_link(web, &change.repo, &sha),
-            sha: short_sha(Some(&sha)),
-            repo_href: repo_href(&change.repo),
-            diff: field_diff(change.before.as_ref(), change.after.as_ref()),
-            cause: change.cause,
-            name: change.name,
-            repo: change.repo,
-        }
-    }
-}
-
-/// The fields whose values differ between two versions of an entry, in
-/// name order; a missing version counts as every field empty.
-pub fn field_diff(before: Option<&Value>, after: Option<&Value>) -> Vec<FieldDiff> {
-    let fields = |v: Option<&Value>| {
-        v.and_then(Value::as_object)
-            .map(|o| o.keys().cloned().collect::<Vec<_>>())
-            .unwrap_or_default()
-    };
-    let mut names: Vec<String> = fields(before);
-    names.extend(fields(after));
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .filter(|name| !BOOKKEEPING.contains(&name.as_str()))
-        .filter_map(|name| {
-            let old = before.and_then(|v| v.get(&name)).unwrap_or(&Value::Null);
-            let new = after.and_then(|v| v.get(&name)).unwrap_or(&Value::Null);
-            (old != new).then(|| FieldDiff {
-                before: show(old),
-                after: show(new),
-                field: name,
-            })
-        })
-        .collect()
-}
-
-/// A value as one line of text a person reads: strings bare, tags as
-/// `a, b`, links as `title (url)`, labels as `key=value`, nothing as "—";
-/// never JSON.
-fn show(value: &Value) -> String {
-    match value {
-        Value::Null => "—".to_owned(),
-        Value::String(s) => s.clone(),
-        Value::Array(a) if a.is_empty() => "—".to_owned(),
-        Value::Object(o) if o.is_empty() => "—".to_owned(),
-        Value::Array(items) => items.iter().map(show_item).collect::<Vec<_>>().join(", "),
-        Value::Object(pairs) => pairs
-            .iter()
-            .map(|(key, value)| format!("{key}={}", show(value)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
-    }
-}
-
-/// One item of a list: a link (`{title, url}`) as `title (url)`.
-fn show_item(item: &Value) -> String {
-    match (item.get("title"), item.get("url")) {
-        (Some(Value::String(title)), Some(Value::String(url))) => format!("{title} ({url})"),
-        _ => show(item),
-    }
-}
-
-/// Rows of a page of changes, cut to the page's byte bound, and the `seq`
-/// the next (older) page starts before, when there is one.
-pub(super) fn page_rows(
-    page: changes::Listed,
-    web: Option<&str>,
-    budget: usize,
-) -> (Vec<ChangeRow>, Option<i64>) {
-    let now = Utc::now();
-    let more = page.more;
-    let mut rows: Vec<ChangeRow> = page
-        .items
-        .into_iter()
-        .map(|c| ChangeRow::new(c, web, now))
-        .collect();
-    let cut = keep_rows(&mut rows, budget, ChangeRow::html_len);
-    let next = rows.last().filter(|_| more || cut).map(|r| r.seq);
-    (rows, next)
 }
 
 /// `GET /projects/{name}/history?before=SEQ`: a page of the entry's
@@ -300,70 +161,4 @@ pub async fn changes_page(
             .collect(),
         removed,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn field_diff_should_list_only_the_fields_that_moved() {
-        let before = json!({"name": "api", "owner": "a", "tags": [], "updated_at": "1"});
-        let after = json!({"name": "api", "owner": "b", "tags": ["x"], "updated_at": "2"});
-        let diff = field_diff(Some(&before), Some(&after));
-        let shown: Vec<(&str, &str, &str)> = diff
-            .iter()
-            .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
-            .collect();
-        assert_eq!(shown, vec![("owner", "a", "b"), ("tags", "—", "x")]);
-    }
-
-    #[test]
-    fn field_diff_should_show_tags_links_and_labels_as_text_not_json() {
-        let before = json!({
-            "tags": ["payments", "pci"],
-            "links": [{"title": "Runbook", "url": "https://wiki/run"}],
-            "labels": {"tier": "1", "team": "pay"},
-        });
-        let after = json!({
-            "tags": ["payments"],
-            "links": [
-                {"title": "Runbook", "url": "https://wiki/run"},
-                {"title": "Docs", "url": "https://docs/pay"}
-            ],
-            "labels": {},
-        });
-        let diff = field_diff(Some(&before), Some(&after));
-        let shown: Vec<(&str, &str, &str)> = diff
-            .iter()
-            .map(|d| (d.field.as_str(), d.before.as_str(), d.after.as_str()))
-            .collect();
-        assert_eq!(
-            shown,
-            vec![
-                ("labels", "team=pay, tier=1", "—"),
-                (
-                    "links",
-                    "Runbook (https://wiki/run)",
-                    "Runbook (https://wiki/run), Docs (https://docs/pay)"
-                ),
-                ("tags", "payments, pci", "payments"),
-            ]
-        );
-        for d in &diff {
-            for text in [&d.before, &d.after] {
-                assert!(!text.contains(['{', '[', '"']), "{text}");
-            }
-        }
-    }
-
-    #[test]
-    fn field_diff_of_a_creation_should_show_every_field_set() {
-        let after = json!({"name": "api", "owner": "b", "description": null});
-        let diff = field_diff(None, Some(&after));
-        let fields: Vec<&str> = diff.iter().map(|d| d.field.as_str()).collect();
-        assert_eq!(fields, vec!["name", "owner"]);
-    }
 }

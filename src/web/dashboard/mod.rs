@@ -7,6 +7,7 @@
 //! resync forms, each guarded against cross-site requests.
 
 mod action;
+mod change_row;
 mod change_stream;
 mod chrome;
 mod deliveries;

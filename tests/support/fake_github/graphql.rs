@@ -82,7 +82,7 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
         .iter()
         .skip(offset)
         .take(PAGE_SIZE)
-        .map(|r| node(r, path))
+        .map(|r| node(world, r, path))
         .collect();
     let end = offset + nodes.len();
     let has_next = end < repos.len();
@@ -101,7 +101,7 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
     )
 }
 
-fn node(repo: &Repo, path: &str) -> Value {
+fn node(world: &World, repo: &Repo, path: &str) -> Value {
     let branch = repo.head().map(|commit| {
         let file = match commit.files.get(path) {
             Some(bytes) => {
@@ -109,7 +109,10 @@ fn node(repo: &Repo, path: &str) -> Value {
                     .ok()
                     .filter(|t| !t.contains('\0'));
                 let truncated = bytes.len() > TEXT_CAP;
-                json!({"object": {
+                let link = world
+                    .symlinks
+                    .contains(&(commit.sha.clone(), path.to_owned()));
+                json!({"mode": if link { 40960 } else { 33188 }, "object": {
                     "byteSize": bytes.len(),
                     "isBinary": text.is_none(),
                     "isTruncated": truncated,
@@ -122,7 +125,7 @@ fn node(repo: &Repo, path: &str) -> Value {
                 .any(|p| p.starts_with(&format!("{path}/"))) =>
             {
                 // A tree: none of the Blob fragment's fields apply.
-                json!({"object": {}})
+                json!({"mode": 16384, "object": {}})
             }
             None => Value::Null,
         };
@@ -257,7 +260,7 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
                 .and_then(|n| world.repos.get(&n))
                 .filter(visible);
             match found {
-                Some(repo) => with_id(repo, path),
+                Some(repo) => with_id(world, repo, path),
                 None => {
                     errors.push(json!({
                         "type": "NOT_FOUND",
@@ -287,7 +290,7 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
         }
         data[alias.as_str()] = match super::rest::visible_by_name(world, installation, owner, name)
         {
-            Some(repo) => with_id(repo, path),
+            Some(repo) => with_id(world, repo, path),
             None => {
                 errors.push(json!({
                     "type": "NOT_FOUND",
@@ -306,8 +309,8 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
     Answer::json(200, body)
 }
 
-fn with_id(repo: &Repo, path: &str) -> Value {
-    let mut value = node(repo, path);
+fn with_id(world: &World, repo: &Repo, path: &str) -> Value {
+    let mut value = node(world, repo, path);
     value["id"] = json!(node_id(repo));
     value
 }

@@ -375,6 +375,17 @@ impl FakeGithub {
         })
     }
 
+    /// Pushes a commit where `path` is a symbolic link to `target`; the new
+    /// head sha.
+    pub fn push_symlink(&self, repo: i64, path: &str, target: &str) -> String {
+        let sha = self.push_file(repo, path, target.as_bytes());
+        self.shared
+            .world()
+            .symlinks
+            .insert((sha.clone(), path.to_owned()));
+        sha
+    }
+
     /// Pushes a commit that deletes `path`; the new head sha.
     pub fn delete_file(&self, repo: i64, path: &str) -> String {
         self.shared.world().commit(repo, |files| {

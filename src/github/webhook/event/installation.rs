@@ -29,6 +29,7 @@ pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json
     Ok(WebhookEvent::Installation {
         action,
         installation_id: InstallationId(installation.id),
+        created_at: installation.created_at.as_ref().and_then(unix_seconds),
         repos: listed(event.repositories, installation),
     })
 }
@@ -65,6 +66,21 @@ struct InstallationWithAccount {
     #[serde(deserialize_with = "installation_id")]
     id: i64,
     account: Option<Account>,
+    /// Unix seconds in webhooks, an RFC 3339 time in REST answers; another
+    /// shape only leaves it unknown.
+    #[serde(default)]
+    created_at: Option<serde_json::Value>,
+}
+
+/// A time given as Unix seconds or as an RFC 3339 text, in Unix seconds.
+fn unix_seconds(value: &serde_json::Value) -> Option<i64> {
+    match value {
+        serde_json::Value::Number(n) => n.as_i64(),
+        serde_json::Value::String(text) => chrono::DateTime::parse_from_rfc3339(text)
+            .ok()
+            .map(|t| t.timestamp()),
+        _ => None,
+    }
 }
 
 /// A repository as installation payloads list it: id, name, `owner/name`.

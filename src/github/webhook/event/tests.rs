@@ -76,8 +76,10 @@ fn ping_fixtures_should_parse_as_ping() {
 
 #[test]
 fn push_to_the_default_branch_should_name_the_repository() {
+    // The fixtures create the branch: such a push is read.
     let expected = WebhookEvent::DefaultBranchPush {
         repo: hello_world(186853002, "Codertocat", Some(1)),
+        change: None,
     };
     assert_eq!(event_of("push.default-branch-created.json"), expected);
     assert_eq!(
@@ -225,12 +227,21 @@ fn installation_fixtures_should_parse_into_their_actions() {
         ),
     ];
     for (name, action, installation_id, repos) in cases {
+        let payload: Value = serde_json::from_slice(&fixture(name)).unwrap_or_default();
+        // Unix seconds, or an RFC 3339 time (as some fixtures give it).
+        let given = &payload["installation"]["created_at"];
+        let created_at = given.as_i64().or_else(|| {
+            let text = given.as_str()?;
+            Some(chrono::DateTime::parse_from_rfc3339(text).ok()?.timestamp())
+        });
+        assert!(created_at.is_some(), "{name}: the fixture says when");
         assert_eq!(
             event_of(name),
             WebhookEvent::Installation {
                 action,
                 installation_id: InstallationId(installation_id),
                 repos,
+                created_at,
             },
             "{name}"
         );

@@ -1,0 +1,176 @@
+//! The pushes of github_batches that leave the project file alone, and the
+//! check runs pushes post: rounds of pushes sent at a steady rate to
+//! different synced repositories, each push's webhook-to-record time read
+//! from the registry (`last_synced_at`, the time of the write).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+
+use crate::support::fake_github::{routes, FakeGithub};
+use crate::support::github_app::{deliver, push, push_of_commits, Repo};
+
+type Failed = Box<dyn std::error::Error>;
+
+/// What a round of pushes changes, and how its payloads tell it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// README.md, each commit listing its paths (as GitHub sends pushes).
+    Readme,
+    /// README.md, with a payload that lists no paths of the push: read as
+    /// every push was before pushes could be decided without a read.
+    ReadmeUnlisted,
+    /// The project file, each commit listing its paths.
+    ProjectFile,
+}
+
+/// What one round cost.
+pub struct Figures {
+    /// Requests about repositories (tokens and the App's delivery log aside).
+    pub requests: u64,
+    pub tokens: u64,
+    pub check_runs: u64,
+    /// Push sent → `synced_sha` recorded, sorted.
+    pub latencies: Vec<Duration>,
+}
+
+impl Figures {
+    pub fn print(&self, label: &str, pushes: usize) {
+        let at = |q: f64| {
+            let n = self.latencies.len();
+            let i = ((n as f64 * q).ceil() as usize).clamp(1, n.max(1)) - 1;
+            self.latencies
+                .get(i)
+                .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+        };
+        println!("{label}");
+        println!(
+            "  GitHub requests: {} in all (tokens aside: {} token requests), of them check runs posted: {} ({:.0} per 100 pushes)",
+            self.requests,
+            self.tokens,
+            self.check_runs,
+            self.check_runs as f64 * 100.0 / pushes.max(1) as f64
+        );
+        println!(
+            "  webhook -> synced_sha recorded: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            at(0.5),
+            at(0.99),
+            at(1.0)
+        );
+    }
+}
+
+/// Sends one push to each of `targets`, `rate` a second, changing what
+/// `change` says; returns once every push's commit is recorded.
+pub async fn round(
+    fake: &FakeGithub,
+    base: &str,
+    pool: &PgPool,
+    targets: &[Repo],
+    change: Change,
+    rate: u32,
+    file: &str,
+) -> Result<Figures, Failed> {
+    let mut heads = Vec::with_capacity(targets.len());
+    let mut bodies = Vec::with_capacity(targets.len());
+    for (n, repo) in targets.iter().enumerate() {
+        let before = fake.head(repo.id).unwrap_or_default();
+        let (path, bytes) = match change {
+            Change::ProjectFile => (
+                file,
+                format!("name: {}\nowner: x\ndescription: round {n}\n", repo.name),
+            ),
+            _ => ("README.md", format!("round {n}\n")),
+        };
+        let after = fake.push_file(repo.id, path, bytes.as_bytes());
+        let body = match change {
+            Change::ReadmeUnlisted => push(repo, &before, &after),
+            _ => push_of_commits(repo, &before, &after, &[(&after, &[path])]),
+        };
+        bodies.push(body);
+        heads.push(after);
+    }
+    fake.reset_counts();
+    let spacing = Duration::from_secs(1) / rate.max(1);
+    let started = Instant::now();
+    let mut sent_at = HashMap::with_capacity(heads.len());
+    let mut senders = tokio::task::JoinSet::new();
+    for (n, body) in bodies.into_iter().enumerate() {
+        let at = started + spacing * u32::try_from(n).unwrap_or(u32::MAX);
+        tokio::time::sleep_until(at.into()).await;
+        sent_at.insert(heads[n].clone(), epoch_seconds());
+        let base = base.to_owned();
+        senders.spawn(async move { deliver(&base, "push", body).await.status.as_u16() });
+    }
+    while let Some(sent) = senders.join_next().await {
+        match sent {
+            Ok(202) => {}
+            Ok(status) => return Err(format!("a push was answered {status}").into()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let recorded = recorded(pool, &heads, Duration::from_secs(120)).await?;
+    // Check runs are posted after the reconcile, by the checks loop.
+    if change == Change::ProjectFile {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while fake.count(routes::CHECK_RUN_CREATE) < heads.len() as u64 && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    } else {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    let mut latencies: Vec<Duration> = recorded
+        .iter()
+        .filter_map(|(sha, at)| Some(Duration::from_secs_f64((at - sent_at.get(sha)?).max(0.0))))
+        .collect();
+    latencies.sort();
+    let tokens = fake.token_creations();
+    let app = fake.count(routes::HOOK_DELIVERIES)
+        + fake.count(routes::HOOK_ATTEMPTS)
+        + fake.count(routes::INSTALLATIONS);
+    Ok(Figures {
+        requests: fake.total() - tokens - app,
+        tokens,
+        check_runs: fake.count(routes::CHECK_RUN_CREATE),
+        latencies,
+    })
+}
+
+/// Waits until each of `heads` is a repository's recorded commit; each
+/// one's `last_synced_at`, in Unix seconds.
+async fn recorded(
+    pool: &PgPool,
+    heads: &[String],
+    limit: Duration,
+) -> Result<Vec<(String, f64)>, Failed> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let rows: Vec<(String, f64)> = sqlx::query_as(
+            "select synced_sha, extract(epoch from last_synced_at)::float8
+             from repositories where synced_sha = any($1)",
+        )
+        .bind(heads)
+        .fetch_all(pool)
+        .await?;
+        if rows.len() == heads.len() {
+            return Ok(rows);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} of {} pushes recorded after {limit:?}",
+                rows.len(),
+                heads.len()
+            )
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn epoch_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -1,0 +1,185 @@
+//! Which pushes of a group are decided without a read: those whose commits
+//! touched no project file (the payload lists every path, see
+//! [`PushChange`]). Pure: the registry's compare-and-set then decides
+//! whether the repository's recorded commit was the push's `before`.
+
+use std::collections::BTreeMap;
+
+use super::event::{PayloadRepo, PushChange, WebhookEvent};
+use super::plan::plan;
+use crate::registry::{Fingerprint, FreePush};
+use crate::source::RepoId;
+
+/// The settings a push is judged by: the project file's path, and the
+/// fingerprint a repository's recorded state must carry to be moved.
+#[derive(Debug, Clone)]
+pub struct FreePushes {
+    project_files: Vec<String>,
+    fingerprint: Fingerprint,
+}
+
+impl FreePushes {
+    /// Pushes judged against `project_file`, the path of the project file.
+    pub fn new(project_file: &str) -> Self {
+        Self {
+            project_files: vec![project_file.to_owned()],
+            fingerprint: Fingerprint::new(&[project_file]),
+        }
+    }
+
+    pub fn fingerprint(&self) -> &Fingerprint {
+        &self.fingerprint
+    }
+
+    /// Whether a path of `change` is a project file.
+    fn touches(&self, change: &PushChange) -> bool {
+        change
+            .paths
+            .iter()
+            .any(|path| self.project_files.iter().any(|file| file == path))
+    }
+
+    /// The repositories of a group whose every event is a push that left
+    /// the project file alone, the pushes following each other (each one's
+    /// `before` the previous one's `after`): one move each, from the first
+    /// `before` to the last `after`, with the names of the last push (the
+    /// ones the group makes known). Any other event naming a repository
+    /// leaves it to be read.
+    pub fn moves<'a>(&self, events: &[&'a WebhookEvent]) -> Vec<FreePush<'a>> {
+        let mut chains: BTreeMap<RepoId, Option<Chain<'a>>> = BTreeMap::new();
+        for event in events {
+            let WebhookEvent::DefaultBranchPush { repo, change } = event else {
+                let plan = plan(event);
+                for id in plan.known.iter().map(|r| r.id).chain(plan.enqueue) {
+                    chains.insert(id, None);
+                }
+                continue;
+            };
+            let free = change.as_ref().filter(|c| !self.touches(c));
+            let Some(chain) = chains.get_mut(&repo.id) else {
+                let opened = free.map(|c| Chain {
+                    before: &c.before,
+                    after: &c.after,
+                    repo,
+                });
+                chains.insert(repo.id, opened);
+                continue;
+            };
+            let Some(open) = chain.as_mut() else { continue };
+            match free {
+                Some(c) if c.before == open.after => {
+                    open.after = &c.after;
+                    open.repo = repo;
+                }
+                _ => *chain = None,
+            }
+        }
+        chains
+            .into_iter()
+            .filter_map(|(id, chain)| chain.map(|c| (id, c)))
+            .map(|(id, c)| FreePush {
+                id,
+                info: &c.repo.info,
+                node_id: c.repo.node_id.as_deref(),
+                before: c.before,
+                after: c.after,
+            })
+            .collect()
+    }
+}
+
+/// Pushes of one repository that follow each other.
+struct Chain<'a> {
+    before: &'a str,
+    after: &'a str,
+    repo: &'a PayloadRepo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::github::webhook::event::RepositoryAction;
+    use crate::source::{InstallationId, RepoInfo};
+
+    fn repo(id: i64, name: &str) -> PayloadRepo {
+        PayloadRepo {
+            id: RepoId(id),
+            info: RepoInfo {
+                owner: "acme".to_owned(),
+                name: name.to_owned(),
+                installation_id: Some(InstallationId(1)),
+                default_branch: "main".to_owned(),
+                html_url: Some(format!("https://github.com/acme/{name}")),
+            },
+            node_id: None,
+        }
+    }
+
+    fn push(id: i64, before: &str, after: &str, paths: &[&str]) -> WebhookEvent {
+        WebhookEvent::DefaultBranchPush {
+            repo: repo(id, "r"),
+            change: Some(PushChange {
+                before: before.to_owned(),
+                after: after.to_owned(),
+                paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+            }),
+        }
+    }
+
+    fn moves(events: &[WebhookEvent]) -> Vec<(i64, String, String)> {
+        let events: Vec<&WebhookEvent> = events.iter().collect();
+        FreePushes::new("project.yaml")
+            .moves(&events)
+            .into_iter()
+            .map(|m| (m.id.0, m.before.to_owned(), m.after.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_push_that_leaves_the_file_alone_should_move_its_repository() {
+        let m = moves(&[push(1, "a", "b", &["README.md", "docs/project.yaml"])]);
+        assert_eq!(m, [(1, "a".to_owned(), "b".to_owned())]);
+    }
+
+    #[test]
+    fn a_push_that_touches_the_file_should_be_read() {
+        assert!(moves(&[push(1, "a", "b", &["README.md", "project.yaml"])]).is_empty());
+        let unknown = WebhookEvent::DefaultBranchPush {
+            repo: repo(1, "r"),
+            change: None,
+        };
+        assert!(moves(&[unknown]).is_empty());
+    }
+
+    #[test]
+    fn pushes_that_follow_each_other_should_make_one_move() {
+        let m = moves(&[push(1, "a", "b", &["x"]), push(1, "b", "c", &["y"])]);
+        assert_eq!(m, [(1, "a".to_owned(), "c".to_owned())]);
+        // Out of order, or one touching the file: the repository is read.
+        assert!(moves(&[push(1, "b", "c", &["y"]), push(1, "a", "b", &["x"])]).is_empty());
+        assert!(moves(&[
+            push(1, "a", "b", &["x"]),
+            push(1, "b", "c", &["project.yaml"])
+        ])
+        .is_empty());
+        assert!(moves(&[
+            push(1, "a", "b", &["project.yaml"]),
+            push(1, "b", "c", &["x"])
+        ])
+        .is_empty());
+    }
+
+    #[test]
+    fn another_event_naming_the_repository_should_leave_it_to_be_read() {
+        let renamed = WebhookEvent::Repository {
+            action: RepositoryAction::Renamed,
+            repo: repo(1, "renamed"),
+        };
+        let m = moves(&[
+            push(1, "a", "b", &["x"]),
+            renamed,
+            push(2, "c", "d", &["x"]),
+        ]);
+        assert_eq!(m, [(2, "c".to_owned(), "d".to_owned())]);
+    }
+}

@@ -1,0 +1,85 @@
+//! A listing asked for while one runs, or after one ran: asked again only
+//! when that listing cannot have seen what the request is about
+//! (docs/architecture.md#listings-asked-for).
+
+use crate::support;
+use support::fake_github;
+use support::github_app;
+
+use std::time::Duration;
+
+use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
+use github_app::{deliver, installation_created, server_env, Repo};
+use serde_json::{json, Value};
+use support::server::{eventually, Roster};
+
+const LIMIT: Duration = Duration::from_secs(30);
+const ACME: i64 = 1;
+
+async fn requested(pool: &sqlx::PgPool) -> bool {
+    sqlx::query_scalar("select requested from listing_schedule")
+        .fetch_one(pool)
+        .await
+        .expect("the schedule")
+}
+
+#[tokio::test]
+async fn an_installation_a_listing_already_found_should_not_be_listed_again() {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(ACME, "acme");
+    let id = fake.add_repo_with_file(
+        ACME,
+        "checkout",
+        "project.yaml",
+        "name: checkout\nowner: x\n",
+    );
+    let (pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (api, graphql) = (fake.api_url().to_string(), fake.graphql_url().to_string());
+    let roster = Roster::start(
+        &server_env(APP_ID, PRIVATE_KEY, &api, &graphql, &url),
+        dir.path(),
+    )
+    .await;
+    // The start-up listing, done.
+    eventually("the start-up listing done", LIMIT, || async {
+        let finished: Option<chrono::DateTime<chrono::Utc>> =
+            sqlx::query_scalar("select last_finished_at from listing_schedule")
+                .fetch_one(&pool)
+                .await
+                .ok()?;
+        finished.map(|_| ())
+    })
+    .await;
+    let listings = fake.count(routes::INSTALLATIONS);
+    let repo = Repo::new(id, ACME, "acme", "checkout");
+
+    // The delivery of an installation created before that listing started
+    // (late, or redelivered): that listing found it and read all of it.
+    let mut old: Value = serde_json::from_slice(&installation_created(
+        ACME,
+        "acme",
+        std::slice::from_ref(&repo),
+    ))
+    .unwrap_or_default();
+    old["installation"]["created_at"] = json!(chrono::Utc::now().timestamp() - 3_600);
+    let answer = deliver(&roster.base, "installation", old.to_string().into_bytes()).await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    assert!(!requested(&pool).await, "no listing asked for");
+
+    // One created now: no listing can have seen it yet.
+    let new = installation_created(ACME, "acme", &[repo]);
+    let answer = deliver(&roster.base, "installation", new).await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    eventually("a second listing", LIMIT, || async {
+        (fake.count(routes::INSTALLATIONS) > listings && !requested(&pool).await).then_some(())
+    })
+    .await;
+    assert_eq!(
+        fake.count(routes::INSTALLATIONS),
+        listings + 1,
+        "one more listing"
+    );
+}
