@@ -114,11 +114,13 @@ async fn checks_should_resume_at_the_reset_and_stop_again_at_half_the_limit() {
     let id = env.repo("amp", &yaml("amp", "v1")).await;
     env.quiet().await;
     // The flood arrives first; then the budget runs low, with a window
-    // that resets in a few seconds. One pass learns the budget.
+    // that resets in 20 s: long enough that the held passes and, after
+    // the reset, spending down to the reserve fit in one window on a
+    // loaded machine. One pass learns the budget.
     flood(&env, id).await;
     for resource in ["core", "graphql"] {
         env.fake
-            .set_budget(ACME, resource, LIMIT, LEFT, Duration::from_secs(5));
+            .set_budget(ACME, resource, LIMIT, LEFT, Duration::from_secs(20));
     }
     env.worker.pass().await;
     env.fake.reset_counts();
