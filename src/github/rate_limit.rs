@@ -373,7 +373,10 @@ impl RateLimits {
             return Ok(());
         };
         let reset = UNIX_EPOCH + Duration::from_secs(reset);
-        if reset <= now {
+        // The header counts whole seconds: GitHub's window may end up to a
+        // second after it says, and a request sent in that second still
+        // spends the old window.
+        if reset + Duration::from_secs(1) <= now {
             return Ok(());
         }
         let limit = window.limit.unwrap_or(remaining);
