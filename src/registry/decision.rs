@@ -10,6 +10,7 @@ use super::entries::{self, Changes, Desired};
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
+use crate::project::ResolvedOwner;
 use crate::source::{FileState, Observed, RepoId};
 
 /// What one reconcile decided, before it is written.
@@ -89,8 +90,11 @@ pub(super) async fn decide(
                     )
                 }
                 Ok(parsed) => {
-                    let desired: Vec<Desired> =
-                        parsed.projects.iter().map(Desired::from_project).collect();
+                    let desired: Vec<Desired> = parsed
+                        .projects
+                        .iter()
+                        .map(|p| Desired::from_project(p, ResolvedOwner::default()))
+                        .collect();
                     let changes = entries::apply(conn, id, &sha, &desired, owned).await?;
                     applied(&sha, changes, blob)
                 }

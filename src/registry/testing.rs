@@ -10,7 +10,7 @@ use sqlx::PgPool;
 
 use super::entries::{self, Desired};
 use super::{repos, RegistryError};
-use crate::project::Project;
+use crate::project::{Project, ResolvedOwner};
 use crate::source::RepoId;
 
 /// One event of a seeded timeline.
@@ -104,7 +104,10 @@ pub async fn write_entries_unchecked(
     let mut tx = pool.begin().await?;
     // As in a reconcile: entries change only under the repository's lock.
     repos::lock(&mut tx, id).await?;
-    let desired: Vec<Desired> = projects.iter().map(Desired::from_project).collect();
+    let desired: Vec<Desired> = projects
+        .iter()
+        .map(|p| Desired::from_project(p, ResolvedOwner::default()))
+        .collect();
     entries::apply(&mut tx, id, sha, &desired, None).await?;
     tx.commit().await?;
     Ok(())

@@ -15,6 +15,7 @@ mod error_page;
 mod forms;
 mod history;
 mod overview;
+mod owner_view;
 mod projects;
 mod repo;
 mod script;
