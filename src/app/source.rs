@@ -92,7 +92,7 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
-        free_pushes: Some(FreePushes::new(&settings.project_file)),
+        free_pushes: Some(FreePushes::new(&settings.project_file).with_owners(settings.owners)),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Re-reads of teams and members that webhooks ask for, until the server has stopped.
@@ -100,7 +100,8 @@ pub async fn github(
     let directory = tokio::spawn(source.directory().run(directory_stopped.wait()));
     // Check runs on GitHub (docs/checks.md), until the server has stopped.
     let (stop_checks, checks_stopped) = shutdown::channel();
-    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks);
+    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks)
+        .with_owners(settings.owners);
     let checks = tokio::spawn(checks.run(checks_stopped.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an

@@ -23,6 +23,7 @@ pub mod invisible;
 mod issues;
 mod model;
 mod name;
+pub mod owners;
 mod positions;
 pub mod preview;
 mod problem;
@@ -41,7 +42,7 @@ mod tests;
 
 pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
-pub use positions::{name_positions, NamePosition};
+pub use positions::{name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
