@@ -24,6 +24,7 @@ pub mod invisible;
 mod issues;
 mod model;
 mod name;
+pub mod owners;
 mod positions;
 pub mod preview;
 mod problem;
@@ -43,7 +44,7 @@ mod tests;
 pub use fields::{Fields, Link, OwnerStatus, ResolvedOwner};
 pub use model::{Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
-pub use positions::{name_positions, NamePosition};
+pub use positions::{name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
