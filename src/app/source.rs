@@ -46,7 +46,7 @@ pub fn dir(
             format!("cannot open {}: {e}", path.display()),
         )
     })?;
-    let source = DirSource::new(root.clone(), settings.project_file());
+    let source = DirSource::with_files(root.clone(), settings.project_files.clone());
     // The folder's teams.yaml, the directory owners are checked against.
     let directory = crate::directory::DirectoryDb::new(shared.pool.clone());
     let teams = tokio::spawn(crate::source::dir::teams::run(

@@ -81,6 +81,21 @@ impl ProjectFiles {
         Ok(ProjectFiles { patterns })
     }
 
+    /// Exactly the one file at `path`, taken as written (no `*` meaning):
+    /// for callers that hold a path already checked, or a fixed one.
+    pub fn path(path: &str) -> Self {
+        let segments = path
+            .split('/')
+            .map(|part| Segment::Literal(part.to_owned()))
+            .collect();
+        ProjectFiles {
+            patterns: vec![Pattern {
+                text: path.to_owned(),
+                segments,
+            }],
+        }
+    }
+
     /// Parses exactly one pattern (a comma is refused, not split on).
     pub fn one(raw: &str) -> Result<Self, String> {
         if raw.contains(',') {
