@@ -106,7 +106,8 @@ where
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
         .with_guard(guard)
-        .with_default_branch_checks(settings.checks.default_branch());
+        .with_default_branch_checks(settings.checks.default_branch())
+        .with_owners(settings.owners);
     let tracker = RegistryTracker::new(pool.clone()).with_guard(guard);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(

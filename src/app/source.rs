@@ -92,7 +92,7 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
-        free_pushes: Some(FreePushes::new(&settings.project_file())),
+        free_pushes: Some(FreePushes::new(&settings.project_file()).with_owners(settings.owners)),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Re-reads of teams and members that webhooks ask for, until the server has stopped.
@@ -100,7 +100,8 @@ pub async fn github(
     let directory = tokio::spawn(source.directory().run(directory_stopped.wait()));
     // Check runs on GitHub (docs/checks.md), until the server has stopped.
     let (stop_checks, checks_stopped) = shutdown::channel();
-    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks);
+    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks)
+        .with_owners(settings.owners);
     let checks = tokio::spawn(checks.run(checks_stopped.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an
@@ -123,43 +124,17 @@ pub async fn github(
         lister,
         storage,
         routes,
-        web_url: Some(web_url(&app.api_url)),
+        // Where people see repositories: `GITHUB_URL`, or the API's web host.
+        web_url: Some(
+            settings
+                .setup
+                .github_url
+                .as_str()
+                .trim_end_matches('/')
+                .to_owned(),
+        ),
         tasks: vec![redelivery, pruning, checks, directory],
         stop_when_served: vec![stop_pruning, stop_checks, stop_directory],
         held: Vec::new(),
     })
-}
-
-/// Where people see repositories: `https://github.com` for the public API,
-/// the host itself for GitHub Enterprise Server (`https://host/api/v3`).
-fn web_url(api: &url::Url) -> String {
-    match api.host_str() {
-        Some("api.github.com") | None => "https://github.com".to_owned(),
-        Some(host) => {
-            let port = api.port().map(|p| format!(":{p}")).unwrap_or_default();
-            format!("{}://{host}{port}", api.scheme())
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn web_url_should_follow_the_api_host() {
-        let url = |s: &str| url::Url::parse(s).expect("url");
-        assert_eq!(
-            web_url(&url("https://api.github.com")),
-            "https://github.com"
-        );
-        assert_eq!(
-            web_url(&url("https://ghe.example.com/api/v3")),
-            "https://ghe.example.com"
-        );
-        assert_eq!(
-            web_url(&url("http://127.0.0.1:9000/")),
-            "http://127.0.0.1:9000"
-        );
-    }
 }

@@ -23,6 +23,7 @@ pub mod invisible;
 mod issues;
 mod model;
 mod name;
+pub mod owners;
 pub mod patterns;
 mod positions;
 pub mod preview;
@@ -43,7 +44,7 @@ mod tests;
 pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
 pub use patterns::ProjectFiles;
-pub use positions::{name_positions, NamePosition};
+pub use positions::{name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -28,6 +28,7 @@ pub mod json;
 mod known;
 mod max_removals;
 mod node_ids;
+pub mod owner_check;
 pub mod owner_counts;
 pub mod query;
 pub mod read_only;
