@@ -20,6 +20,7 @@ mod dashboard;
 mod deploy_database;
 mod deploy_manifests;
 mod dir_bounds;
+mod dir_patterns;
 mod dir_source_e2e;
 mod directory;
 mod embedded_pg;
