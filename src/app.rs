@@ -134,12 +134,13 @@ where
     let waiting = shutdown::stop_on_signal(stop);
     let server = crate::web::serve::serve(listener, app, signal.wait());
     let controller = controller.run(signal.wait());
+    let trimming = crate::memory::return_freed(signal.clone());
     let ((), ()) = tokio::join!(server, controller);
     waiting.abort();
     for stop in &stop_when_served {
         stop.stop();
     }
-    for task in tasks.into_iter().chain(history.tasks) {
+    for task in tasks.into_iter().chain(history.tasks).chain([trimming]) {
         let _ = task.await;
     }
     drop(held);

@@ -10,6 +10,7 @@ pub mod db;
 pub mod directory;
 pub mod github;
 pub mod logging;
+pub mod memory;
 pub mod metrics;
 pub mod notify;
 pub mod project;

@@ -108,7 +108,6 @@ async fn a_flood_below_the_reserve_should_spend_nothing_and_a_push_should_still_
 }
 
 #[tokio::test]
-#[ignore = "spends one request below the reserve when the whole suite runs at once; run alone with --ignored"]
 async fn checks_should_resume_at_the_reset_and_stop_again_at_half_the_limit() {
     let mut env = env().await;
     env.worker.budget.reserve = true;

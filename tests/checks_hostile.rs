@@ -160,6 +160,12 @@ async fn a_post_github_refuses_should_be_shown_as_not_posted() {
     let check = &detail["checks"][0];
     assert_eq!(check["sha"], gone.as_str());
     assert_eq!(check["posted"], false);
+    assert_eq!(
+        check["conclusion"],
+        serde_json::Value::Null,
+        "not reported as success"
+    );
+    assert_eq!(check["decided"], "success");
     let error = check["post_error"].as_str().unwrap_or_default();
     assert!(
         error.contains("GitHub refused the check run (422)"),

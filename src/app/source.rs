@@ -123,43 +123,17 @@ pub async fn github(
         lister,
         storage,
         routes,
-        web_url: Some(web_url(&app.api_url)),
+        // Where people see repositories: `GITHUB_URL`, or the API's web host.
+        web_url: Some(
+            settings
+                .setup
+                .github_url
+                .as_str()
+                .trim_end_matches('/')
+                .to_owned(),
+        ),
         tasks: vec![redelivery, pruning, checks, directory],
         stop_when_served: vec![stop_pruning, stop_checks, stop_directory],
         held: Vec::new(),
     })
-}
-
-/// Where people see repositories: `https://github.com` for the public API,
-/// the host itself for GitHub Enterprise Server (`https://host/api/v3`).
-fn web_url(api: &url::Url) -> String {
-    match api.host_str() {
-        Some("api.github.com") | None => "https://github.com".to_owned(),
-        Some(host) => {
-            let port = api.port().map(|p| format!(":{p}")).unwrap_or_default();
-            format!("{}://{host}{port}", api.scheme())
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn web_url_should_follow_the_api_host() {
-        let url = |s: &str| url::Url::parse(s).expect("url");
-        assert_eq!(
-            web_url(&url("https://api.github.com")),
-            "https://github.com"
-        );
-        assert_eq!(
-            web_url(&url("https://ghe.example.com/api/v3")),
-            "https://ghe.example.com"
-        );
-        assert_eq!(
-            web_url(&url("http://127.0.0.1:9000/")),
-            "http://127.0.0.1:9000"
-        );
-    }
 }

@@ -149,6 +149,34 @@ struct Window {
 }
 
 impl Window {
+    /// Takes in what an answer's headers say. Answers to requests sent at
+    /// once come back in any order: within one window the count only goes
+    /// down, so an answer reporting more than is already known left (it
+    /// was counted before requests answered earlier) is stale and must not
+    /// raise the count, and an answer from a window older than the one
+    /// known says nothing about the current one.
+    fn record(&mut self, headers: &RateHeaders) {
+        match (headers.reset, self.reset) {
+            (Some(reported), Some(known)) if reported < known => return,
+            (Some(reported), Some(known)) if reported == known => {
+                if let Some(reported) = headers.remaining {
+                    self.remaining = Some(self.remaining.map_or(reported, |r| r.min(reported)));
+                }
+            }
+            _ => {
+                if headers.remaining.is_some() {
+                    self.remaining = headers.remaining;
+                }
+            }
+        }
+        if headers.limit.is_some() {
+            self.limit = headers.limit;
+        }
+        if headers.reset.is_some() {
+            self.reset = headers.reset;
+        }
+    }
+
     fn admit(&mut self, now: SystemTime) -> Admission {
         if let Some(until) = self.blocked_until {
             match until.duration_since(now) {
@@ -250,15 +278,7 @@ impl RateLimits {
     ) -> Option<Duration> {
         let mut state = self.state.lock().ok()?;
         let window = state.windows.entry(bucket).or_default();
-        if headers.limit.is_some() {
-            window.limit = headers.limit;
-        }
-        if headers.remaining.is_some() {
-            window.remaining = headers.remaining;
-        }
-        if headers.reset.is_some() {
-            window.reset = headers.reset;
-        }
+        window.record(headers);
         if !headers.is_rate_limited(status, body_mentions_limit) {
             return None;
         }

@@ -246,3 +246,27 @@ fn headers_should_parse_from_an_answer() {
         }
     );
 }
+
+#[test]
+fn a_stale_answer_should_not_raise_what_is_left_in_its_window() {
+    let limits = RateLimits::default();
+    let floor = |_| 200;
+    limits.observe(CORE, 200, &headers(5000, 202, 4600), false, at(1000));
+    // Two requests leave at once; each is counted before it is sent.
+    assert_eq!(limits.take_above(CORE, at(1000), floor), Ok(()));
+    assert_eq!(limits.take_above(CORE, at(1000), floor), Ok(()));
+    assert!(limits.take_above(CORE, at(1000), floor).is_err());
+    // An answer to a request sent before them arrives last, reporting 202:
+    // the count stays where the two sends left it, and nothing more goes.
+    limits.observe(CORE, 200, &headers(5000, 202, 4600), false, at(1000));
+    assert!(
+        limits.take_above(CORE, at(1000), floor).is_err(),
+        "a stale answer let a request spend below the floor"
+    );
+    // An answer from the window before says nothing about this one.
+    limits.observe(CORE, 200, &headers(5000, 4999, 1000), false, at(1000));
+    assert!(limits.take_above(CORE, at(1000), floor).is_err());
+    // A new window's answer sets the count afresh.
+    limits.observe(CORE, 200, &headers(5000, 5000, 8200), false, at(4601));
+    assert_eq!(limits.take_above(CORE, at(4601), floor), Ok(()));
+}

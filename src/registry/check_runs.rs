@@ -305,12 +305,16 @@ pub async fn denied_installations(pool: &PgPool) -> Result<Vec<ChecksDenied>, Re
 pub struct CheckJson {
     pub sha: String,
     pub pull_request: Option<i32>,
-    pub conclusion: String,
+    /// The conclusion GitHub shows: `None` until GitHub has accepted the
+    /// run, so a run it refused is never reported as what it refused.
+    pub conclusion: Option<String>,
+    /// What Roster decided, posted or not.
+    pub decided: String,
     pub title: String,
     pub at: DateTime<Utc>,
     /// Whether GitHub has accepted what this evaluation says: false while
     /// the post waits, and when GitHub refused it (then `post_error` says
-    /// why), so a run GitHub never showed is not taken for its conclusion.
+    /// why).
     pub posted: bool,
     pub post_error: Option<String>,
 }
@@ -321,7 +325,9 @@ pub const RECENT_CHECKS: i64 = 20;
 /// The repository's checks, newest first, at most [`RECENT_CHECKS`].
 pub async fn recent_checks(pool: &PgPool, repo: RepoId) -> Result<Vec<CheckJson>, RegistryError> {
     Ok(sqlx::query_as(
-        "select sha, pull_request, conclusion, title, evaluated_at as at,
+        "select sha, pull_request,
+                case when not pending and last_error is null then conclusion end as conclusion,
+                conclusion as decided, title, evaluated_at as at,
                 (not pending and last_error is null) as posted, last_error as post_error
          from check_runs
          where repo_id = $1 order by evaluated_at desc, sha limit $2",

@@ -315,7 +315,7 @@ pub async fn repo_detail(
                 sha: short_sha(Some(&c.sha)),
                 sha_href: commit_link(web, &repo.full_name, &c.sha),
                 pull_request: c.pull_request,
-                conclusion: c.conclusion,
+                conclusion: c.decided,
                 title: c.title,
                 post_error: c.post_error.filter(|_| !c.posted),
             })
