@@ -103,9 +103,10 @@ where
     } = parts;
     let history = history::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
+    let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
         .with_guard(guard)
-        .with_default_branch_checks(settings.checks.default_branch());
+        .with_default_branch_checks(settings.checks.default_branch())
+        .with_owners(settings.owners);
     let tracker = RegistryTracker::new(pool.clone()).with_guard(guard);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(
@@ -125,7 +126,7 @@ where
         registry: Arc::new(registry),
         api_token: settings.api_token.clone(),
         github_web_url,
-        project_file: settings.project_file.clone(),
+        project_file: settings.project_file(),
         resync_interval: settings.resync_interval,
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,

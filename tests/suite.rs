@@ -46,6 +46,7 @@ mod notify_crash;
 mod notify_targets;
 mod nul_file;
 mod outages;
+mod owner_checks;
 mod owners_api;
 mod pg_queue;
 mod project_schema;

@@ -46,11 +46,26 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("setup_app", &["setup/store.rs"]),
     ("setup_tokens", &["setup/store.rs"]),
     ("setup_states", &["setup/store.rs"]),
-    ("directory_orgs", &["directory/db.rs"]),
-    ("directory_org_logins", &["directory/db.rs"]),
-    ("directory_teams", &["directory/db.rs"]),
-    ("directory_team_slugs", &["directory/db.rs"]),
-    ("directory_members", &["directory/db.rs"]),
+    (
+        "directory_orgs",
+        &["directory/db.rs", "directory/lookup.rs"],
+    ),
+    (
+        "directory_org_logins",
+        &["directory/db.rs", "directory/lookup.rs"],
+    ),
+    (
+        "directory_teams",
+        &["directory/db.rs", "directory/lookup.rs"],
+    ),
+    (
+        "directory_team_slugs",
+        &["directory/db.rs", "directory/lookup.rs"],
+    ),
+    (
+        "directory_members",
+        &["directory/db.rs", "directory/lookup.rs"],
+    ),
 ];
 
 const SQL_WORDS: &[&str] = &["from", "into", "update", "join", "table"];

@@ -46,7 +46,7 @@ pub fn dir(
             format!("cannot open {}: {e}", path.display()),
         )
     })?;
-    let source = DirSource::new(root.clone(), settings.project_file.clone());
+    let source = DirSource::with_files(root.clone(), settings.project_files.clone());
     // The folder's teams.yaml, the directory owners are checked against.
     let directory = crate::directory::DirectoryDb::new(shared.pool.clone());
     let teams = tokio::spawn(crate::source::dir::teams::run(
@@ -80,7 +80,7 @@ pub async fn github(
         .as_ref()
         .ok_or_else(|| ConfigError::new("GITHUB_APP_ID", "the github source needs a GitHub App"))?;
     let (pool, metrics) = (shared.pool.clone(), shared.metrics.clone());
-    let source = GithubSource::connect(app, &settings.project_file, pool, metrics)
+    let source = GithubSource::connect(app, &settings.project_file(), pool, metrics)
         .await
         .map_err(|e| ConfigError::new(e.setting(), e.message()))?;
     let routes = crate::web::router::webhook(WebhookState {
@@ -92,7 +92,7 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
-        free_pushes: Some(FreePushes::new(&settings.project_file)),
+        free_pushes: Some(FreePushes::new(&settings.project_file()).with_owners(settings.owners)),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Re-reads of teams and members that webhooks ask for, until the server has stopped.
@@ -100,7 +100,8 @@ pub async fn github(
     let directory = tokio::spawn(source.directory().run(directory_stopped.wait()));
     // Check runs on GitHub (docs/checks.md), until the server has stopped.
     let (stop_checks, checks_stopped) = shutdown::channel();
-    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks);
+    let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks)
+        .with_owners(settings.owners);
     let checks = tokio::spawn(checks.run(checks_stopped.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an

@@ -18,12 +18,14 @@ use super::budget::ChecksBudget;
 use super::mode::ChecksMode;
 use super::post::{post, Posted};
 use crate::controller::Backoff;
+use crate::directory::OwnersMode;
 use crate::github::checks_api::ChecksApi;
 use crate::github::http::CallError;
 use crate::github::rate_limit::Resource;
 use crate::project::verdict::{evaluate, Parsed};
 use crate::registry::check_requests::{self, ClaimedRequest};
 use crate::registry::check_runs::{self, CheckIntent};
+use crate::registry::owner_check::OwnerCheck;
 use crate::registry::read_only::RegistryReader;
 use crate::source::InstallationId;
 
@@ -50,6 +52,8 @@ pub struct ChecksWorker {
     pub backoff: Backoff,
     /// What checks may spend of GitHub's budget.
     pub budget: ChecksBudget,
+    /// How the file's owners are checked (`ROSTER_OWNERS`).
+    pub owners: OwnersMode,
 }
 
 impl ChecksWorker {
@@ -60,7 +64,14 @@ impl ChecksWorker {
             mode,
             backoff: Backoff::default(),
             budget: ChecksBudget::default(),
+            owners: OwnersMode::default(),
         }
+    }
+
+    /// Checks the file's owners under `owners` (`ROSTER_OWNERS`).
+    pub fn with_owners(mut self, owners: OwnersMode) -> Self {
+        self.owners = owners;
+        self
     }
 
     /// Runs until `stop` completes.
@@ -203,8 +214,17 @@ impl ChecksWorker {
             reader.snapshot(request.repo_id, &names).await
         }
         .map_err(Failure::db)?;
+        let mut verdict = evaluate(&project_file, &request.head_sha, &parsed, &snapshot);
+        let owners = OwnerCheck {
+            installation: request.installation_id,
+            project_file: &project_file,
+            mode: self.owners,
+        };
+        reader
+            .add_owner_notes(&owners, &parsed, &snapshot.entries, &mut verdict)
+            .await
+            .map_err(Failure::db)?;
         reader.finish().await.map_err(Failure::db)?;
-        let verdict = evaluate(&project_file, &request.head_sha, &parsed, &snapshot);
         let intent = CheckIntent {
             repo_id: request.repo_id,
             sha: request.head_sha.clone(),

@@ -23,6 +23,8 @@ pub mod invisible;
 mod issues;
 mod model;
 mod name;
+pub mod owners;
+pub mod patterns;
 mod positions;
 pub mod preview;
 mod problem;
@@ -41,7 +43,8 @@ mod tests;
 
 pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
-pub use positions::{name_positions, NamePosition};
+pub use patterns::ProjectFiles;
+pub use positions::{name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

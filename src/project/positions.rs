@@ -1,11 +1,12 @@
-//! Where each project's `name` sits in a valid file, so that a problem the
-//! file's own rules cannot see (a name another repository owns) can still
-//! be shown at its line and column.
+//! Where each project's `name` and `owner` sit in a valid file, so that a
+//! problem the file's own rules cannot see (a name another repository
+//! owns, an owner that names nobody) can still be shown at its line and
+//! column.
 
 use super::tree::{self, Kind, NodeId, Tree};
 
-/// A declared name with its field path (`name`, `projects[2].name`) and
-/// its 1-based line and column.
+/// A declared value (a name, an owner) with its field path (`name`,
+/// `projects[2].owner`) and its 1-based line and column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamePosition {
     pub name: String,
@@ -17,6 +18,16 @@ pub struct NamePosition {
 /// The position of every `name` in `text`, in document order; empty when
 /// the text is not a YAML document (the rules report that themselves).
 pub fn name_positions(text: &str) -> Vec<NamePosition> {
+    positions_of(text, "name")
+}
+
+/// The position of every `owner` in `text`, in document order (`name`
+/// holds the owner's text); empty when the text is not a YAML document.
+pub fn owner_positions(text: &str) -> Vec<NamePosition> {
+    positions_of(text, "owner")
+}
+
+fn positions_of(text: &str, key: &str) -> Vec<NamePosition> {
     let loaded = std::panic::catch_unwind(|| tree::load(text));
     let Ok(Ok(tree)) = loaded else {
         return Vec::new();
@@ -25,14 +36,14 @@ pub fn name_positions(text: &str) -> Vec<NamePosition> {
         return Vec::new();
     };
     let mut found = Vec::new();
-    if let Some(name) = value_of(&tree, root, "name") {
-        push(&tree, &mut found, name, "name".to_owned());
+    if let Some(value) = value_of(&tree, root, key) {
+        push(&tree, &mut found, value, key.to_owned());
     }
     if let Some(projects) = value_of(&tree, root, "projects") {
         if let Kind::Seq(items) = &tree.get(projects).kind {
             for (k, item) in items.iter().enumerate() {
-                if let Some(name) = value_of(&tree, *item, "name") {
-                    push(&tree, &mut found, name, format!("projects[{k}].name"));
+                if let Some(value) = value_of(&tree, *item, key) {
+                    push(&tree, &mut found, value, format!("projects[{k}].{key}"));
                 }
             }
         }
@@ -92,5 +103,25 @@ mod tests {
             ]
         );
         assert!(name_positions("name: [").is_empty());
+    }
+
+    #[test]
+    fn owners_should_be_found_in_both_shapes() {
+        let one = owner_positions("name: a\nowner: payments\n");
+        assert_eq!(
+            (
+                one[0].name.as_str(),
+                one[0].field.as_str(),
+                one[0].line,
+                one[0].column
+            ),
+            ("payments", "owner", 2, 8)
+        );
+        let many = owner_positions("projects:\n  - name: a\n    owner: x\n  - name: b\n");
+        assert_eq!(many.len(), 1);
+        assert_eq!(
+            (many[0].field.as_str(), many[0].line, many[0].column),
+            ("projects[0].owner", 3, 12)
+        );
     }
 }

@@ -2,15 +2,18 @@
 //! file whose content (its blob id) differs from the last one read, or
 //! that changes the repository's status, stores, in its own transaction,
 //! the intent to post what it found — `success` for `synced`, `failure`
-//! with annotations for `invalid` or `conflict`. A push that changed other
-//! files posts nothing.
+//! with annotations for `invalid` or `conflict`, and the owner lines that
+//! name nobody current (a warning, or a failure under
+//! `ROSTER_OWNERS=require`). A push that changed other files posts nothing.
 
 use sqlx::PgConnection;
 
 use super::check_runs::{self, CheckIntent};
 use super::free_push::blob_id;
+use super::owner_check::{add_owner_notes, OwnerCheck};
 use super::read_only::snapshot;
 use super::RegistryError;
+use crate::directory::OwnersMode;
 use crate::project::verdict::{evaluate, HeadFile, Parsed, Verdict};
 use crate::source::{FileState, InstallationId, Observed, RepoId};
 
@@ -43,15 +46,17 @@ pub struct Before<'a> {
 }
 
 /// Previews `observed` against the registry as it is before the apply, on
-/// the reconcile's transaction. `None` when there is nothing to post: no
-/// file at a known commit, a repository outside an App installation, or
-/// the file applied last without trouble (`synced` with that blob).
+/// the reconcile's transaction, its owners checked under `owners`. `None`
+/// when there is nothing to post: no file at a known commit, a repository
+/// outside an App installation, or the file applied last without trouble
+/// (`synced` with that blob).
 pub async fn preview(
     conn: &mut PgConnection,
     id: RepoId,
     observed: &Observed,
     project_file: &str,
     before: Before<'_>,
+    owners: OwnersMode,
 ) -> Result<Option<Pending>, RegistryError> {
     let Before {
         status: old_status,
@@ -87,14 +92,25 @@ pub async fn preview(
     }
     let parsed = Parsed::read(project_file, head);
     let registry = snapshot(conn, id, &parsed.names()).await?;
+    let first = old_sha.is_none() && old_status == "pending";
+    let mut verdict = evaluate(project_file, sha, &parsed, &registry);
+    // A first reconcile posts only a failure, which a warning never makes.
+    if !(first && owners == OwnersMode::Warn) {
+        let check = OwnerCheck {
+            installation: installation_id,
+            project_file,
+            mode: owners,
+        };
+        add_owner_notes(conn, &check, &parsed, &registry.entries, &mut verdict).await?;
+    }
     Ok(Some(Pending {
         repo_id: id,
         sha: sha.clone(),
         installation_id,
         owner: repo.owner.clone(),
         name: repo.name.clone(),
-        verdict: evaluate(project_file, sha, &parsed, &registry),
-        first: old_sha.is_none() && old_status == "pending",
+        verdict,
+        first,
         file_changed,
         old_status: old_status.to_owned(),
     }))
@@ -117,7 +133,7 @@ pub async fn record(
     }
     let mut verdict = pending.verdict;
     match status {
-        "synced" if pending.first => return Ok(()),
+        "synced" if pending.first && verdict.conclusion != "failure" => return Ok(()),
         "synced" => {}
         "invalid" => verdict.conclusion = "failure",
         "conflict" if verdict.conclusion != "failure" => {

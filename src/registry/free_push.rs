@@ -18,10 +18,11 @@ use sqlx::{Arguments, PgConnection};
 use super::RegistryError;
 use crate::db::queue::SETTLED;
 use crate::db::together::Part;
+use crate::directory::OwnersMode;
 use crate::source::{RepoId, RepoInfo};
 
 /// What decided a repository's recorded state: the project file
-/// pattern(s) and the rules' version. A push is decided without a read
+/// pattern(s), the rules' version and the owner setting. A push is decided without a read
 /// only while the recorded fingerprint is the current one: after a change
 /// of settings or rules, every repository is read again.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +38,12 @@ impl Fingerprint {
             "rules {}; files {files}",
             crate::project::RULES_VERSION
         ))
+    }
+
+    /// The same, under the owner setting `owners` (an owner that was
+    /// flagged may break the file now, or the reverse).
+    pub fn with_owners(self, owners: OwnersMode) -> Self {
+        Self(format!("{}; owners {owners}", self.0))
     }
 
     pub fn as_str(&self) -> &str {
@@ -213,5 +220,11 @@ mod tests {
         assert!(one
             .as_str()
             .contains(&crate::project::RULES_VERSION.to_string()));
+        let warn = one.clone().with_owners(OwnersMode::Warn);
+        assert_ne!(warn, one.clone().with_owners(OwnersMode::Require));
+        assert_eq!(
+            warn,
+            Fingerprint::new(&["project.yaml"]).with_owners(OwnersMode::Warn)
+        );
     }
 }

@@ -15,6 +15,7 @@ use super::{known, repos};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
+use crate::directory::OwnersMode;
 use crate::source::{Observed, RepoId};
 
 /// Applies observations to the registry; see docs/contract.md#repository-statuses for what each
@@ -36,6 +37,8 @@ pub struct RegistryHandler<Q = PgQueue> {
     change_log: bool,
     /// Whether a reconcile stores the default branch's check run.
     checks: bool,
+    /// How the file's owners are checked (`ROSTER_OWNERS`).
+    owners: OwnersMode,
 }
 
 /// How a reconcile's transaction ended.
@@ -58,12 +61,21 @@ where
         Self {
             pool,
             queue,
-            fingerprint: Fingerprint::new(&[&project_file]),
+            fingerprint: Fingerprint::new(&[&project_file]).with_owners(OwnersMode::default()),
             project_file,
             guard: DeletionGuard::default(),
             change_log: true,
             checks: false,
+            owners: OwnersMode::default(),
         }
+    }
+
+    /// Checks owners under `owners`, which the recorded fingerprint names
+    /// too: a change of the setting reads every repository again.
+    pub fn with_owners(mut self, owners: OwnersMode) -> Self {
+        self.owners = owners;
+        self.fingerprint = Fingerprint::new(&[&self.project_file]).with_owners(owners);
+        self
     }
 
     /// Stores, with each reconcile that applies a new commit (or changes
@@ -174,7 +186,8 @@ where
                     sha: old.synced_sha.as_deref(),
                     blob: old.file_blob.as_deref(),
                 };
-                default_branch::preview(&mut tx, id, &observed, &self.project_file, before).await?
+                let file = &self.project_file;
+                default_branch::preview(&mut tx, id, &observed, file, before, self.owners).await?
             }
             false => None,
         };

@@ -8,8 +8,10 @@
 
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
+use super::owner_check::{add_owner_notes, OwnerCheck};
 use super::RegistryError;
 use crate::project::preview::{OwnedElsewhere, RegisteredEntry, Snapshot};
+use crate::project::verdict::{Parsed, Verdict};
 use crate::source::RepoId;
 
 /// A read-only transaction on the registry; see the module doc.
@@ -44,6 +46,18 @@ impl RegistryReader {
         names: &[String],
     ) -> Result<Snapshot, RegistryError> {
         snapshot_seen_by(&mut self.tx, repo, names, true).await
+    }
+
+    /// Adds the owner annotations of `parsed` to `verdict`, read in the
+    /// same snapshot (see [`super::owner_check`]).
+    pub async fn add_owner_notes(
+        &mut self,
+        check: &OwnerCheck<'_>,
+        parsed: &Parsed,
+        registered: &[RegisteredEntry],
+        verdict: &mut Verdict,
+    ) -> Result<(), RegistryError> {
+        add_owner_notes(&mut self.tx, check, parsed, registered, verdict).await
     }
 
     /// Ends the transaction (it wrote nothing, so nothing is lost).

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use super::event::{PayloadRepo, PushChange, WebhookEvent};
 use super::plan::plan;
+use crate::directory::OwnersMode;
 use crate::registry::{Fingerprint, FreePush};
 use crate::source::RepoId;
 
@@ -19,12 +20,20 @@ pub struct FreePushes {
 }
 
 impl FreePushes {
-    /// Pushes judged against `project_file`, the path of the project file.
+    /// Pushes judged against `project_file`, the path of the project file,
+    /// under the default owner setting.
     pub fn new(project_file: &str) -> Self {
         Self {
             project_files: vec![project_file.to_owned()],
-            fingerprint: Fingerprint::new(&[project_file]),
+            fingerprint: Fingerprint::new(&[project_file]).with_owners(OwnersMode::default()),
         }
+    }
+
+    /// The same under the owner setting `owners` (the reconciles' own).
+    pub fn with_owners(mut self, owners: OwnersMode) -> Self {
+        let files: Vec<&str> = self.project_files.iter().map(String::as_str).collect();
+        self.fingerprint = Fingerprint::new(&files).with_owners(owners);
+        self
     }
 
     pub fn fingerprint(&self) -> &Fingerprint {

@@ -1,0 +1,149 @@
+//! The `owner` lines of a valid project file, checked against the
+//! organisation's directory for the `Roster` check run (pure: the caller
+//! reads the directory).
+//!
+//! An owner that names nobody (with the nearest slugs), a team renamed
+//! since (with its current slug) or a team deleted gets an annotation on
+//! its line. Under `ROSTER_OWNERS=warn` each is a `warning` and the
+//! conclusion stays what the rest of the file decides; under `require` an
+//! unknown owner is a `failure`, and so is a renamed or deleted team that
+//! the file newly names (an entry that already named it keeps it: it
+//! followed the team by id).
+
+use serde_json::{json, Value};
+
+use super::invisible::escape_invisible;
+use super::preview::{plural, RegisteredEntry};
+use super::verdict::{clip_summary, Verdict};
+use super::{owner_positions, Problem, ProjectFile};
+use crate::directory::resolve::Resolver;
+use crate::directory::{Directory, OwnersMode, Resolution};
+
+/// One owner to fix, at its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnerNote {
+    pub problem: Problem,
+    /// `unknown`, `renamed` or `deleted`.
+    pub status: &'static str,
+    /// It breaks the file (under `require`); a warning otherwise.
+    pub failure: bool,
+}
+
+/// The owners of `file` (whose text is `text`) that name nobody current in
+/// `directory`, under `mode`. `registered` are the repository's entries
+/// now: an entry that already names a renamed or deleted team keeps it.
+pub fn owner_notes(
+    project_file: &str,
+    file: &ProjectFile,
+    text: &str,
+    directory: &Directory,
+    mode: OwnersMode,
+    registered: &[RegisteredEntry],
+) -> Vec<OwnerNote> {
+    if mode == OwnersMode::Off {
+        return Vec::new();
+    }
+    let resolver = Resolver::new(directory);
+    let positions = owner_positions(text);
+    let mut notes = Vec::new();
+    for (k, project) in file.projects.iter().enumerate() {
+        let resolution = resolver.resolve(&project.owner);
+        let Some(message) = resolution.problem(project.owner.trim(), &directory.login) else {
+            continue;
+        };
+        let listed = format!("projects[{k}].owner");
+        let at = positions
+            .iter()
+            .find(|p| p.field == listed)
+            .or_else(|| positions.iter().find(|p| k == 0 && p.field == "owner"));
+        let kept = registered.iter().any(|e| {
+            e.name == project.name.as_str()
+                && e.owner.trim().eq_ignore_ascii_case(project.owner.trim())
+        });
+        let failure = mode == OwnersMode::Require
+            && match resolution {
+                Resolution::Unknown { .. } => true,
+                Resolution::Renamed { .. } | Resolution::Deleted { .. } => !kept,
+                _ => false,
+            };
+        notes.push(OwnerNote {
+            problem: Problem {
+                file: project_file.to_owned(),
+                line: at.map(|p| p.line),
+                column: at.map(|p| p.column),
+                field: at.map_or(listed, |p| p.field.clone()),
+                message,
+            },
+            status: resolution.status(),
+            failure,
+        });
+    }
+    notes
+}
+
+/// Adds `notes` to what the check run says: one annotation each, a section
+/// of the summary, and the conclusion `failure` when one breaks the file.
+pub fn annotate(verdict: &mut Verdict, notes: &[OwnerNote], mode: OwnersMode) {
+    if notes.is_empty() {
+        return;
+    }
+    let failures = notes.iter().filter(|n| n.failure).count();
+    if failures > 0 {
+        let before = match verdict.conclusion {
+            "failure" => verdict
+                .annotations
+                .iter()
+                .filter(|a| a["annotation_level"] == "failure")
+                .count(),
+            _ => 0,
+        };
+        let count = before + failures;
+        verdict.conclusion = "failure";
+        verdict.title = format!("{count} {}", plural(count, "problem", "problems"));
+    } else {
+        let count = notes.len();
+        verdict.title = format!(
+            "{} · {count} {}",
+            verdict.title,
+            plural(count, "owner to fix", "owners to fix")
+        );
+    }
+    let mut section = format!(
+        "\n**Owners** (checked against the organisation's teams and members, \
+         `ROSTER_OWNERS={mode}`): {}\n\n```\n",
+        if failures > 0 {
+            "an owner that names nobody breaks the file."
+        } else {
+            "the entries are applied as they are; fix these owners so they name a team or member."
+        }
+    );
+    for note in notes {
+        section.push_str(&escape_invisible(&note.problem.to_string()));
+        section.push('\n');
+    }
+    section.push_str("```\n");
+    verdict.summary = clip_summary(format!("{}{section}", verdict.summary));
+    verdict.annotations.extend(notes.iter().map(annotation));
+}
+
+/// GitHub's annotation for one owner.
+fn annotation(note: &OwnerNote) -> Value {
+    let problem = &note.problem;
+    let line = problem.line.unwrap_or(1);
+    let mut value = json!({
+        "path": problem.file,
+        "start_line": line,
+        "end_line": line,
+        "annotation_level": if note.failure { "failure" } else { "warning" },
+        "message": escape_invisible(&format!("{}: {}", problem.field, problem.message)),
+    });
+    if let Some(column) = problem.column {
+        value["start_column"] = json!(column);
+        value["end_column"] = json!(column);
+    }
+    value
+}
+
+#[cfg(test)]
+#[path = "owners_tests.rs"]
+mod tests;
