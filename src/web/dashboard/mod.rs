@@ -15,6 +15,7 @@ mod error_page;
 mod forms;
 mod history;
 mod overview;
+mod owners;
 mod projects;
 mod repo;
 mod script;
@@ -37,6 +38,7 @@ pub fn routes() -> Router<AppState> {
         .route("/resync", post(forms::resync_all))
         .route("/projects", get(projects::projects))
         .route("/projects/{name}/history", get(history::entry_history))
+        .route("/owners", get(owners::owners))
         .route("/changes", get(history::changes_page))
         .route("/deliveries", get(deliveries::deliveries))
         .route("/signin", get(signin::form).post(signin::sign_in))
