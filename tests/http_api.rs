@@ -87,7 +87,7 @@ const REPO_KEYS: [&str; 9] = [
     "hold",
 ];
 
-const ENTRY_KEYS: [&str; 12] = [
+const ENTRY_KEYS: [&str; 13] = [
     "name",
     "owner",
     "description",
@@ -97,6 +97,7 @@ const ENTRY_KEYS: [&str; 12] = [
     "labels",
     "repo",
     "repo_id",
+    "path",
     "source_sha",
     "created_at",
     "updated_at",
@@ -370,6 +371,7 @@ async fn projects_should_list_filter_and_page_the_registry() {
     assert_eq!(keys(entry), BTreeSet::from(ENTRY_KEYS));
     assert_eq!(entry["repo"], "acme/api");
     assert_eq!(entry["repo_id"], 1);
+    assert_eq!(entry["path"], "project.yaml");
     assert_eq!(entry["tags"], json!(["payments", "grpc"]));
     assert_eq!(entry["labels"], json!({"tier": "1"}));
     assert_eq!(

@@ -62,6 +62,7 @@ mod sessions;
 mod setup;
 mod setup_browser;
 mod slow_clients;
+mod spec_citations;
 mod table_owners;
 mod webhook_bounds;
 mod webhooks;

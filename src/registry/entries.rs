@@ -13,6 +13,8 @@ use crate::source::RepoId;
 #[derive(Debug, Clone)]
 pub(crate) struct Desired {
     pub name: String,
+    /// The project file that declares it.
+    pub path: String,
     pub owner: String,
     pub description: Option<String>,
     pub lifecycle: Option<String>,
@@ -22,9 +24,11 @@ pub(crate) struct Desired {
 }
 
 impl Desired {
-    pub fn from_project(project: &Project) -> Self {
+    /// The entry `project` of the file at `path` asks for.
+    pub fn from_project(project: &Project, path: &str) -> Self {
         Desired {
             name: project.name.as_str().to_string(),
+            path: path.to_owned(),
             owner: project.owner.clone(),
             description: project.description.clone(),
             lifecycle: project.lifecycle.as_ref().map(|l| l.as_str().to_string()),
@@ -72,10 +76,12 @@ pub(crate) async fn delete_all(
     Ok(names)
 }
 
-/// Applies the file's projects: stale entries are deleted first (so names
+/// Applies the files' projects: stale entries are deleted first (so names
 /// are released before new ones are taken), then each name, in order, is
-/// updated if it changed or inserted if free, and recorded as a conflict
-/// when another repository owns it.
+/// updated if it changed (its path too: a moved entry is updated, never
+/// removed and created again) or inserted if free, and recorded as a
+/// conflict when another repository owns it. Entries named in `keep` (those
+/// of an invalid file, kept as they were) are left alone.
 ///
 /// Must run inside the transaction that locked the repository row.
 /// `owned` is the names the repository owned before, when the caller read
@@ -85,10 +91,15 @@ pub(crate) async fn apply(
     repo: RepoId,
     sha: &str,
     desired: &[Desired],
+    keep: &[String],
     owned: Option<BTreeSet<String>>,
 ) -> Result<Changes, sqlx::Error> {
     let mut changes = Changes::default();
-    let wanted: Vec<&str> = desired.iter().map(|d| d.name.as_str()).collect();
+    let wanted: Vec<&str> = desired
+        .iter()
+        .map(|d| d.name.as_str())
+        .chain(keep.iter().map(String::as_str))
+        .collect();
     changes.deleted = sqlx::query_scalar(
         "delete from entries where repo_id = $1 and not (name = any($2::text[])) returning name",
     )
@@ -144,10 +155,10 @@ async fn update(
     let done = sqlx::query(
         "update entries set
              owner = $3, description = $4, lifecycle = $5, tags = $6, links = $7, labels = $8,
-             source_sha = $9, updated_at = now()
+             source_sha = $9, path = $10, updated_at = now()
          where name = $1 and repo_id = $2
-           and (owner, description, lifecycle, tags, links, labels)
-               is distinct from ($3, $4, $5, $6::text[], $7::jsonb, $8::jsonb)",
+           and (owner, description, lifecycle, tags, links, labels, path)
+               is distinct from ($3, $4, $5, $6::text[], $7::jsonb, $8::jsonb, $10)",
     )
     .bind(&entry.name)
     .bind(repo)
@@ -158,6 +169,7 @@ async fn update(
     .bind(&entry.links)
     .bind(&entry.labels)
     .bind(sha)
+    .bind(&entry.path)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() > 0)
@@ -182,8 +194,9 @@ async fn claim(
     for _ in 0..TRIES {
         let inserted = sqlx::query(
             "insert into entries
-                 (name, repo_id, owner, description, lifecycle, tags, links, labels, source_sha)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                 (name, repo_id, owner, description, lifecycle, tags, links, labels, source_sha,
+                  path)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              on conflict (name) do nothing",
         )
         .bind(&entry.name)
@@ -195,6 +208,7 @@ async fn claim(
         .bind(&entry.links)
         .bind(&entry.labels)
         .bind(sha)
+        .bind(&entry.path)
         .execute(&mut *conn)
         .await?;
         if inserted.rows_affected() > 0 {
@@ -214,4 +228,15 @@ async fn claim(
         }
     }
     Ok(Some("another repository".to_string()))
+}
+
+/// The path of each entry of the repository, by name.
+pub(crate) async fn paths(
+    conn: &mut PgConnection,
+    repo: RepoId,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("select name, path from entries where repo_id = $1 order by name")
+        .bind(repo)
+        .fetch_all(conn)
+        .await
 }

@@ -137,6 +137,7 @@ struct EntryRow {
     repo_owner: String,
     repo_name: String,
     repo_id: RepoId,
+    path: String,
     source_sha: String,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -154,6 +155,7 @@ impl From<EntryRow> for EntryJson {
             labels: row.labels.0,
             repo: format!("{}/{}", row.repo_owner, row.repo_name),
             repo_id: row.repo_id,
+            path: row.path,
             source_sha: row.source_sha,
             created_at: row.created_at,
             updated_at: row.updated_at,
@@ -162,8 +164,8 @@ impl From<EntryRow> for EntryJson {
 }
 
 const ENTRY_SELECT: &str = "select e.name, e.owner, e.description, e.lifecycle, e.tags, e.links,
-     e.labels, r.owner as repo_owner, r.name as repo_name, e.repo_id, e.source_sha,
-     e.created_at, e.updated_at
+     e.labels, r.owner as repo_owner, r.name as repo_name, e.repo_id, e.path,
+     e.source_sha, e.created_at, e.updated_at
      from entries e join repositories r on r.id = e.repo_id";
 
 fn page_size(limit: u32) -> i64 {
@@ -306,7 +308,7 @@ struct PagedEntryRow {
 const ENTRY_BYTES: &str = "512 + octet_length(e.name) + octet_length(e.owner)
      + coalesce(octet_length(e.description), 0) + coalesce(octet_length(e.lifecycle), 0)
      + octet_length(array_to_string(e.tags, '')) + 3 * coalesce(cardinality(e.tags), 0)
-     + octet_length(e.links::text) + octet_length(e.labels::text)";
+     + octet_length(e.links::text) + octet_length(e.labels::text) + octet_length(e.path)";
 
 /// Lists entries ordered by name, one page at a time: at most `limit`, and
 /// at most the byte bound of an answer (at least one entry).

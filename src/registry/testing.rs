@@ -104,8 +104,11 @@ pub async fn write_entries_unchecked(
     let mut tx = pool.begin().await?;
     // As in a reconcile: entries change only under the repository's lock.
     repos::lock(&mut tx, id).await?;
-    let desired: Vec<Desired> = projects.iter().map(Desired::from_project).collect();
-    entries::apply(&mut tx, id, sha, &desired, None).await?;
+    let desired: Vec<Desired> = projects
+        .iter()
+        .map(|p| Desired::from_project(p, "project.yaml"))
+        .collect();
+    entries::apply(&mut tx, id, sha, &desired, &[], None).await?;
     tx.commit().await?;
     Ok(())
 }

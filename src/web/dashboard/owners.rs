@@ -209,7 +209,11 @@ fn account_view(
         members.sort_by_key(|m| m.name.to_lowercase());
     }
     // Unknown owners first, then renamed and deleted teams.
-    let rank = |status: &str| ["unknown", "renamed", "deleted"].iter().position(|s| *s == status);
+    let rank = |status: &str| {
+        ["unknown", "renamed", "deleted"]
+            .iter()
+            .position(|s| *s == status)
+    };
     dangling.sort_by_key(|d| (rank(d.status), d.owner.to_lowercase()));
     AccountView {
         login: directory.login.clone(),

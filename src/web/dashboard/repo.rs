@@ -11,10 +11,10 @@ use chrono::{DateTime, Utc};
 use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
 use crate::controller::{ItemStatus, WorkQueue};
-use crate::github::webhook::deliveries::list_deliveries;
 use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
 use crate::registry::{self, EntryJson, EventJson, Status};
+use crate::web::delivery_log;
 use crate::web::error::{repo_not_found, ApiError};
 use crate::web::extract::ApiPath;
 use crate::web::session::Viewer;
@@ -227,7 +227,7 @@ pub async fn repo_detail(
                 .map_err(PageError::from)
         },
         async {
-            list_deliveries(&state.pool, RECENT_DELIVERIES, None, Some(&repo.full_name))
+            delivery_log::page(&state.pool, RECENT_DELIVERIES, None, Some(&repo.full_name))
                 .await
                 .map_err(PageError::from)
         },
