@@ -49,6 +49,8 @@ mod nul_file;
 mod outages;
 mod owner_checks;
 mod owners_api;
+mod owners_browser;
+mod owners_page;
 mod pg_queue;
 mod project_schema;
 mod redelivery;
