@@ -18,7 +18,6 @@ use crate::controller::{Controller, Lister, Storage};
 use crate::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
 use crate::shutdown::{self, Stop};
 use crate::source::{Observed, RepoId};
-use crate::web::api_changes;
 use crate::web::{router_with, AppState};
 use shared::Shared;
 use source::SourceParts;
@@ -104,7 +103,7 @@ where
     } = parts;
     let history = history::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), &settings.project_file)
+    let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
         .with_guard(guard)
         .with_default_branch_checks(settings.checks.default_branch())
         .with_owners(settings.owners);
@@ -127,12 +126,12 @@ where
         registry: Arc::new(registry),
         api_token: settings.api_token.clone(),
         github_web_url,
-        project_file: settings.project_file.clone(),
+        project_file: settings.project_file(),
         resync_interval: settings.resync_interval,
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes).merge(api_changes::routes(history.feed));
+    let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
     let waiting = shutdown::stop_on_signal(stop);
     let server = crate::web::serve::serve(listener, app, signal.wait());
     let controller = controller.run(signal.wait());

@@ -1,6 +1,7 @@
-//! `roster check [FILE]`: validates a project file locally, so that a
+//! `roster check [FILE…]`: validates project files locally, so that a
 //! repository's own CI catches a broken file before Roster does (docs/operations.md#settings).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -13,6 +14,30 @@ use crate::project::{self, MAX_FILE_BYTES};
 /// checked at all (missing, unreadable, a folder), so that CI can tell a
 /// broken file from a broken job.
 pub fn run(path: &Path, out: &mut dyn Write) -> i32 {
+    run_all(&[path], out)
+}
+
+/// Checks several files as the files of one repository: each is checked on
+/// its own, and a name declared in two of them is a problem of the later
+/// one in sorted order (the registry keeps it with the first). The exit
+/// code is the worst: 2 when any file could not be read, else 1 when any
+/// is invalid.
+pub fn run_all(paths: &[&Path], out: &mut dyn Write) -> i32 {
+    let mut sorted: Vec<&Path> = paths.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let mut first_path: BTreeMap<String, String> = BTreeMap::new();
+    let mut worst = 0;
+    for path in sorted {
+        let code = check_one(path, &mut first_path, out);
+        worst = worst.max(code);
+    }
+    worst
+}
+
+/// Checks one file; `first_path` holds, for each name seen so far, the
+/// file that declared it first.
+fn check_one(path: &Path, first_path: &mut BTreeMap<String, String>, out: &mut dyn Write) -> i32 {
     let label = path.display().to_string();
     let bytes = match read(path, &label) {
         Ok(bytes) => bytes,
@@ -23,6 +48,21 @@ pub fn run(path: &Path, out: &mut dyn Write) -> i32 {
     };
     match project::parse(&label, &bytes) {
         Ok(file) => {
+            let mut twice = Vec::new();
+            for project in &file.projects {
+                let name = project.name.as_str();
+                match first_path.get(name) {
+                    Some(first) => twice.push(format!(
+                        "{label}: name: \"{name}\" is also declared in {first}, which keeps it"
+                    )),
+                    None => {
+                        first_path.insert(name.to_owned(), label.clone());
+                    }
+                }
+            }
+            if !twice.is_empty() {
+                return report(out, &twice.join("\n"), 1);
+            }
             let count = file.projects.len();
             let names: Vec<&str> = file.projects.iter().map(|p| p.name.as_str()).collect();
             let noun = if count == 1 { "project" } else { "projects" };
@@ -136,6 +176,41 @@ mod tests {
             );
             assert_eq!(out.lines().count(), 1);
         }
+    }
+
+    #[test]
+    fn run_all_should_check_each_file_and_refuse_a_name_declared_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.yaml");
+        let b = dir.path().join("b.yaml");
+        let c = dir.path().join("c.yaml");
+        std::fs::write(&a, "name: api\nowner: x\n").unwrap();
+        std::fs::write(
+            &b,
+            "projects:\n  - name: worker\n    owner: x\n  - name: api\n    owner: y\n",
+        )
+        .unwrap();
+        std::fs::write(&c, "name: web\nowner: x\n").unwrap();
+        let mut out = Vec::new();
+        let code = run_all(&[&c, &b, &a], &mut out);
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(code, 1);
+        assert_eq!(
+            out,
+            format!(
+                "ok: {a}: 1 project (api)\n\
+                 {b}: name: \"api\" is also declared in {a}, which keeps it\n\
+                 ok: {c}: 1 project (web)\n",
+                a = a.display(),
+                b = b.display(),
+                c = c.display()
+            )
+        );
+        let mut out = Vec::new();
+        assert_eq!(
+            run_all(&[&a, &dir.path().join("gone.yaml"), &b], &mut out),
+            2
+        );
     }
 
     #[test]

@@ -33,12 +33,12 @@ enum Command {
     Serve(Box<ServeArgs>),
     /// Apply database migrations and exit.
     Migrate(DatabaseArgs),
-    /// Validate a project file and print every problem (exit 1 when invalid,
-    /// 2 when the file cannot be read).
+    /// Validate project files and print every problem (exit 1 when one is
+    /// invalid or two declare one name, 2 when a file cannot be read).
     Check {
-        /// The project file to check.
+        /// The project files to check, as the files of one repository.
         #[arg(default_value = "project.yaml")]
-        file: PathBuf,
+        files: Vec<PathBuf>,
     },
     /// Print the project file's JSON Schema (for editors).
     Schema,
@@ -72,8 +72,9 @@ impl Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Check { file } => {
-            let code = roster::check::run(&file, &mut std::io::stdout());
+        Command::Check { files } => {
+            let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
+            let code = roster::check::run_all(&files, &mut std::io::stdout());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         Command::Schema => {

@@ -40,6 +40,11 @@ async fn start() -> (Roster, tempfile::TempDir, sqlx::PgPool) {
         ("DATABASE_URL", url),
         ("ROSTER_SOURCE", format!("dir:{}", org.display())),
         ("ROSTER_RESYNC_INTERVAL", "1h".to_string()),
+        // As the README's first command: the monorepo's service files too.
+        (
+            "ROSTER_PROJECT_FILES",
+            "project.yaml,services/*/project.yaml".to_string(),
+        ),
     ];
     let roster = Roster::start(&env, dir.path()).await;
     (roster, dir, pool)
@@ -70,7 +75,7 @@ async fn repo(roster: &Roster, name: &str) -> Value {
 #[tokio::test]
 async fn each_reconcile_should_log_one_line_naming_the_repository() {
     let (roster, _dir, _pool) = start().await;
-    let repos = settled(&roster, 12).await;
+    let repos = settled(&roster, 13).await;
     // The parts of the line each repository's last reconcile writes.
     let expected: Vec<[String; 5]> = repos
         .iter()
@@ -102,7 +107,7 @@ async fn each_reconcile_should_log_one_line_naming_the_repository() {
 #[tokio::test]
 async fn example_org_should_show_every_status_through_the_api() {
     let (roster, _dir, pool) = start().await;
-    let repos = settled(&roster, 12).await;
+    let repos = settled(&roster, 13).await;
     let finished: Option<chrono::DateTime<chrono::Utc>> =
         sqlx::query_scalar("SELECT last_finished_at FROM listing_schedule")
             .fetch_one(&pool)
@@ -125,6 +130,7 @@ async fn example_org_should_show_every_status_through_the_api() {
         "design-system",
         "legacy-reports",
         "notifications",
+        "platform",
         "search-api",
     ] {
         assert_eq!(
@@ -158,6 +164,23 @@ async fn example_org_should_show_every_status_through_the_api() {
         repos["local/billing"]["projects"],
         serde_json::json!(["billing-api", "billing-worker", "invoice-renderer"])
     );
+
+    // The monorepo with one file per service: each entry names its file.
+    assert_eq!(
+        repos["local/platform"]["projects"],
+        serde_json::json!([
+            "platform-gateway",
+            "platform-gateway-config",
+            "platform-identity",
+            "platform-rate-limiter"
+        ])
+    );
+    let gateway = get(&roster.url("/api/v1/projects/platform-gateway-config"))
+        .await
+        .expect("project")
+        .json();
+    assert_eq!(gateway["path"], "services/gateway/project.yaml");
+    assert_eq!(checkout_path(&roster).await, "project.yaml");
 
     // Exactly one of the two claimants owns `payments-gateway`; the other names it.
     let a = &repos["local/payments-gateway"];
@@ -211,7 +234,7 @@ async fn example_org_should_show_every_status_through_the_api() {
 #[tokio::test]
 async fn editing_a_file_should_reach_the_api_and_a_broken_file_should_keep_the_old_entries() {
     let (roster, dir, _pool) = start().await;
-    settled(&roster, 12).await;
+    settled(&roster, 13).await;
     let org = dir.path().join("org");
 
     // An edit shows up without any listing (the watcher enqueues it).
@@ -283,4 +306,141 @@ async fn editing_a_file_should_reach_the_api_and_a_broken_file_should_keep_the_o
         .await
         .expect("answer");
     assert_eq!(search.status, 404);
+}
+
+async fn checkout_path(roster: &Roster) -> String {
+    let checkout = get(&roster.url("/api/v1/projects/checkout-api"))
+        .await
+        .expect("project")
+        .json();
+    checkout["path"].as_str().unwrap_or_default().to_owned()
+}
+
+/// The entries of `local/platform`, name → path.
+async fn platform_paths(roster: &Roster) -> BTreeMap<String, String> {
+    let detail = repo(roster, "platform").await;
+    detail["entries"]
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    let field = |f: &str| e[f].as_str().unwrap_or_default().to_owned();
+                    (field("name"), field("path"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn each_service_file_of_a_monorepo_should_be_applied_kept_moved_and_removed_on_its_own() {
+    let (roster, dir, _pool) = start().await;
+    settled(&roster, 13).await;
+    let services = dir.path().join("org/platform/services");
+
+    // One file breaks a rule: the repository is invalid, the error names
+    // that file's line, its entries stay; another file's edit is applied.
+    let identity = services.join("identity/project.yaml");
+    std::fs::write(&identity, "name: platform-identity\nowner: \"\"\n").expect("write");
+    let limiter = services.join("rate-limiter/project.yaml");
+    std::fs::write(
+        &limiter,
+        "name: platform-rate-limiter\nowner: team-sre\nlifecycle: production\n",
+    )
+    .expect("write");
+    let broken = eventually(
+        "platform invalid, the other file applied",
+        LIMIT,
+        || async {
+            let r = repo(&roster, "platform").await;
+            let lifecycle = get(&roster.url("/api/v1/projects/platform-rate-limiter"))
+                .await
+                .ok()?
+                .json()["lifecycle"]
+                .clone();
+            (r["status"] == "invalid" && lifecycle == "production").then_some(r)
+        },
+    )
+    .await;
+    assert_eq!(
+        broken["error"],
+        "services/identity/project.yaml:2:8: owner: must not be empty"
+    );
+    assert_eq!(platform_paths(&roster).await.len(), 4, "entries kept");
+    let page = get(&roster.url("/repos/local/platform"))
+        .await
+        .expect("page")
+        .body;
+    assert!(
+        page.contains("<code>services/identity/project.yaml</code>"),
+        "each entry names its file"
+    );
+
+    // Fixed, and the gateway's folder renamed: its two entries move, they
+    // are changed (new path), never removed and created again.
+    std::fs::write(&identity, "name: platform-identity\nowner: team-sre\n").expect("write");
+    std::fs::rename(services.join("gateway"), services.join("edge")).expect("rename");
+    eventually("moved", LIMIT, || async {
+        let paths = platform_paths(&roster).await;
+        let moved =
+            paths.get("platform-gateway").map(String::as_str) == Some("services/edge/project.yaml");
+        (moved && repo(&roster, "platform").await["status"] == "synced").then_some(())
+    })
+    .await;
+    let history = get(&roster.url("/api/v1/projects/platform-gateway/history"))
+        .await
+        .expect("history")
+        .json();
+    let kinds: Vec<&str> = history["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|c| c["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, vec!["changed", "created"], "{history}");
+    assert_eq!(
+        history["items"][0]["before"]["path"],
+        "services/gateway/project.yaml"
+    );
+    assert_eq!(
+        history["items"][0]["after"]["path"],
+        "services/edge/project.yaml"
+    );
+
+    // A name declared in a second file: the first path keeps it, the other
+    // file is a conflict naming both.
+    std::fs::create_dir(services.join("zeta")).expect("mkdir");
+    std::fs::write(
+        services.join("zeta/project.yaml"),
+        "name: platform-identity\nowner: team-sre\n",
+    )
+    .expect("write");
+    let conflict = eventually("conflict", LIMIT, || async {
+        let r = repo(&roster, "platform").await;
+        (r["status"] == "conflict").then_some(r)
+    })
+    .await;
+    assert_eq!(
+        conflict["error"],
+        "services/zeta/project.yaml: name \"platform-identity\" is also declared in \
+         services/identity/project.yaml, which keeps it"
+    );
+    assert_eq!(
+        platform_paths(&roster)
+            .await
+            .get("platform-identity")
+            .map(String::as_str),
+        Some("services/identity/project.yaml")
+    );
+
+    // A file removed: its entries go, the others stay.
+    std::fs::remove_dir_all(services.join("zeta")).expect("rm");
+    std::fs::remove_file(&limiter).expect("rm");
+    eventually("removed file", LIMIT, || async {
+        let paths = platform_paths(&roster).await;
+        let synced = repo(&roster, "platform").await["status"] == "synced";
+        (synced && paths.len() == 3 && !paths.contains_key("platform-rate-limiter")).then_some(())
+    })
+    .await;
 }

@@ -90,7 +90,14 @@ const REPO_KEYS: [&str; 9] = [
 /// An entry's keys: its name, every field of the table, where it came from.
 fn entry_keys() -> BTreeSet<&'static str> {
     let fields = roster::project::fields::FIELDS.iter().map(|f| f.name);
-    let source = ["repo", "repo_id", "source_sha", "created_at", "updated_at"];
+    let source = [
+        "repo",
+        "repo_id",
+        "path",
+        "source_sha",
+        "created_at",
+        "updated_at",
+    ];
     std::iter::once("name")
         .chain(fields)
         .chain(source)
@@ -365,6 +372,7 @@ async fn projects_should_list_filter_and_page_the_registry() {
     assert_eq!(keys(entry), entry_keys());
     assert_eq!(entry["repo"], "acme/api");
     assert_eq!(entry["repo_id"], 1);
+    assert_eq!(entry["path"], "project.yaml");
     assert_eq!(entry["tags"], json!(["payments", "grpc"]));
     assert_eq!(entry["labels"], json!({"tier": "1"}));
     assert_eq!(

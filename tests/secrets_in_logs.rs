@@ -20,6 +20,7 @@ use github_server::{
 };
 use roster::db::testing::fresh_database;
 use support::http::{self, Answer};
+use support::receiver::{Behaviour, Receiver};
 use support::server::{eventually, Roster};
 
 /// Start of every JWT whose header is `{"alg":"RS256",...}` or `{"typ":...`.
@@ -44,6 +45,10 @@ async fn secrets_should_never_reach_logs_or_answers() {
     let webhook_secret = secret("whsec-");
     let api_token = secret("apitok-");
     let wrong_token = secret("wrongtok-");
+    // A notification target keeping its secret in its URL, as Slack's and
+    // Discord's do: the HTTP client's debug lines carry whole URLs.
+    let target_secret = secret("hookkey-");
+    let receiver = Receiver::start("notify-signing-key", Behaviour::Ok).await;
 
     let fake = FakeGithub::start().await;
     fake.add_installation(1, "acme");
@@ -58,6 +63,11 @@ async fn secrets_should_never_reach_logs_or_answers() {
     env.push(("ROSTER_API_TOKEN", api_token.clone()));
     env.push(("ROSTER_LOG_FORMAT", "text".to_owned()));
     env.push(("RUST_LOG", "debug".to_owned()));
+    env.push((
+        "ROSTER_NOTIFY_URLS",
+        format!("{}?key={target_secret}", receiver.url),
+    ));
+    env.push(("ROSTER_NOTIFY_SECRET", "notify-signing-key".to_owned()));
     let server = Roster::start(&env, logs.path()).await;
     let base = server.base.clone();
     let mut answers: Vec<Answer> = Vec::new();
@@ -151,6 +161,14 @@ async fn secrets_should_never_reach_logs_or_answers() {
     .await;
     fake.clear_faults();
 
+    receiver
+        .wait_until(
+            "a notification at the target",
+            Duration::from_secs(20),
+            |received| received.iter().any(|r| r.acknowledged),
+        )
+        .await;
+
     // Everything there is to read.
     for path in [
         "/api/v1/repos",
@@ -200,6 +218,10 @@ async fn secrets_should_never_reach_logs_or_answers() {
         ("the webhook secret".into(), webhook_secret.clone()),
         ("the API token".into(), api_token.clone()),
         ("a wrong API token".into(), wrong_token.clone()),
+        (
+            "a notification target's secret".into(),
+            target_secret.clone(),
+        ),
     ];
     secrets.extend(
         key_lines

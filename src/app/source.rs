@@ -12,7 +12,7 @@ use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings};
 use crate::github::webhook::free_push::FreePushes;
 use crate::github::webhook::retention::{self, Retention};
-use crate::github::webhook::{self, WebhookLimits, WebhookState};
+use crate::github::webhook::{WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
 use crate::shutdown::{self, Stop};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
@@ -46,7 +46,7 @@ pub fn dir(
             format!("cannot open {}: {e}", path.display()),
         )
     })?;
-    let source = DirSource::new(root.clone(), settings.project_file.clone());
+    let source = DirSource::with_files(root.clone(), settings.project_files.clone());
     // The folder's teams.yaml, the directory owners are checked against.
     let directory = crate::directory::DirectoryDb::new(shared.pool.clone());
     let teams = tokio::spawn(crate::source::dir::teams::run(
@@ -80,10 +80,10 @@ pub async fn github(
         .as_ref()
         .ok_or_else(|| ConfigError::new("GITHUB_APP_ID", "the github source needs a GitHub App"))?;
     let (pool, metrics) = (shared.pool.clone(), shared.metrics.clone());
-    let source = GithubSource::connect(app, &settings.project_file, pool, metrics)
+    let source = GithubSource::connect(app, &settings.project_file(), pool, metrics)
         .await
         .map_err(|e| ConfigError::new(e.setting(), e.message()))?;
-    let routes = webhook::router(WebhookState {
+    let routes = crate::web::router::webhook(WebhookState {
         pool: shared.pool.clone(),
         queue: shared.queue.clone(),
         secret: app.webhook_secret.clone(),
@@ -92,7 +92,7 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
-        free_pushes: Some(FreePushes::new(&settings.project_file).with_owners(settings.owners)),
+        free_pushes: Some(FreePushes::new(&settings.project_file()).with_owners(settings.owners)),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Re-reads of teams and members that webhooks ask for, until the server has stopped.

@@ -27,12 +27,13 @@ use crate::controller::{
 };
 use crate::github::webhook::admission::DEFAULT_CONCURRENCY;
 use crate::github::webhook::retention::DEFAULT_RETENTION;
+pub use crate::project::ProjectFiles;
 pub use crate::registry::MaxRemovals;
 pub use github_app::{derive_graphql_url, GithubAppSettings};
 pub use history::{redact_url, NotifySettings};
 use parse::{
     duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
-    parse_log_format, parse_project_file, parse_resync_interval, parse_source, parse_trust_proxy,
+    parse_log_format, parse_project_files, parse_resync_interval, parse_source, parse_trust_proxy,
     parse_webhook_concurrency, parse_workers,
 };
 pub use setup::{derive_web_url, SetupArgs, SetupSettings};
@@ -129,9 +130,15 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_SOURCE")]
     pub source: Option<String>,
 
-    /// Path of the project file inside a repository.
-    #[arg(long, env = "ROSTER_PROJECT_FILE", default_value = "project.yaml")]
-    pub project_file: String,
+    /// Path of the project file inside a repository: one pattern, an
+    /// alias of ROSTER_PROJECT_FILES.
+    #[arg(long, env = "ROSTER_PROJECT_FILE")]
+    pub project_file: Option<String>,
+
+    /// Comma-separated glob patterns of project files (`*` within a
+    /// folder, `**` any depth); default `project.yaml`.
+    #[arg(long, env = "ROSTER_PROJECT_FILES")]
+    pub project_files: Option<String>,
 
     /// Period of the org-wide listing (`30s`, `15m`, `1h`).
     #[arg(long, env = "ROSTER_RESYNC_INTERVAL", default_value_t = duration_text(DEFAULT_RESYNC_INTERVAL))]
@@ -247,7 +254,8 @@ pub struct Settings {
     pub source: SourceSetting,
     /// `Some` when GITHUB_APP_ID is set.
     pub github: Option<GithubAppSettings>,
-    pub project_file: String,
+    /// Where project files lie in a repository (`ROSTER_PROJECT_FILES`).
+    pub project_files: ProjectFiles,
     pub resync_interval: Duration,
     pub workers: usize,
     /// Most repositories one worker claims and reads at once.
@@ -321,7 +329,14 @@ impl ServeArgs {
             non_empty(self.github_graphql_url),
         )?;
         let source = parse_source(non_empty(self.source))?;
-        let project_file = parse_project_file(&self.project_file)?;
+        let project_files = parse_project_files(self.project_file, self.project_files)?;
+        if project_files.single_path().is_none() && source == SourceSetting::Github {
+            return Err(ConfigError::new(
+                "ROSTER_PROJECT_FILES",
+                "the github source reads one project file path per repository; \
+                 patterns with * or several paths need a dir: source",
+            ));
+        }
         let resync_interval = parse_resync_interval(&self.resync_interval)?;
         let workers = parse_workers(&self.workers)?;
         let batch_size = parse_batch_size(&self.batch_size)?;
@@ -364,7 +379,7 @@ impl ServeArgs {
             listen,
             source,
             github,
-            project_file,
+            project_files,
             resync_interval,
             workers,
             batch_size,
@@ -383,6 +398,17 @@ impl ServeArgs {
             owners,
             setup,
         })
+    }
+}
+
+impl Settings {
+    /// The one project file path, when the patterns are exactly one path
+    /// (the GitHub source's only kind), else the patterns as written.
+    pub fn project_file(&self) -> String {
+        match self.project_files.single_path() {
+            Some(path) => path.to_owned(),
+            None => self.project_files.to_string(),
+        }
     }
 }
 

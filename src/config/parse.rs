@@ -1,10 +1,10 @@
 //! Parsing of the single-value settings, each error naming its setting.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{ConfigError, LogFormat, SourceSetting};
+use super::{ConfigError, LogFormat, ProjectFiles, SourceSetting};
 
 /// A default duration as a flag would be written (`1h`, `7d`, `90s`): the
 /// largest unit that divides it, so `--help` shows what one would type.
@@ -60,18 +60,28 @@ pub(super) fn parse_source(raw: Option<String>) -> Result<SourceSetting, ConfigE
     Ok(SourceSetting::Dir(path))
 }
 
-pub(super) fn parse_project_file(raw: &str) -> Result<String, ConfigError> {
-    let path = Path::new(raw);
-    let escapes = path
-        .components()
-        .any(|c| !matches!(c, std::path::Component::Normal(_)));
-    if raw.trim().is_empty() || escapes {
-        return Err(ConfigError::new(
-            "ROSTER_PROJECT_FILE",
-            format!("{raw:?} must be a relative path inside the repository, like project.yaml"),
-        ));
+/// `ROSTER_PROJECT_FILES`, or its one-pattern alias `ROSTER_PROJECT_FILE`
+/// (never both: which one would win is a guess nobody should have to make).
+pub(super) fn parse_project_files(
+    one: Option<String>,
+    several: Option<String>,
+) -> Result<ProjectFiles, ConfigError> {
+    match (one, several) {
+        (Some(_), Some(_)) => Err(ConfigError::new(
+            "ROSTER_PROJECT_FILES",
+            "is set together with ROSTER_PROJECT_FILE; set only one of them",
+        )),
+        (Some(one), None) => ProjectFiles::one(&one).map_err(|m| {
+            ConfigError::new(
+                "ROSTER_PROJECT_FILE",
+                format!("{m} (a path inside the repository, like project.yaml)"),
+            )
+        }),
+        (None, Some(several)) => {
+            ProjectFiles::parse(&several).map_err(|m| ConfigError::new("ROSTER_PROJECT_FILES", m))
+        }
+        (None, None) => Ok(ProjectFiles::default()),
     }
-    Ok(raw.to_owned())
 }
 
 pub(super) fn parse_resync_interval(raw: &str) -> Result<Duration, ConfigError> {

@@ -59,7 +59,7 @@ fn defaults_should_apply_with_only_a_dir_source() {
         SourceSetting::Dir(env!("CARGO_MANIFEST_DIR").into())
     );
     assert!(s.github.is_none());
-    assert_eq!(s.project_file, "project.yaml");
+    assert_eq!(s.project_file(), "project.yaml");
     assert_eq!(s.resync_interval, Duration::from_secs(3600));
     assert_eq!(s.workers, 8);
     assert_eq!(s.batch_size, 100);
@@ -262,7 +262,34 @@ fn project_file_should_stay_inside_the_repository() {
         );
     }
     let s = parse(&["--source", &here, "--project-file", ".github/project.yaml"]).unwrap();
-    assert_eq!(s.project_file, ".github/project.yaml");
+    assert_eq!(s.project_file(), ".github/project.yaml");
+}
+
+#[test]
+fn project_files_and_its_alias_should_not_be_set_together() {
+    let here = here();
+    let e = err(&[
+        "--source",
+        &here,
+        "--project-file",
+        "project.yaml",
+        "--project-files",
+        "project.yaml",
+    ]);
+    assert_eq!(e.setting, "ROSTER_PROJECT_FILES");
+    assert!(e.message.contains("ROSTER_PROJECT_FILE;"), "{e}");
+}
+
+#[test]
+fn a_bad_pattern_should_name_its_setting() {
+    let here = here();
+    let e = err(&["--source", &here, "--project-files", "a.yaml,svc/?.yaml"]);
+    assert_eq!(e.setting, "ROSTER_PROJECT_FILES");
+    assert!(e.message.contains("`?` is not supported"), "{e}");
+    let e = err(&["--source", &here, "--project-file", "a.yaml,b.yaml"]);
+    assert_eq!(e.setting, "ROSTER_PROJECT_FILE");
+    let s = parse(&["--source", &here]).unwrap();
+    assert_eq!(s.project_files.to_string(), "project.yaml");
 }
 
 #[test]

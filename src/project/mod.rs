@@ -25,6 +25,7 @@ mod issues;
 mod model;
 mod name;
 pub mod owners;
+pub mod patterns;
 mod positions;
 pub mod preview;
 mod problem;
@@ -44,6 +45,7 @@ mod tests;
 pub use fields::{Fields, Link, OwnerStatus, ResolvedOwner};
 pub use model::{Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
+pub use patterns::ProjectFiles;
 pub use positions::{name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 

@@ -6,24 +6,13 @@ use std::collections::BTreeSet;
 
 use sqlx::PgConnection;
 
+use super::decided::{invalid, short, Decision};
 use super::entries::{self, Changes, Desired};
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
 use crate::project::ResolvedOwner;
 use crate::source::{FileState, Observed, RepoId};
-
-/// What one reconcile decided, before it is written.
-pub(super) struct Decision {
-    pub state: RepoState,
-    /// Whether the file (or its absence) was applied: moves `last_synced_at`.
-    pub synced: bool,
-    pub message: String,
-    /// Names this repository gave up, which others may be waiting for.
-    pub released: Vec<String>,
-    /// Whether an entry was created, updated or deleted (for the change log).
-    pub entries_changed: bool,
-}
 
 /// Decides what `observed` does to repository `id`, whose state was `old`;
 /// entries are written on `conn` as decided, the rest is left to the caller.
@@ -75,6 +64,10 @@ pub(super) async fn decide(
             invalid(old, format!("invalid{at}: {message}"), message, None)
         }
         Observed::Present {
+            file: FileState::Files { sha, files },
+            ..
+        } => super::file_set::decide(conn, id, old, &sha, &files, owned).await?,
+        Observed::Present {
             file: FileState::Found { sha, bytes },
             ..
         } => {
@@ -93,9 +86,9 @@ pub(super) async fn decide(
                     let desired: Vec<Desired> = parsed
                         .projects
                         .iter()
-                        .map(|p| Desired::from_project(p, ResolvedOwner::default()))
+                        .map(|p| Desired::from_project(p, file, ResolvedOwner::default()))
                         .collect();
-                    let changes = entries::apply(conn, id, &sha, &desired, owned).await?;
+                    let changes = entries::apply(conn, id, &sha, &desired, &[], owned).await?;
                     applied(&sha, changes, blob)
                 }
             }
@@ -113,27 +106,6 @@ fn cleared(status: Status, error: Option<String>, sha: Option<String>) -> RepoSt
         attempts: 0,
         conflicts: Vec::new(),
         file_blob: None,
-    }
-}
-
-/// A file that breaks a rule: entries, `synced_sha` and conflicts are kept
-/// as they were, so `synced_sha` still names the commit the entries reflect.
-/// `blob` is the file read (none when it could not be): the one a later
-/// reconcile compares with, so that an unchanged invalid file posts no new
-/// check run.
-fn invalid(old: &RepoState, message: String, error: String, blob: Option<String>) -> Decision {
-    Decision {
-        state: RepoState {
-            status: Status::Invalid,
-            error: Some(error),
-            attempts: 0,
-            file_blob: blob,
-            ..old.clone()
-        },
-        synced: false,
-        message,
-        released: Vec::new(),
-        entries_changed: false,
     }
 }
 
@@ -188,11 +160,6 @@ fn with_deleted(message: String, deleted: &[String]) -> String {
     } else {
         format!("{message}; deleted {}", deleted.join(", "))
     }
-}
-
-/// The abbreviated commit people recognise.
-fn short(sha: &str) -> &str {
-    sha.get(..7).unwrap_or(sha)
 }
 
 #[cfg(test)]

@@ -14,14 +14,19 @@ use crate::source::RepoId;
 #[derive(Debug, Clone)]
 pub(crate) struct Desired {
     pub name: String,
+    /// The project file that declares it.
+    pub path: String,
     pub fields: Fields,
     pub owner: ResolvedOwner,
 }
 
 impl Desired {
-    pub fn from_project(project: &Project, owner: ResolvedOwner) -> Self {
+    /// The entry `project` of the file at `path` asks for, its owner
+    /// resolved as `owner`.
+    pub fn from_project(project: &Project, path: &str, owner: ResolvedOwner) -> Self {
         Desired {
             name: project.name.as_str().to_string(),
+            path: path.to_owned(),
             fields: project.fields.clone(),
             owner,
         }
@@ -71,10 +76,12 @@ pub(crate) async fn delete_all(
     Ok(names)
 }
 
-/// Applies the file's projects: stale entries are deleted first (so names
+/// Applies the files' projects: stale entries are deleted first (so names
 /// are released before new ones are taken), then each name, in order, is
-/// updated if it changed or inserted if free, and recorded as a conflict
-/// when another repository owns it.
+/// updated if it changed (its path too: a moved entry is updated, never
+/// removed and created again) or inserted if free, and recorded as a
+/// conflict when another repository owns it. Entries named in `keep` (those
+/// of an invalid file, kept as they were) are left alone.
 ///
 /// Must run inside the transaction that locked the repository row.
 /// `owned` is the names the repository owned before, when the caller read
@@ -84,10 +91,15 @@ pub(crate) async fn apply(
     repo: RepoId,
     sha: &str,
     desired: &[Desired],
+    keep: &[String],
     owned: Option<BTreeSet<String>>,
 ) -> Result<Changes, sqlx::Error> {
     let mut changes = Changes::default();
-    let wanted: Vec<&str> = desired.iter().map(|d| d.name.as_str()).collect();
+    let wanted: Vec<&str> = desired
+        .iter()
+        .map(|d| d.name.as_str())
+        .chain(keep.iter().map(String::as_str))
+        .collect();
     changes.deleted = sqlx::query_scalar(
         "delete from entries where repo_id = $1 and not (name = any($2::text[])) returning name",
     )
@@ -142,14 +154,17 @@ async fn update(
 ) -> Result<bool, sqlx::Error> {
     let (columns, old, new) = (stored_columns(), prefixed("e"), prefixed("v"));
     let done = sqlx::query(&format!(
-        "update entries e set ({columns}) = ({new}), source_sha = $4, updated_at = now()
+        "update entries e set ({columns}) = ({new}), path = $5, source_sha = $4,
+             updated_at = now()
          from jsonb_populate_record(null::entries, $3) v
-         where e.name = $1 and e.repo_id = $2 and ({old}) is distinct from ({new})"
+         where e.name = $1 and e.repo_id = $2
+           and ({old}, e.path) is distinct from ({new}, $5)"
     ))
     .bind(&entry.name)
     .bind(repo)
     .bind(entry.stored())
     .bind(sha)
+    .bind(&entry.path)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() > 0)
@@ -183,14 +198,15 @@ async fn claim(
     let columns = stored_columns();
     for _ in 0..TRIES {
         let inserted = sqlx::query(&format!(
-            "insert into entries (name, repo_id, source_sha, {columns})
-             select $1, $2, $4, {columns} from jsonb_populate_record(null::entries, $3)
+            "insert into entries (name, repo_id, source_sha, path, {columns})
+             select $1, $2, $4, $5, {columns} from jsonb_populate_record(null::entries, $3)
              on conflict (name) do nothing"
         ))
         .bind(&entry.name)
         .bind(repo)
         .bind(entry.stored())
         .bind(sha)
+        .bind(&entry.path)
         .execute(&mut *conn)
         .await?;
         if inserted.rows_affected() > 0 {
@@ -210,4 +226,15 @@ async fn claim(
         }
     }
     Ok(Some("another repository".to_string()))
+}
+
+/// The path of each entry of the repository, by name.
+pub(crate) async fn paths(
+    conn: &mut PgConnection,
+    repo: RepoId,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("select name, path from entries where repo_id = $1 order by name")
+        .bind(repo)
+        .fetch_all(conn)
+        .await
 }

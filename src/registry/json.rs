@@ -85,6 +85,8 @@ pub struct EntryJson {
     /// Full name of the repository that owns it.
     pub repo: String,
     pub repo_id: RepoId,
+    /// The project file inside the repository that declares it.
+    pub path: String,
     /// The commit that last changed the entry.
     pub source_sha: String,
     pub created_at: DateTime<Utc>,

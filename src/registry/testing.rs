@@ -106,9 +106,9 @@ pub async fn write_entries_unchecked(
     repos::lock(&mut tx, id).await?;
     let desired: Vec<Desired> = projects
         .iter()
-        .map(|p| Desired::from_project(p, ResolvedOwner::default()))
+        .map(|p| Desired::from_project(p, "project.yaml", ResolvedOwner::default()))
         .collect();
-    entries::apply(&mut tx, id, sha, &desired, None).await?;
+    entries::apply(&mut tx, id, sha, &desired, &[], None).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -57,11 +57,35 @@ pub enum FileState {
     Absent { sha: Option<String> },
     /// The file's bytes at commit `sha` (not yet validated).
     Found { sha: String, bytes: Vec<u8> },
-    /// The file exists but cannot be used as text (too large, binary, …).
+    /// The file exists but cannot be used as text (too large, binary, …),
+    /// or, with several files, the set of them cannot be used (more than
+    /// the bound of files).
     Unreadable {
         sha: Option<String>,
         message: String,
     },
+    /// Project files found by patterns (`ROSTER_PROJECT_FILES` other than
+    /// one path), at commit `sha`: at least one, sorted by path. A
+    /// repository where no path matches is [`FileState::Absent`].
+    Files { sha: String, files: Vec<PathFile> },
+}
+
+/// One project file among several: where it lies and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathFile {
+    /// The path inside the repository, `/`-separated.
+    pub path: String,
+    pub content: FileContent,
+}
+
+/// What one of several project files holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileContent {
+    /// The bytes (not yet validated).
+    Bytes(Vec<u8>),
+    /// Why it cannot be read as a file (a link, too large): a problem line
+    /// naming the path, like `a/project.yaml: file: …`.
+    Unreadable(String),
 }
 
 /// One observation of a repository, as a storage call returns it.

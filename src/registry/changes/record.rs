@@ -87,7 +87,7 @@ impl Cause {
         };
         let sha = match observed {
             Observed::Present {
-                file: FileState::Found { sha, .. },
+                file: FileState::Found { sha, .. } | FileState::Files { sha, .. },
                 ..
             } => Some(sha.clone()),
             _ => None,
@@ -307,6 +307,7 @@ mod tests {
             resolved: Default::default(),
             repo: "acme/app".into(),
             repo_id: RepoId(7),
+            path: "project.yaml".into(),
             source_sha: "abc".into(),
             created_at: at,
             updated_at: at,

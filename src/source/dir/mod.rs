@@ -9,6 +9,7 @@ mod open;
 mod storage;
 pub mod teams;
 pub mod teams_file;
+mod walk;
 mod watcher;
 
 pub use lister::DirLister;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::RepoId;
+use crate::project::ProjectFiles;
 
 /// The owner every local repository has.
 pub const LOCAL_OWNER: &str = "local";
@@ -49,18 +51,25 @@ pub fn is_local(id: RepoId) -> bool {
     u64::try_from(id.0).is_ok_and(|n| n >= ID_FLOOR)
 }
 
-/// The folder a local source reads, and the project file inside each sub-folder.
+/// The folder a local source reads, and where project files lie inside
+/// each sub-folder.
 #[derive(Debug, Clone)]
 pub struct DirSource {
     pub root: PathBuf,
-    pub project_file: String,
+    pub files: ProjectFiles,
 }
 
 impl DirSource {
-    pub fn new(root: impl Into<PathBuf>, project_file: impl Into<String>) -> Self {
+    /// One project file at `project_file` in each sub-folder.
+    pub fn new(root: impl Into<PathBuf>, project_file: &str) -> Self {
+        Self::with_files(root, ProjectFiles::path(project_file))
+    }
+
+    /// Every file matching `files` in each sub-folder.
+    pub fn with_files(root: impl Into<PathBuf>, files: ProjectFiles) -> Self {
         Self {
             root: root.into(),
-            project_file: project_file.into(),
+            files,
         }
     }
 

@@ -6,9 +6,10 @@ use sha2::{Digest, Sha256};
 
 use crate::controller::{Failure, Storage};
 use crate::project::MAX_FILE_BYTES;
-use crate::source::{FileState, Observed, RepoId, RepoInfo};
+use crate::source::{FileContent, FileState, Observed, PathFile, RepoId, RepoInfo};
 
 use super::open::{open_project_file, Opened};
+use super::walk::{matching_paths, Walked};
 use super::{repo_id, DirSource, LOCAL_OWNER};
 
 /// Why a project file that is a link, a FIFO, a device or a folder is
@@ -29,24 +30,20 @@ impl DirStorage {
         Ok(folders.into_iter().find(|f| repo_id(f) == id))
     }
 
-    /// The project file of `folder`; `None` when the folder itself is gone.
-    fn read_file(&self, folder: &str) -> Result<Option<FileState>, Failure> {
+    /// The file at `path` in `folder`; `None` when the folder itself is gone.
+    fn read_path(&self, folder: &str, path: &str) -> Result<Option<FileState>, Failure> {
         let cannot_read = |e: std::io::Error| {
-            let path = self
-                .source
-                .root
-                .join(folder)
-                .join(&self.source.project_file);
-            Failure::new(format!("cannot read {}: {e}", path.display()))
+            let full = self.source.root.join(folder).join(path);
+            Failure::new(format!("cannot read {}: {e}", full.display()))
         };
-        let file = match open_project_file(&self.source.root, folder, &self.source.project_file) {
+        let file = match open_project_file(&self.source.root, folder, path) {
             Ok(Opened::File(file)) => file,
             Ok(Opened::Absent) => return Ok(Some(FileState::Absent { sha: None })),
             Ok(Opened::FolderGone) => return Ok(None),
             Ok(Opened::NotRegular) => {
                 return Ok(Some(FileState::Unreadable {
                     sha: None,
-                    message: format!("{}: file: {NOT_REGULAR}", self.source.project_file),
+                    message: format!("{path}: file: {NOT_REGULAR}"),
                 }))
             }
             Err(e) => return Err(cannot_read(e)),
@@ -61,13 +58,58 @@ impl DirStorage {
             return Ok(Some(FileState::Unreadable {
                 sha: None,
                 message: format!(
-                    "{}: file: larger than the limit of {} KiB",
-                    self.source.project_file,
+                    "{path}: file: larger than the limit of {} KiB",
                     MAX_FILE_BYTES / 1024
                 ),
             }));
         }
         Ok(Some(FileState::Found { sha, bytes }))
+    }
+
+    /// The project files of `folder`, found by the patterns; `None` when
+    /// the folder itself is gone.
+    fn read_files(&self, folder: &str) -> Result<Option<FileState>, Failure> {
+        let files = &self.source.files;
+        if let Some(path) = files.single_path() {
+            return self.read_path(folder, path);
+        }
+        let walked = matching_paths(&self.source.root, folder, files).map_err(|e| {
+            let full = self.source.root.join(folder);
+            Failure::new(format!("cannot search {}: {e}", full.display()))
+        })?;
+        let paths = match walked {
+            Walked::FolderGone => return Ok(None),
+            Walked::Refused(message) => {
+                return Ok(Some(FileState::Unreadable { sha: None, message }))
+            }
+            Walked::Paths(paths) => paths,
+        };
+        let mut found = Vec::new();
+        let mut digest = Sha256::new();
+        for path in paths {
+            let content = match self.read_path(folder, &path)? {
+                None => return Ok(None),
+                // Removed since the walk: as if the walk had not seen it.
+                Some(FileState::Absent { .. }) => continue,
+                Some(FileState::Found { bytes, .. }) => FileContent::Bytes(bytes),
+                Some(FileState::Unreadable { message, .. }) => FileContent::Unreadable(message),
+                Some(FileState::Files { .. }) => continue,
+            };
+            digest.update(path.as_bytes());
+            digest.update([0]);
+            match &content {
+                FileContent::Bytes(bytes) => digest.update(bytes),
+                FileContent::Unreadable(message) => digest.update(message.as_bytes()),
+            }
+            digest.update([0]);
+            found.push(PathFile { path, content });
+        }
+        if found.is_empty() {
+            return Ok(Some(FileState::Absent { sha: None }));
+        }
+        let mut sha = hex::encode(digest.finalize());
+        sha.truncate(40);
+        Ok(Some(FileState::Files { sha, files: found }))
     }
 }
 
@@ -93,7 +135,7 @@ impl Storage for DirStorage {
             let Some(folder) = this.folder_for(key)? else {
                 return Ok(gone());
             };
-            let Some(file) = this.read_file(&folder)? else {
+            let Some(file) = this.read_files(&folder)? else {
                 return Ok(gone());
             };
             let repo = RepoInfo {
