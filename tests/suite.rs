@@ -60,6 +60,7 @@ mod sessions;
 mod setup;
 mod setup_browser;
 mod slow_clients;
+mod stale_hints;
 mod table_owners;
 mod webhook_bounds;
 mod webhooks;
