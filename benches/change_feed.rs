@@ -25,7 +25,8 @@ use roster::notify::{outbox, Delivery, NotifyMetrics};
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
-use roster::web::api_changes::{routes, ChangesState};
+use roster::web::api_changes::ChangesState;
+use roster::web::router::changes as routes;
 use secrecy::SecretString;
 use sqlx::PgPool;
 

@@ -89,7 +89,7 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
     let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE);
     let storage = source.storage();
-    let hooks = webhook::router(WebhookState {
+    let hooks = roster::web::router::webhook(WebhookState {
         pool: pool.clone(),
         queue,
         secret: SecretString::from(SECRET.to_owned()),

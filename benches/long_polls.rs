@@ -24,8 +24,9 @@ use roster::db::queue::PgQueue;
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
-use roster::web::api_changes::{routes, ChangesState};
+use roster::web::api_changes::ChangesState;
 use roster::web::long_polls::LongPolls;
+use roster::web::router::changes as routes;
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 

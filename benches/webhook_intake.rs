@@ -19,8 +19,9 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use roster::db::queue::PgQueue;
 use roster::github::webhook::signature::sign;
-use roster::github::webhook::{router, WebhookLimits, WebhookState};
+use roster::github::webhook::{WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
+use roster::web::router::webhook as router;
 
 const SENDERS: u32 = 8;
 const SECRET: &str = "bench-secret";

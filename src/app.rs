@@ -18,7 +18,6 @@ use crate::controller::{Controller, Lister, Storage};
 use crate::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
 use crate::shutdown::{self, Stop};
 use crate::source::{Observed, RepoId};
-use crate::web::api_changes;
 use crate::web::{router_with, AppState};
 use shared::Shared;
 use source::SourceParts;
@@ -132,7 +131,7 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes).merge(api_changes::routes(history.feed));
+    let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
     let waiting = shutdown::stop_on_signal(stop);
     let server = crate::web::serve::serve(listener, app, signal.wait());
     let controller = controller.run(signal.wait());

@@ -14,8 +14,9 @@ use roster::registry::changes::prune::prune_once;
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
-use roster::web::api_changes::{routes, ChangesState};
+use roster::web::api_changes::ChangesState;
 use roster::web::long_polls::LongPolls;
+use roster::web::router::changes as routes;
 use support::http::Answer;
 use support::router::{fixture, send, Options};
 

@@ -64,7 +64,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
     let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE)
         .with_default_branch_checks(mode.default_branch());
-    let hooks = webhook::router(WebhookState {
+    let hooks = roster::web::router::webhook(WebhookState {
         pool: pool.clone(),
         queue: queue.clone(),
         secret: SecretString::from(SECRET.to_owned()),

@@ -21,11 +21,12 @@ use roster::github::redelivery::{
 };
 use roster::github::webhook::deliveries::{record, NewDelivery};
 use roster::github::webhook::retention::{prune, Retention, DEFAULT_RETENTION};
-use roster::github::webhook::{list_deliveries, router, DeliveryJson, WebhookLimits, WebhookState};
+use roster::github::webhook::{list_deliveries, DeliveryRecord, WebhookLimits, WebhookState};
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
 use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::web::router::webhook as router;
 use secrecy::SecretString;
 use sqlx::PgPool;
 
@@ -76,7 +77,7 @@ async fn remember(pool: &PgPool, id: i64, name: &str) {
         .expect("seed the registry");
 }
 
-async fn deliveries(pool: &PgPool) -> Vec<DeliveryJson> {
+async fn deliveries(pool: &PgPool) -> Vec<DeliveryRecord> {
     list_deliveries(pool, 1000, None, None)
         .await
         .expect("the deliveries list")

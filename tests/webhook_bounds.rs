@@ -21,12 +21,11 @@ use prometheus_client::registry::Registry;
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::github::webhook::admission::Admission;
-use roster::github::webhook::{
-    router_with_admission, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES, PATH,
-};
+use roster::github::webhook::{sign, WebhookLimits, WebhookState, MAX_BODY_BYTES, PATH};
 use roster::metrics::{Metrics, OTHER_EVENT, WEBHOOK_EVENTS};
 use roster::registry::ensure_known;
 use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::web::router::webhook_with_admission as router_with_admission;
 use roster::web::{router_with, AppState};
 use secrecy::SecretString;
 use serde_json::{json, Value};

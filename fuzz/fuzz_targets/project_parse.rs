@@ -1,7 +1,7 @@
 //! Feeds arbitrary bytes to the project-file parser and validator.
 //!
-//! Beyond "does not panic", it checks what SPEC §2 and §8 promise of the
-//! answer: a valid file obeys every limit (at most 100 projects among
+//! Beyond "does not panic", it checks what docs/contract.md (the project file,
+//! bounds) promises of the answer: a valid file obeys every limit (at most 100 projects among
 //! them), and an invalid one yields at least one problem, each printable as
 //! one `FILE:LINE:COLUMN: FIELD: message` line with 1-based positions; at
 //! most 100 problems, then, only when there were more, one line

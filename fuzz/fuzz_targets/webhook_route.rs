@@ -6,7 +6,7 @@
 //! Input layout: header lines `name: value`, an empty line, then the body.
 //! A signature header whose value is `SIGN` is replaced by the body's real
 //! signature, so signed deliveries are reached too. Besides "does not
-//! panic", it checks what SPEC §8 promises: every refusal is 400, 401 or
+//! panic", it checks what docs/contract.md#bounds promises: every refusal is 400, 401 or
 //! 413, a declared length past 25 MiB never gets through, every metric
 //! label is a known event or `other`, and what a delivery row would keep is
 //! short.

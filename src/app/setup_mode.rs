@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::routing::get;
 use secrecy::SecretString;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
@@ -15,7 +14,7 @@ use tokio::sync::Notify;
 
 use crate::config::{ConfigError, GithubAppSettings, Settings};
 use crate::setup::store::{self, StoreError, StoredApp};
-use crate::setup::{random_hex, router, SecretKey, SetupState};
+use crate::setup::{random_hex, SecretKey, SetupState};
 
 /// How often setup mode looks for an App another replica stored.
 const POLL: Duration = Duration::from_secs(3);
@@ -158,12 +157,7 @@ async fn serve_setup(
         let _ = done_tx.send(true);
         outcome
     });
-    // The dashboard's liveness probe and stylesheet, beside setup's routes.
-    let routes = router(state).merge(
-        axum::Router::new()
-            .route("/healthz", get(crate::web::health::healthz))
-            .route("/static/roster.css", get(crate::web::assets::stylesheet)),
-    );
+    let routes = crate::web::router::setup(state);
     crate::web::serve::serve(for_setup, routes, async move {
         let _ = done_rx.wait_for(|done| *done).await;
     })

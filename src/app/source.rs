@@ -12,7 +12,7 @@ use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings};
 use crate::github::webhook::free_push::FreePushes;
 use crate::github::webhook::retention::{self, Retention};
-use crate::github::webhook::{self, WebhookLimits, WebhookState};
+use crate::github::webhook::{WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
 use crate::shutdown::{self, Stop};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
@@ -83,7 +83,7 @@ pub async fn github(
     let source = GithubSource::connect(app, &settings.project_file(), pool, metrics)
         .await
         .map_err(|e| ConfigError::new(e.setting(), e.message()))?;
-    let routes = webhook::router(WebhookState {
+    let routes = crate::web::router::webhook(WebhookState {
         pool: shared.pool.clone(),
         queue: shared.queue.clone(),
         secret: app.webhook_secret.clone(),

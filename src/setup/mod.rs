@@ -10,12 +10,12 @@ mod key;
 mod manifest;
 mod pages;
 pub mod print_env;
-mod routes;
+pub mod routes;
 mod seal;
 mod state;
 pub mod store;
 
 pub use key::{random_hex, KeyError, SecretKey, KEY_FILE};
 pub use manifest::{manifest_json, PublicUrl};
-pub use routes::{router, SetupState};
+pub use routes::SetupState;
 pub use state::{issue as issue_state, verify as verify_state};

@@ -1,6 +1,7 @@
-//! The routes of setup mode: readiness, the setup page, the manifest form
-//! and GitHub's callback (the server adds `/healthz` and the stylesheet).
-//! Everything else answers 503: Roster has no App yet.
+//! The handlers of setup mode: readiness, the setup page, the manifest form
+//! and GitHub's callback (their paths are declared in `web::router`, with
+//! `/healthz` and the stylesheet). Everything else answers 503: Roster has
+//! no App yet.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,13 +9,10 @@ use std::time::Duration;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Form, Json, Router};
+use axum::{Form, Json};
 use serde::Deserialize;
 use sqlx::PgPool;
 use tokio::sync::Notify;
-use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
 use url::Url;
 
 use super::conversion::{self, ExchangeError, Expected};
@@ -45,26 +43,10 @@ impl SetupState {
     }
 }
 
-const BODY_LIMIT: usize = 64 * 1024;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const RESTART_HINT: &str = "Start again from the setup address in Roster's log.";
 
-/// The router of setup mode.
-pub fn router(state: SetupState) -> Router {
-    Router::new()
-        .route("/readyz", get(readyz))
-        .route("/setup", get(show).post(submit))
-        .route("/setup/callback", get(callback))
-        .fallback(waiting)
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            REQUEST_TIMEOUT,
-        ))
-        .with_state(state)
-}
-
-async fn readyz(State(state): State<SetupState>) -> Response {
+/// `GET /readyz`: ready once the database answers.
+pub async fn readyz(State(state): State<SetupState>) -> Response {
     let ping = sqlx::query("select 1").execute(&state.pool);
     match tokio::time::timeout(Duration::from_secs(2), ping).await {
         Ok(Ok(_)) => Json(serde_json::json!({ "status": "ready" })).into_response(),
@@ -76,7 +58,8 @@ async fn readyz(State(state): State<SetupState>) -> Response {
     }
 }
 
-async fn waiting() -> Response {
+/// Any other path: 503, Roster has no App yet.
+pub async fn waiting() -> Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [(header::RETRY_AFTER, "60")],
@@ -127,12 +110,13 @@ async fn check_token(pool: &PgPool, token: Option<&str>) -> Option<Response> {
 }
 
 #[derive(Deserialize)]
-struct TokenQuery {
+/// `?token=`: the one-time setup token from the log.
+pub struct TokenQuery {
     token: Option<String>,
 }
 
 /// `GET /setup?token=…`: the form.
-async fn show(State(state): State<SetupState>, Query(query): Query<TokenQuery>) -> Response {
+pub async fn show(State(state): State<SetupState>, Query(query): Query<TokenQuery>) -> Response {
     if let Some(answer) = closed(&state.pool).await {
         return answer;
     }
@@ -153,7 +137,8 @@ async fn show(State(state): State<SetupState>, Query(query): Query<TokenQuery>) 
 }
 
 #[derive(Deserialize)]
-struct SetupForm {
+/// The setup page's form.
+pub struct SetupForm {
     token: Option<String>,
     #[serde(default)]
     org: String,
@@ -162,7 +147,7 @@ struct SetupForm {
 }
 
 /// `POST /setup`: the manifest form, with a fresh state.
-async fn submit(State(state): State<SetupState>, Form(form): Form<SetupForm>) -> Response {
+pub async fn submit(State(state): State<SetupState>, Form(form): Form<SetupForm>) -> Response {
     if let Some(answer) = closed(&state.pool).await {
         return answer;
     }
@@ -214,14 +199,18 @@ async fn submit(State(state): State<SetupState>, Form(form): Form<SetupForm>) ->
 }
 
 #[derive(Deserialize)]
-struct CallbackQuery {
+/// GitHub's redirect back: the code to exchange and the state issued.
+pub struct CallbackQuery {
     code: Option<String>,
     state: Option<String>,
 }
 
 /// `GET /setup/callback?code=…&state=…`: the App, exchanged, stored and
 /// started; then GitHub's page to install it.
-async fn callback(State(state): State<SetupState>, Query(query): Query<CallbackQuery>) -> Response {
+pub async fn callback(
+    State(state): State<SetupState>,
+    Query(query): Query<CallbackQuery>,
+) -> Response {
     if let Some(answer) = closed(&state.pool).await {
         return answer;
     }

@@ -1,24 +1,20 @@
 //! The change feed and history: `GET /api/v1/changes` (a long poll),
 //! `GET /api/v1/projects/{name}/history` and `GET /api/v1/notify`.
 //!
-//! The feed has its own router: a long poll may last up to [`MAX_WAIT`],
-//! past the 30 s every other request gets, so it is merged beside the main
-//! router with a timeout of its own.
+//! The feed has a router of its own (declared in `router.rs`): a long poll
+//! may last up to [`MAX_WAIT`], past the 30 s every other request gets, so
+//! it is merged beside the main router with a timeout of its own.
 
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use sqlx::PgPool;
 use tokio::sync::watch;
-use tower_http::set_header::SetResponseHeaderLayer;
-use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
 
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
@@ -43,26 +39,6 @@ pub struct ChangesState {
     pub stop: watch::Receiver<bool>,
     /// How many may wait at once (`ROSTER_LONG_POLLS`).
     pub long_polls: LongPolls,
-}
-
-/// The feed's router, with a timeout above [`MAX_WAIT`].
-pub fn routes(state: ChangesState) -> Router {
-    Router::new()
-        .route("/api/v1/changes", get(feed))
-        .with_state(state)
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            MAX_WAIT + Duration::from_secs(15),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        ))
-        .layer(SetResponseHeaderLayer::overriding(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
-        .layer(TraceLayer::new_for_http())
 }
 
 /// `?after=&limit=&wait=`, taken as text and checked here.
@@ -125,7 +101,7 @@ impl FeedParams {
 
 /// `GET /api/v1/changes`: the changes after `after`, oldest first; with
 /// `wait`, held until one commits or the wait ends.
-async fn feed(
+pub async fn feed(
     State(state): State<ChangesState>,
     params: Result<ApiQuery<FeedParams>, ApiError>,
 ) -> Response {

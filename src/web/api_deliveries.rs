@@ -3,11 +3,11 @@
 use axum::extract::State;
 use axum::Json;
 
+use super::delivery_log::{self, DeliveryJson};
 use super::error::ApiError;
 use super::extract::ApiQuery;
 use super::params::DeliveryParams;
 use super::state::AppState;
-use crate::github::webhook::deliveries::{list_deliveries, DeliveryJson};
 use crate::registry::Page;
 
 /// Deliveries, optionally only those about one repository (`repo=owner/name`).
@@ -16,6 +16,6 @@ pub async fn list(
     ApiQuery(params): ApiQuery<DeliveryParams>,
 ) -> Result<Json<Page<DeliveryJson>>, ApiError> {
     let limit = params.limit()?;
-    let page = list_deliveries(&state.pool, limit, params.cursor(), params.repo()).await?;
+    let page = delivery_log::page(&state.pool, limit, params.cursor(), params.repo()).await?;
     Ok(Json(page))
 }

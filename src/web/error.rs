@@ -6,7 +6,6 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::github::webhook::deliveries::DeliveriesError;
 use crate::registry::RegistryError;
 
 /// What went wrong with an API request, as the client should see it.
@@ -62,19 +61,6 @@ impl From<RegistryError> for ApiError {
                 Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
             }
             RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
-        }
-    }
-}
-
-impl From<DeliveriesError> for ApiError {
-    fn from(error: DeliveriesError) -> Self {
-        match error {
-            DeliveriesError::InvalidCursor => {
-                Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
-            }
-            DeliveriesError::Database(detail) => {
-                Self::unavailable("delivery log query failed", &detail)
-            }
         }
     }
 }

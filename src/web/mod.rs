@@ -1,7 +1,10 @@
 //! HTTP: the read and write API, the dashboard, probes and `/metrics`
-//! (docs/contract.md#http-routes, docs/operations.md#metrics). The webhook route lives with the GitHub code and is merged
-//! in through [`router_with`] (`router.rs` wires the routes; every handler
-//! shares [`AppState`]).
+//! (docs/contract.md#http-routes, docs/operations.md#metrics). Every route
+//! Roster serves is declared in `router.rs`, the webhook's and setup mode's
+//! too (their handlers live with the GitHub code and the setup); the API
+//! and dashboard handlers share [`AppState`]. The JSON shapes are the
+//! registry's read types, and a delivery's (`delivery_log.rs`, the one
+//! place `web` reads the delivery log).
 
 pub mod api_changes;
 mod api_deliveries;
@@ -14,6 +17,7 @@ pub(crate) mod assets;
 mod auth;
 pub mod client;
 mod dashboard;
+pub mod delivery_log;
 pub mod error;
 pub(crate) mod escape;
 mod extract;

@@ -1,21 +1,31 @@
-//! The router that wires every route of the API, the dashboard, the probes
-//! and `/metrics` together, under one timeout and the security headers.
+//! Every route Roster serves, declared here and nowhere else: the API, the
+//! dashboard, the probes and `/metrics` under one timeout and the security
+//! headers; the change feed with a longer one; the webhook route with its
+//! own body limit; and the routes of setup mode.
 
 use std::time::Duration;
 
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
+use std::sync::Arc;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+use super::api_changes::{self, ChangesState, MAX_WAIT};
+use super::dashboard::{
+    deliveries, forms, history, overview, owners, projects, repo, script, signin,
+};
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, dashboard,
-    error, health, metrics_route,
+    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, error,
+    health, metrics_route,
 };
+use crate::github::webhook::admission::Admission;
+use crate::github::webhook::{self, WebhookState};
+use crate::setup::{routes as setup_routes, SetupState};
 
 /// A request taking longer than this is cut off with a 503.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -37,7 +47,7 @@ pub fn router(state: AppState) -> Router {
 /// body limit) under the same timeout and security headers.
 pub fn router_with(state: AppState, extra: Router) -> Router {
     let routes = Router::new()
-        .merge(dashboard::routes())
+        .merge(dashboard())
         .route("/static/roster.css", get(assets::stylesheet))
         .route("/api/v1/repos", get(api_repos::list))
         .route("/api/v1/repos/{owner}/{name}", get(api_repos::detail))
@@ -49,11 +59,8 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/resync", post(api_write::resync_all))
         .route("/api/v1/projects", get(api_projects::list))
         .route("/api/v1/projects/{name}", get(api_projects::detail))
-        .route(
-            "/api/v1/projects/{name}/history",
-            get(super::api_changes::history),
-        )
-        .route("/api/v1/notify", get(super::api_changes::notify_targets))
+        .route("/api/v1/projects/{name}/history", get(api_changes::history))
+        .route("/api/v1/notify", get(api_changes::notify_targets))
         .route("/api/v1/deliveries", get(api_deliveries::list))
         .route("/api/v1/holds", get(api_holds::list))
         .route("/api/v1/owners", get(api_owners::list))
@@ -77,6 +84,81 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
             CONTENT_SECURITY_POLICY,
         ))
         .layer(TraceLayer::new_for_http())
+}
+
+/// The dashboard's pages, its sign-in and resync forms, and the refresh
+/// script.
+fn dashboard() -> Router<AppState> {
+    Router::new()
+        .route("/", get(overview::overview))
+        .route("/repos/{owner}/{name}", get(repo::repo_detail))
+        .route("/repos/{owner}/{name}/resync", post(forms::resync_repo))
+        .route("/resync", post(forms::resync_all))
+        .route("/projects", get(projects::projects))
+        .route("/projects/{name}/history", get(history::entry_history))
+        .route("/owners", get(owners::owners))
+        .route("/changes", get(history::changes_page))
+        .route("/deliveries", get(deliveries::deliveries))
+        .route("/signin", get(signin::form).post(signin::sign_in))
+        .route("/signout", post(signin::sign_out))
+        .route("/static/refresh.js", get(script::refresh_script))
+        // Pages hold the session's CSRF token and change every few seconds:
+        // no cache keeps them (the script sets its own caching).
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+}
+
+/// `GET /api/v1/changes`, the feed's long poll, with a timeout above
+/// [`MAX_WAIT`].
+pub fn changes(state: ChangesState) -> Router {
+    Router::new()
+        .route("/api/v1/changes", get(api_changes::feed))
+        .with_state(state)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            MAX_WAIT + Duration::from_secs(15),
+        ))
+        .layer(security_header(header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .layer(security_header(header::CACHE_CONTROL, "no-store"))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// `POST /webhooks/github` alone, to be merged through [`router_with`]
+/// (it sets its own body limit).
+pub fn webhook(state: WebhookState) -> Router {
+    webhook_with_admission(state).0
+}
+
+/// Like [`webhook`], also handing out the route's [`Admission`], so that a
+/// test can see when every turn to read a body is taken.
+pub fn webhook_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
+    let (route, admission) = webhook::route::prepare(state);
+    let router = Router::new()
+        .route(webhook::PATH, post(webhook::route::receive))
+        .with_state(route);
+    (router, admission)
+}
+
+/// Setup mode's routes: readiness, the setup page, the manifest form and
+/// GitHub's callback, the liveness probe and the stylesheet; any other
+/// path answers 503 (no App yet).
+pub fn setup(state: SetupState) -> Router {
+    let setup = Router::new()
+        .route("/readyz", get(setup_routes::readyz))
+        .route("/setup", get(setup_routes::show).post(setup_routes::submit))
+        .route("/setup/callback", get(setup_routes::callback))
+        .fallback(setup_routes::waiting)
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ))
+        .with_state(state);
+    setup
+        .route("/healthz", get(health::healthz))
+        .route("/static/roster.css", get(assets::stylesheet))
 }
 
 fn security_header(name: HeaderName, value: &'static str) -> SetResponseHeaderLayer<HeaderValue> {

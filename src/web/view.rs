@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::github::webhook::deliveries::DeliveryJson;
+use super::delivery_log::DeliveryJson;
 use crate::registry::Status;
 
 /// A status as the dashboard shows it: its name always, a symbol and a

@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 use sqlx::{Arguments, PgExecutor, PgPool};
@@ -17,9 +16,9 @@ use crate::registry::Page;
 /// The most items one page holds (docs/contract.md#http-routes).
 pub const MAX_LIMIT: u32 = 1000;
 
-/// One delivery as the API shows it (docs/contract.md#http-routes).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
-pub struct DeliveryJson {
+/// One recorded delivery.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DeliveryRecord {
     /// GitHub's `X-GitHub-Delivery`.
     pub id: String,
     pub event: String,
@@ -170,11 +169,11 @@ pub async fn list_deliveries(
     limit: u32,
     cursor: Option<&str>,
     repo: Option<&str>,
-) -> Result<Page<DeliveryJson>, DeliveriesError> {
+) -> Result<Page<DeliveryRecord>, DeliveriesError> {
     let limit = limit.clamp(1, MAX_LIMIT);
     let after = cursor.map(decode_cursor).transpose()?;
     let (after_at, after_id) = after.unzip();
-    let mut items: Vec<DeliveryJson> = sqlx::query_as(
+    let mut items: Vec<DeliveryRecord> = sqlx::query_as(
         "select id, event, action, repo, outcome, at, redelivery_requested
          from deliveries
          where ($1::text is null or repo = $1)

@@ -49,6 +49,21 @@ pub struct PushChange {
     pub paths: Vec<String>,
 }
 
+/// A `Roster` check run a payload asks for: on a pull request's head, or
+/// (for a rerequest on a commit of no pull request) on the commit itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestedCheck {
+    pub repo_id: RepoId,
+    /// `None` when a run was asked for again on a commit of no pull request.
+    pub pull_request: Option<i32>,
+    pub head_sha: String,
+    pub installation_id: InstallationId,
+    pub owner: String,
+    pub name: String,
+    /// Whether the repository is public, as the payload says.
+    pub public: bool,
+}
+
 /// What happened to a repository, among the `repository` actions that can
 /// change what Roster registers for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,9 +141,7 @@ pub enum WebhookEvent {
     Ignored { reason: String },
     /// Pull requests (or a commit) whose `Roster` check run is to be
     /// evaluated and posted.
-    CheckRequested {
-        requests: Vec<crate::registry::check_requests::CheckRequest>,
-    },
+    CheckRequested { requests: Vec<RequestedCheck> },
     /// The organisation's directory changed.
     Directory(DirectoryChange),
 }

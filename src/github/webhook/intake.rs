@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use sqlx::PgConnection;
 
-use super::event::{DirectoryChange, PayloadRepo, WebhookEvent};
+use super::event::{DirectoryChange, PayloadRepo, RequestedCheck, WebhookEvent};
 use super::free_push::FreePushes;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
@@ -138,7 +138,7 @@ pub async fn apply_batch(
             continue;
         }
         intakes.push(Intake::of(&ids, plan.listing, plan.checks.is_empty()));
-        checks.extend(plan.checks);
+        checks.extend(plan.checks.into_iter().map(check_request));
         known.extend(plan.known);
         let trigger = trigger_of(event);
         to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
@@ -252,6 +252,19 @@ async fn ask_directory(
             change.login, change.org_id
         ))
     })
+}
+
+/// A check a payload asks for, as the registry stores it.
+fn check_request(check: RequestedCheck) -> check_requests::CheckRequest {
+    check_requests::CheckRequest {
+        repo_id: check.repo_id,
+        pull_request: check.pull_request,
+        head_sha: check.head_sha,
+        installation_id: check.installation_id.0,
+        owner: check.owner,
+        name: check.name,
+        public: check.public,
+    }
 }
 
 /// A push to the default branch is the most telling event trigger.

@@ -27,10 +27,10 @@ pub mod state;
 pub mod verified;
 
 pub use admission::WebhookLimits;
-pub use deliveries::{list_deliveries, DeliveriesError, DeliveryJson};
+pub use deliveries::{list_deliveries, DeliveriesError, DeliveryRecord};
 pub use event::{ParsedDelivery, WebhookEvent};
 pub use gate::MAX_BODY_BYTES;
-pub use route::{router, router_with_admission, PATH};
+pub use route::PATH;
 pub use signature::sign;
 pub use state::WebhookState;
 pub use verified::VerifiedDelivery;

@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 
 use super::event::{
-    DirectoryChange, InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent,
+    DirectoryChange, InstallationAction, PayloadRepo, RepositoryAction, RequestedCheck,
+    WebhookEvent,
 };
 use crate::source::{InstallationId, RepoId};
 
@@ -26,7 +27,7 @@ pub struct Plan {
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
     /// Check runs to evaluate (pull requests, rerequested runs).
-    pub checks: Vec<crate::registry::check_requests::CheckRequest>,
+    pub checks: Vec<RequestedCheck>,
     /// The installation whose App permissions changed: checks resume.
     pub permissions_changed: Option<InstallationId>,
     /// An organisation's directory to read again (or its new login).

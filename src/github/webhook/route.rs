@@ -9,8 +9,7 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::json;
 
 use super::admission::Admission;
@@ -27,15 +26,11 @@ pub const PATH: &str = "/webhooks/github";
 /// truthful (a failure a redelivery recovers) even when the database hangs.
 pub const PERSIST_TIMEOUT: Duration = Duration::from_secs(8);
 
-/// The webhook route alone, to be merged into the server's router. Its
-/// bounds are `state.limits`: tests shorten the wait there.
-pub fn router(state: WebhookState) -> Router {
-    router_with_admission(state).0
-}
-
-/// Like [`router`], also handing out the route's [`Admission`], so that a
-/// test can see when every slot is taken instead of guessing.
-pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
+/// The route's state, built once from `state` (its bounds are
+/// `state.limits`: tests shorten the wait there), and its [`Admission`], so
+/// that a test can see when every slot is taken instead of guessing. The
+/// path is declared with every other route, in `web::router`.
+pub fn prepare(state: WebhookState) -> (Arc<Route>, Arc<Admission>) {
     let admission = Arc::new(Admission::new(state.limits));
     let group = GroupCommit::new(
         state.pool.clone(),
@@ -48,15 +43,12 @@ pub fn router_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
         admission: admission.clone(),
         group,
     };
-    let router = Router::new()
-        .route(PATH, post(receive))
-        .with_state(Arc::new(route));
-    (router, admission)
+    (Arc::new(route), admission)
 }
 
 /// Records what a verified delivery implies and answers: 202 once it is
 /// committed, 503 when it could not be (GitHub then shows it failed).
-async fn receive(
+pub async fn receive(
     State(route): State<Arc<Route>>,
     VerifiedDelivery(accepted): VerifiedDelivery,
 ) -> Response {
@@ -130,6 +122,7 @@ async fn persist(route: &Route, accepted: Accepted) -> Result<Response, PersistE
 mod tests {
     use axum::body::Body;
     use axum::http::Request;
+    use axum::Router;
     use prometheus_client::metrics::counter::Counter;
     use secrecy::SecretString;
     use sqlx::PgPool;
@@ -159,7 +152,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new(
             &mut prometheus_client::registry::Registry::default(),
         ));
-        let app = router(WebhookState {
+        let app = crate::web::router::webhook(WebhookState {
             pool: pool.clone(),
             queue: Arc::new(queue),
             secret: SecretString::from(SECRET),

@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use super::chrome::Chrome;
 use super::error_page::PageError;
-use crate::github::webhook::deliveries::list_deliveries;
+use crate::web::delivery_log;
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
 use crate::web::params::DeliveryParams;
@@ -36,7 +36,7 @@ pub async fn deliveries(
     // A malformed query string shows as a page, not as the API's JSON.
     let ApiQuery(params) = params?;
     let page =
-        list_deliveries(&state.pool, params.limit()?, params.cursor(), params.repo()).await?;
+        delivery_log::page(&state.pool, params.limit()?, params.cursor(), params.repo()).await?;
     let now = Utc::now();
     let next_href = page.next_cursor.as_deref().map(|cursor| {
         href_with(

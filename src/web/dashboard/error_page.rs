@@ -6,7 +6,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
 use super::chrome::Chrome;
-use crate::github::webhook::deliveries::DeliveriesError;
 use crate::registry::RegistryError;
 use crate::web::error::ApiError;
 
@@ -62,12 +61,6 @@ impl From<ApiError> for PageError {
 
 impl From<RegistryError> for PageError {
     fn from(error: RegistryError) -> Self {
-        ApiError::from(error).into()
-    }
-}
-
-impl From<DeliveriesError> for PageError {
-    fn from(error: DeliveriesError) -> Self {
         ApiError::from(error).into()
     }
 }

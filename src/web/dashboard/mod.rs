@@ -10,42 +10,13 @@ mod action;
 mod change_row;
 mod change_stream;
 mod chrome;
-mod deliveries;
+pub(super) mod deliveries;
 mod error_page;
-mod forms;
-mod history;
-mod overview;
-mod projects;
-mod repo;
-mod script;
-mod signin;
-
-use axum::http::{header, HeaderValue};
-use axum::routing::{get, post};
-use axum::Router;
-use tower_http::set_header::SetResponseHeaderLayer;
-
-use super::state::AppState;
-
-/// Every dashboard route: the pages, the sign-in and resync forms, and the
-/// refresh script.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/", get(overview::overview))
-        .route("/repos/{owner}/{name}", get(repo::repo_detail))
-        .route("/repos/{owner}/{name}/resync", post(forms::resync_repo))
-        .route("/resync", post(forms::resync_all))
-        .route("/projects", get(projects::projects))
-        .route("/projects/{name}/history", get(history::entry_history))
-        .route("/changes", get(history::changes_page))
-        .route("/deliveries", get(deliveries::deliveries))
-        .route("/signin", get(signin::form).post(signin::sign_in))
-        .route("/signout", post(signin::sign_out))
-        .route("/static/refresh.js", get(script::refresh_script))
-        // Pages hold the session's CSRF token and change every few seconds:
-        // no cache keeps them (the script sets its own caching).
-        .layer(SetResponseHeaderLayer::if_not_present(
-            header::CACHE_CONTROL,
-            HeaderValue::from_static("no-store"),
-        ))
-}
+pub(super) mod forms;
+pub(super) mod history;
+pub(super) mod overview;
+pub(super) mod owners;
+pub(super) mod projects;
+pub(super) mod repo;
+pub(super) mod script;
+pub(super) mod signin;

@@ -2,7 +2,7 @@
 //! synchronize, reopened, and edited when its base changed) into the
 //! default branch, and `check_suite`/`check_run` `rerequested`.
 //!
-//! Each becomes a [`CheckRequest`] per pull request (or, for a rerequest
+//! Each becomes a [`RequestedCheck`] per pull request (or, for a rerequest
 //! on a commit of no pull request, one for the commit itself). Like the
 //! other parsers, only the needed fields are read, and a missing one is an
 //! error, never a panic.
@@ -11,10 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::payload::ignored;
-use super::WebhookEvent;
+use super::{RequestedCheck, WebhookEvent};
 use crate::github::checks_api::CHECK_NAME;
-use crate::registry::check_requests::CheckRequest;
-use crate::source::RepoId;
+use crate::source::{InstallationId, RepoId};
 
 #[derive(Deserialize)]
 struct Repository {
@@ -63,12 +62,12 @@ impl Repository {
         }
     }
 
-    fn request(&self, installation: i64, number: Option<i32>, sha: &str) -> CheckRequest {
-        CheckRequest {
+    fn request(&self, installation: i64, number: Option<i32>, sha: &str) -> RequestedCheck {
+        RequestedCheck {
             repo_id: RepoId(self.id),
             pull_request: number,
             head_sha: sha.to_owned(),
-            installation_id: installation,
+            installation_id: InstallationId(installation),
             owner: self.owner.login.clone(),
             name: self.name.clone(),
             public: self.public(),
@@ -194,7 +193,7 @@ pub fn parse_rerequest(event_name: &str, body: &[u8]) -> Result<WebhookEvent, se
         return Ok(ignored("no installation in the payload"));
     };
     let repo = &event.repository;
-    let mut requests: Vec<CheckRequest> = pulls
+    let mut requests: Vec<RequestedCheck> = pulls
         .iter()
         .filter(|p| p.base.git_ref == repo.default_branch)
         .map(|p| repo.request(installation.id, Some(p.number), &sha))
@@ -223,7 +222,7 @@ mod tests {
         std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
-    fn requests(event: WebhookEvent) -> Vec<CheckRequest> {
+    fn requests(event: WebhookEvent) -> Vec<RequestedCheck> {
         match event {
             WebhookEvent::CheckRequested { requests } => requests,
             other => panic!("not a check request: {other:?}"),
@@ -235,11 +234,11 @@ mod tests {
         let asked = requests(parse_pull_request(&fixture("pull_request.opened.json")).unwrap());
         assert_eq!(
             asked,
-            vec![CheckRequest {
+            vec![RequestedCheck {
                 repo_id: RepoId(186_853_002),
                 pull_request: Some(2),
                 head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".into(),
-                installation_id: 1,
+                installation_id: InstallationId(1),
                 owner: "Codertocat".into(),
                 name: "Hello-World".into(),
                 public: true,
@@ -321,7 +320,6 @@ mod tests {
         let asked = requests(parse_rerequest("check_run", &body).unwrap());
         assert_eq!(asked.len(), 1);
         assert_eq!(asked[0].pull_request, None);
-        assert_eq!(asked[0].key(), format!("sha:{}", asked[0].head_sha));
         // Another App's run is not ours to redo.
         let theirs = fixture("check_run.rerequested.json");
         assert!(matches!(
