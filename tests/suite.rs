@@ -64,6 +64,7 @@ mod setup;
 mod setup_browser;
 mod slow_clients;
 mod spec_citations;
+mod stale_hints;
 mod table_owners;
 mod webhook_bounds;
 mod webhooks;
