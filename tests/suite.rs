@@ -59,6 +59,7 @@ mod secrets_in_logs;
 mod sessions;
 mod setup;
 mod setup_browser;
+mod shutdown;
 mod slow_clients;
 mod spec_citations;
 mod table_owners;
