@@ -20,7 +20,7 @@ use support::seed::{event, Seed};
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// `chromium` on PATH, if any.
-fn find_chromium() -> Option<PathBuf> {
+pub(crate) fn find_chromium() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join("chromium"))
@@ -59,11 +59,17 @@ async fn chromium(binary: &Path, profile: &Path, args: &[String], url: &str) -> 
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-async fn dump_dom(binary: &Path, profile: &Path, url: &str) -> String {
+pub(crate) async fn dump_dom(binary: &Path, profile: &Path, url: &str) -> String {
     chromium(binary, profile, &["--dump-dom".to_owned()], url).await
 }
 
-async fn screenshot(binary: &Path, profile: &Path, url: &str, file: &Path, size: (u32, u32)) {
+pub(crate) async fn screenshot(
+    binary: &Path,
+    profile: &Path,
+    url: &str,
+    file: &Path,
+    size: (u32, u32),
+) {
     let args = [
         format!("--screenshot={}", file.display()),
         format!("--window-size={},{}", size.0, size.1),
@@ -257,7 +263,7 @@ fn project_file(id: i64) -> String {
     yaml
 }
 
-async fn seed(pool: &PgPool) {
+pub(crate) async fn seed(pool: &PgPool) {
     let minutes = |m: u64| Duration::from_secs(m * 60);
     let seed = Seed::new(pool);
     for (i, (id, name, state)) in org().into_iter().enumerate() {
@@ -358,7 +364,7 @@ async fn serve() -> String {
     format!("http://{address}")
 }
 
-fn screenshot_dir() -> (PathBuf, Option<tempfile::TempDir>) {
+pub(crate) fn screenshot_dir() -> (PathBuf, Option<tempfile::TempDir>) {
     if std::env::var("ROSTER_UPDATE_SCREENSHOTS").is_ok_and(|v| v == "1") {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
         std::fs::create_dir_all(&dir).expect("docs/screenshots");

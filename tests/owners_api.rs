@@ -14,7 +14,7 @@ use support::http::Answer;
 use support::router::{self, send, Options};
 use support::seed::Seed;
 
-const TOKEN: &str = "owners-t0ken";
+pub(crate) const TOKEN: &str = "owners-t0ken";
 
 async fn get(app: &Router, uri: &str, authorization: Option<&str>) -> Answer {
     let mut request = Request::builder().method(Method::GET).uri(uri);
@@ -53,7 +53,7 @@ fn names(page: &Value) -> Vec<String> {
 /// acme (org 50): teams payments (renamed from `pay`), platform, a secret
 /// `security`; member alice. Entries: two owned by `pay`, one by
 /// `@acme/platform`, one by `@alice`, one by nobody.
-async fn fixture() -> support::router::Fixture {
+pub(crate) async fn fixture() -> support::router::Fixture {
     let options = Options {
         api_token: Some(TOKEN),
         github_web_url: Some("https://github.com"),

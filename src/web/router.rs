@@ -15,7 +15,9 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use super::api_changes::{self, ChangesState, MAX_WAIT};
-use super::dashboard::{deliveries, forms, history, overview, projects, repo, script, signin};
+use super::dashboard::{
+    deliveries, forms, history, overview, owners, projects, repo, script, signin,
+};
 use super::state::AppState;
 use super::{
     api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, error,
@@ -94,6 +96,7 @@ fn dashboard() -> Router<AppState> {
         .route("/resync", post(forms::resync_all))
         .route("/projects", get(projects::projects))
         .route("/projects/{name}/history", get(history::entry_history))
+        .route("/owners", get(owners::owners))
         .route("/changes", get(history::changes_page))
         .route("/deliveries", get(deliveries::deliveries))
         .route("/signin", get(signin::form).post(signin::sign_in))

@@ -15,6 +15,7 @@ mod error_page;
 pub(super) mod forms;
 pub(super) mod history;
 pub(super) mod overview;
+pub(super) mod owners;
 pub(super) mod projects;
 pub(super) mod repo;
 pub(super) mod script;
