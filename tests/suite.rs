@@ -58,6 +58,7 @@ mod registry;
 mod registry_bounds;
 mod registry_waiting;
 mod replicas;
+mod repo_detail_bounds;
 mod secrets_in_logs;
 mod sessions;
 mod setup;
