@@ -104,6 +104,7 @@ where
     let history = history::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
+        .with_project_files(&settings.project_files)
         .with_guard(guard)
         .with_default_branch_checks(settings.checks.default_branch())
         .with_owners(settings.owners);

@@ -368,6 +368,14 @@ async fn each_service_file_of_a_monorepo_should_be_applied_kept_moved_and_remove
         "services/identity/project.yaml:2:8: owner: must not be empty"
     );
     assert_eq!(platform_paths(&roster).await.len(), 4, "entries kept");
+    let page = get(&roster.url("/repos/local/platform"))
+        .await
+        .expect("page")
+        .body;
+    assert!(
+        page.contains("<code>services/identity/project.yaml</code>"),
+        "each entry names its file"
+    );
 
     // Fixed, and the gateway's folder renamed: its two entries move, they
     // are changed (new path), never removed and created again.

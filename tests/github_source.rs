@@ -95,7 +95,13 @@ fn hint_of(partition: &Partition<RepoId>, id: i64) -> Observed {
         .iter()
         .find(|i| i.key == RepoId(id))
         .expect("listed");
-    serde_json::from_slice(item.hint.as_deref().expect("hinted")).expect("hint decodes")
+    let hint: serde_json::Value =
+        serde_json::from_slice(item.hint.as_deref().expect("hinted")).expect("hint decodes");
+    assert!(
+        hint["read_at"].is_string(),
+        "a hint says when it was read: {hint}"
+    );
+    serde_json::from_value(hint["observed"].clone()).expect("the observation decodes")
 }
 
 // ---- listing ----

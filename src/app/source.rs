@@ -92,7 +92,9 @@ pub async fn github(
             concurrency: settings.webhook_concurrency,
             ..WebhookLimits::default()
         },
-        free_pushes: Some(FreePushes::new(&settings.project_file()).with_owners(settings.owners)),
+        free_pushes: Some(
+            FreePushes::with_files(settings.project_files.clone()).with_owners(settings.owners),
+        ),
     });
     let (lister, storage) = (source.lister(), source.storage());
     // Re-reads of teams and members that webhooks ask for, until the server has stopped.

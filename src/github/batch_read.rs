@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::http::CallError;
 use super::read_query::{read_query, slot_of, ReadData, Slot, MAX_PER_QUERY};
-use super::storage::{decode_hint, GithubStorage, Recorded, SUSPENDED_RETRY};
+use super::storage::{GithubStorage, Recorded, SUSPENDED_RETRY};
 use crate::controller::Failure;
 use crate::source::{Observed, RepoId};
 
@@ -45,10 +45,11 @@ impl GithubStorage {
         items: &[(RepoId, Option<&[u8]>)],
     ) -> Vec<Result<Observed, Failure>> {
         let mut states: Vec<Option<Result<Observed, Failure>>> = vec![None; items.len()];
+        let mut hints = self.usable_hints(items).await;
         let mut unhinted = Vec::new();
-        for (index, (id, hint)) in items.iter().enumerate() {
-            match hint.and_then(|h| decode_hint(*id, h)) {
-                Some(observed) => states[index] = Some(Ok(observed)),
+        for (index, state) in states.iter_mut().enumerate() {
+            match hints.remove(&index) {
+                Some(observed) => *state = Some(Ok(observed)),
                 None => unhinted.push(index),
             }
         }

@@ -25,6 +25,7 @@ use super::client::Client;
 use super::directory::DirectoryReader;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
+use super::storage::Hint;
 use crate::controller::{Enqueue, Failure, Found, Lister, Partition, Trigger};
 use crate::source::{self, InstallationId, Observed, RepoId};
 
@@ -64,6 +65,9 @@ impl GithubLister {
         for pages in 1..=MAX_PAGES {
             self.client
                 .record_listing_pages(installation.id, pages, false);
+            // Taken before the request: whatever is applied after it is
+            // at least as new as what this page reads.
+            let read_at = chrono::Utc::now();
             let page = match self.page(installation, after.as_deref()).await {
                 Ok(page) => page,
                 Err(CallError::Suspended(id)) => {
@@ -99,7 +103,7 @@ impl GithubLister {
                     continue;
                 };
                 items.push(Enqueue::because(id, Trigger::Listing));
-                page_items.push(hinted(id, &observed));
+                page_items.push(hinted(id, observed, read_at));
             }
             // The receiver only goes away when the controller stops.
             let _ = found.send(page_items);
@@ -262,12 +266,17 @@ fn partition_of(installation: i64) -> source::Partition {
     source::Partition::Installation(InstallationId(installation))
 }
 
-/// A key with the observation it was listed with.
-fn hinted(id: RepoId, observed: &Observed) -> Enqueue<RepoId> {
+/// A key with the observation it was listed with, and when its page was
+/// asked for.
+fn hinted(
+    id: RepoId,
+    observed: Observed,
+    read_at: chrono::DateTime<chrono::Utc>,
+) -> Enqueue<RepoId> {
     // Serialising plain data cannot fail; if it ever did, the worker reads afresh.
     Enqueue {
         key: id,
-        hint: serde_json::to_vec(observed).ok(),
+        hint: serde_json::to_vec(&Hint { read_at, observed }).ok(),
         trigger: Trigger::Listing,
     }
 }

@@ -3,8 +3,9 @@
 //! source learns. Sources hold this handle, never the database itself, so
 //! every statement on the registry's tables stays in this module.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::tracker::{remembered_installations, tracked_ids};
@@ -59,6 +60,30 @@ impl RegistryDb {
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(|row| (row.id, row.record)).collect())
+    }
+
+    /// Which of `items` had an observation applied after the time given
+    /// with it: a listing's answer read before then is older than what the
+    /// registry holds.
+    pub async fn observed_since(
+        &self,
+        items: &[(RepoId, DateTime<Utc>)],
+    ) -> Result<HashSet<RepoId>, RegistryError> {
+        if items.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let (ids, times): (Vec<i64>, Vec<DateTime<Utc>>) =
+            items.iter().map(|(id, at)| (id.0, *at)).unzip();
+        let newer: Vec<RepoId> = sqlx::query_scalar(
+            "select r.id from repositories r
+             join unnest($1::bigint[], $2::timestamptz[]) as h(id, read_at) on h.id = r.id
+             where r.observed_at > h.read_at",
+        )
+        .bind(&ids)
+        .bind(&times)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(newer.into_iter().collect())
     }
 
     /// The repositories tracked in `partition`, removed ones excluded.

@@ -278,6 +278,50 @@ mod tests {
         assert_eq!(plan.problems, vec!["a/project.yaml: file: a link"]);
     }
 
+    fn old_state() -> RepoState {
+        RepoState {
+            status: Status::Synced,
+            error: None,
+            synced_sha: Some("old".into()),
+            attempts: 0,
+            conflicts: Vec::new(),
+            file_blob: None,
+        }
+    }
+
+    #[test]
+    fn the_worst_file_should_decide_and_each_line_should_name_its_path() {
+        let files = [
+            file("a/project.yaml", "name: api\nowner: x\n"),
+            file("b/project.yaml", "name: api\nowner: y\n"),
+        ];
+        let plan = plan(&files, &[]);
+        let changes = Changes {
+            conflicts: vec![entries::Conflict {
+                name: "api".into(),
+                owner_repo: "acme/other".into(),
+            }],
+            ..Changes::default()
+        };
+        let decided = decision(&old_state(), "0123456789", &plan, changes, None);
+        assert_eq!(decided.state.status, Status::Conflict);
+        assert_eq!(
+            decided.state.error.as_deref(),
+            Some(
+                "b/project.yaml: name \"api\" is also declared in a/project.yaml, which keeps it\n\
+                 a/project.yaml: name \"api\" is owned by acme/other"
+            )
+        );
+        assert_eq!(decided.state.synced_sha.as_deref(), Some("0123456789"));
+
+        let broken = [file("a/project.yaml", "name: [\n")];
+        let plan = super::plan(&broken, &[]);
+        let decided = decision(&old_state(), "0123456789", &plan, Changes::default(), None);
+        assert_eq!(decided.state.status, Status::Invalid);
+        assert_eq!(decided.state.synced_sha.as_deref(), Some("old"), "kept");
+        assert!(!decided.synced);
+    }
+
     #[test]
     fn the_set_blob_should_follow_paths_and_bytes() {
         let one = [file("a/project.yaml", "name: a\nowner: x\n")];

@@ -135,7 +135,7 @@ impl Part for FreePushRows<'_> {
     fn sql(&self) -> &'static str {
         // A renamed or transferred repository is not moved: its push is
         // read. The rows the statement writes are locked first, in id order.
-        "update repositories r set synced_sha = f.after, last_synced_at = now(),
+        "update repositories r set synced_sha = f.after, last_synced_at = now(), observed_at = now(),
              node_id = coalesce(f.node_id, r.node_id)
          from unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
                      $6::bigint[], $7::text[], $8::text[], $9::text[])

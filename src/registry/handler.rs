@@ -16,6 +16,7 @@ use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::directory::OwnersMode;
+use crate::project::ProjectFiles;
 use crate::source::{Observed, RepoId};
 
 /// Applies observations to the registry; see docs/contract.md#repository-statuses for what each
@@ -29,6 +30,8 @@ pub struct RegistryHandler<Q = PgQueue> {
     pool: PgPool,
     queue: Arc<Q>,
     project_file: String,
+    /// The project file patterns, as the fingerprint names them.
+    patterns: Vec<String>,
     /// What decides a state under these settings, recorded with it.
     fingerprint: Fingerprint,
     guard: DeletionGuard,
@@ -62,6 +65,7 @@ where
             pool,
             queue,
             fingerprint: Fingerprint::new(&[&project_file]).with_owners(OwnersMode::default()),
+            patterns: vec![project_file.clone()],
             project_file,
             guard: DeletionGuard::default(),
             change_log: true,
@@ -74,8 +78,26 @@ where
     /// too: a change of the setting reads every repository again.
     pub fn with_owners(mut self, owners: OwnersMode) -> Self {
         self.owners = owners;
-        self.fingerprint = Fingerprint::new(&[&self.project_file]).with_owners(owners);
+        self.fingerprint = self.fingerprint_now();
         self
+    }
+
+    /// Reads the files `files` matches: one path is named in messages as
+    /// it is, and the patterns are part of the recorded fingerprint (the
+    /// same as the free pushes' under the same settings).
+    pub fn with_project_files(mut self, files: &ProjectFiles) -> Self {
+        self.project_file = match files.single_path() {
+            Some(path) => path.to_owned(),
+            None => files.to_string(),
+        };
+        self.patterns = files.patterns().map(str::to_owned).collect();
+        self.fingerprint = self.fingerprint_now();
+        self
+    }
+
+    fn fingerprint_now(&self) -> Fingerprint {
+        let patterns: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
+        Fingerprint::new(&patterns).with_owners(self.owners)
     }
 
     /// Stores, with each reconcile that applies a new commit (or changes

@@ -203,6 +203,7 @@ pub(crate) async fn write_state(
         "update repositories set
              status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
              last_synced_at = case when $7 then now() else last_synced_at end,
+             observed_at = now(),
              updated_at = case when $8 then now() else updated_at end,
              file_blob = $9, fingerprint = coalesce($10, fingerprint)
          where id = $1",

@@ -2,11 +2,13 @@
 
 use axum::extract::State;
 use axum::Json;
+use serde::Deserialize;
 
 use super::error::{repo_not_found, ApiError};
 use super::extract::{ApiPath, ApiQuery};
 use super::params::RepoParams;
 use super::state::AppState;
+use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
 use crate::registry::check_runs::{recent_checks, CheckJson};
 use crate::registry::{self, Page, RepoDetailJson, RepoJson};
 
@@ -26,18 +28,48 @@ pub struct RepoWithChecks {
     pub detail: RepoDetailJson,
     /// Newest first, at most 20.
     pub checks: Vec<CheckJson>,
+    /// Set when the entries did not all fit in one answer: pass it back as
+    /// `?entries_after=` for the next ones.
+    pub entries_next_cursor: Option<String>,
 }
 
-/// One repository, its entries, its recent events and check runs.
+/// `?entries_after=NAME`: a repository's entries after that name (its
+/// detail's `entries_next_cursor`).
+#[derive(Debug, Default, Deserialize)]
+pub struct DetailParams {
+    pub entries_after: Option<String>,
+}
+
+/// One repository, its entries, its recent events and check runs. The
+/// answer stays under the byte bound of every answer that lists things: a
+/// repository of many large entries gives the first ones and
+/// `entries_next_cursor`.
 pub async fn detail(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
+    ApiQuery(params): ApiQuery<DetailParams>,
 ) -> Result<Json<RepoWithChecks>, ApiError> {
-    let detail = registry::get_repo(&state.pool, &owner, &name)
+    let mut detail = registry::get_repo(&state.pool, &owner, &name)
         .await?
         .ok_or_else(|| repo_not_found(&owner, &name))?;
     let checks = recent_checks(&state.pool, detail.repo.id).await?;
-    Ok(Json(RepoWithChecks { detail, checks }))
+    if let Some(after) = params.entries_after.as_deref().filter(|a| !a.is_empty()) {
+        detail.entries.retain(|e| e.name.as_str() > after);
+    }
+    let around = json_len(&detail.repo) + json_len(&detail.events) + json_len(&checks);
+    let cut = keep_within(
+        &mut detail.entries,
+        ITEMS_BUDGET.saturating_sub(around),
+        json_len,
+    );
+    let entries_next_cursor = cut
+        .then(|| detail.entries.last().map(|e| e.name.clone()))
+        .flatten();
+    Ok(Json(RepoWithChecks {
+        detail,
+        checks,
+        entries_next_cursor,
+    }))
 }
 
 /// The project file's JSON Schema, for editors.

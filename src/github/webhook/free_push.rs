@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use super::event::{PayloadRepo, PushChange, WebhookEvent};
 use super::plan::plan;
 use crate::directory::OwnersMode;
+use crate::project::ProjectFiles;
 use crate::registry::{Fingerprint, FreePush};
 use crate::source::RepoId;
 
@@ -15,7 +16,7 @@ use crate::source::RepoId;
 /// fingerprint a repository's recorded state must carry to be moved.
 #[derive(Debug, Clone)]
 pub struct FreePushes {
-    project_files: Vec<String>,
+    files: ProjectFiles,
     fingerprint: Fingerprint,
 }
 
@@ -23,16 +24,19 @@ impl FreePushes {
     /// Pushes judged against `project_file`, the path of the project file,
     /// under the default owner setting.
     pub fn new(project_file: &str) -> Self {
-        Self {
-            project_files: vec![project_file.to_owned()],
-            fingerprint: Fingerprint::new(&[project_file]).with_owners(OwnersMode::default()),
-        }
+        Self::with_files(ProjectFiles::path(project_file))
+    }
+
+    /// Pushes judged against `files`: a push touching any path they
+    /// match is read.
+    pub fn with_files(files: ProjectFiles) -> Self {
+        let fingerprint = fingerprint(&files, OwnersMode::default());
+        Self { files, fingerprint }
     }
 
     /// The same under the owner setting `owners` (the reconciles' own).
     pub fn with_owners(mut self, owners: OwnersMode) -> Self {
-        let files: Vec<&str> = self.project_files.iter().map(String::as_str).collect();
-        self.fingerprint = Fingerprint::new(&files).with_owners(owners);
+        self.fingerprint = fingerprint(&self.files, owners);
         self
     }
 
@@ -42,10 +46,7 @@ impl FreePushes {
 
     /// Whether a path of `change` is a project file.
     fn touches(&self, change: &PushChange) -> bool {
-        change
-            .paths
-            .iter()
-            .any(|path| self.project_files.iter().any(|file| file == path))
+        change.paths.iter().any(|path| self.files.matches(path))
     }
 
     /// The repositories of a group whose every event is a push that left
@@ -104,6 +105,12 @@ struct Chain<'a> {
     repo: &'a PayloadRepo,
 }
 
+/// The fingerprint of a state decided under `files` and `owners`.
+fn fingerprint(files: &ProjectFiles, owners: OwnersMode) -> Fingerprint {
+    let patterns: Vec<&str> = files.patterns().collect();
+    Fingerprint::new(&patterns).with_owners(owners)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +165,26 @@ mod tests {
             change: None,
         };
         assert!(moves(&[unknown]).is_empty());
+    }
+
+    #[test]
+    fn a_push_touching_any_path_the_patterns_match_should_be_read() {
+        let files = ProjectFiles::parse("project.yaml,services/*/project.yaml").expect("patterns");
+        let free = FreePushes::with_files(files);
+        let judged = |paths: &[&str]| {
+            let event = push(1, "a", "b", paths);
+            free.moves(&[&event]).len()
+        };
+        assert_eq!(judged(&["services/api/project.yaml"]), 0);
+        assert_eq!(
+            judged(&["services/api/main.rs", "services/project.yaml"]),
+            1
+        );
+        // One path: the same fingerprint as before patterns existed.
+        assert_eq!(
+            FreePushes::new("project.yaml").fingerprint(),
+            FreePushes::with_files(ProjectFiles::default()).fingerprint()
+        );
     }
 
     #[test]

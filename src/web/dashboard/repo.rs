@@ -91,6 +91,9 @@ struct EntryView {
     tags: Vec<(String, String)>,
     links: Vec<LinkView>,
     labels: Vec<(String, String)>,
+    /// The project file that declares it, and where to see it.
+    path: String,
+    path_href: Option<String>,
     source_sha: String,
     source_sha_href: Option<String>,
     created: TimeView,
@@ -106,8 +109,10 @@ struct LinkView {
 }
 
 impl EntryView {
-    fn new(entry: EntryJson, web: Option<&str>, now: DateTime<Utc>) -> Self {
+    fn new(entry: EntryJson, web: Option<&str>, branch: Option<&str>, now: DateTime<Utc>) -> Self {
         Self {
+            path_href: project_file_link(web, &entry.repo, branch, &entry.path),
+            path: entry.path.clone(),
             owner_href: href_with("/projects", &[("owner", Some(&entry.owner))]),
             source_sha: short_sha(Some(&entry.source_sha)),
             source_sha_href: commit_link(web, &entry.repo, &entry.source_sha),
@@ -265,12 +270,15 @@ pub async fn repo_detail(
             (status, _) => explanation(status),
         },
         external_href: web_link(web, &repo.full_name, &[]),
+        // Patterns (several files) have no one page to link to; each
+        // entry links to its own file.
         project_file_href: project_file_link(
             web,
             &repo.full_name,
             info.default_branch.as_deref(),
             &state.project_file,
-        ),
+        )
+        .filter(|_| !state.project_file.contains(['*', ','])),
         project_file: state.project_file.clone(),
         synced_sha_href: commit_link(web, &repo.full_name, &full_sha),
         local,
@@ -295,7 +303,7 @@ pub async fn repo_detail(
         entries: detail
             .entries
             .into_iter()
-            .map(|e| EntryView::new(e, web, now))
+            .map(|e| EntryView::new(e, web, info.default_branch.as_deref(), now))
             .collect(),
         events: detail
             .events
