@@ -204,10 +204,7 @@ impl Fixture {
     fn run_controller(
         &self,
         workers: usize,
-    ) -> (
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    ) {
+    ) -> (roster::shutdown::Stop, tokio::task::JoinHandle<()>) {
         let guard = DeletionGuard::new(self.max_removals, PERIOD);
         let tracker = Arc::new(RegistryTracker::new(self.pool.clone()).with_guard(guard));
         let controller = Controller::new(
@@ -222,10 +219,8 @@ impl Fixture {
             poll_interval: Duration::from_millis(100),
             ..ControllerConfig::default()
         });
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(controller.run(async {
-            let _ = stopped.await;
-        }));
+        let (stop, shutdown) = roster::shutdown::channel();
+        let task = tokio::spawn(controller.run(shutdown));
         (stop, task)
     }
 
@@ -800,7 +795,7 @@ async fn a_hold_should_close_when_a_whole_listing_follows_an_empty_one_on_a_runn
         },
     )
     .await;
-    let _ = stop.send(());
+    stop.stop();
     controller.await.expect("controller");
     assert_hold_closed(&f, hold, 40).await;
 }

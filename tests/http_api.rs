@@ -314,7 +314,7 @@ async fn repo_detail_should_add_entries_and_newest_events_first() {
     assert_eq!(answer.status, StatusCode::OK);
     let repo = answer.json();
     let mut expected: BTreeSet<&str> = BTreeSet::from(REPO_KEYS);
-    expected.extend(["events", "entries", "checks"]);
+    expected.extend(["events", "entries", "entries_next_cursor", "checks"]);
     assert_eq!(keys(&repo), expected);
     assert_eq!(repo["full_name"], "acme/api");
     let events = repo["events"].as_array().expect("events");

@@ -189,6 +189,8 @@ impl Tracker for Nothing {
 struct Replica {
     attempts: Attempts,
     task: tokio::task::JoinHandle<()>,
+    /// Never asked: the replica runs until the test aborts it.
+    _stop: roster::shutdown::Stop,
 }
 
 impl Drop for Replica {
@@ -222,8 +224,13 @@ fn start_replica(
         probe,
     )
     .with_config(config);
-    let task = tokio::spawn(controller.run(std::future::pending()));
-    Replica { attempts, task }
+    let (stop, shutdown) = roster::shutdown::channel();
+    let task = tokio::spawn(controller.run(shutdown));
+    Replica {
+        attempts,
+        task,
+        _stop: stop,
+    }
 }
 
 /// A fresh database that knows the repository (`pending`) and has its id

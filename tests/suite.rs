@@ -64,6 +64,7 @@ mod secrets_in_logs;
 mod sessions;
 mod setup;
 mod setup_browser;
+mod shutdown;
 mod slow_clients;
 mod spec_citations;
 mod stale_hints;

@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::flaky_queue::{FlakyQueue, Renewals};
@@ -248,14 +247,14 @@ impl Handler for Fake {
 }
 
 struct Running<Q = MemoryQueue<Key>> {
-    stop: oneshot::Sender<()>,
+    stop: crate::shutdown::Stop,
     done: tokio::task::JoinHandle<()>,
     queue: Arc<Q>,
 }
 
 impl<Q> Running<Q> {
     async fn stop(self) {
-        let _ = self.stop.send(());
+        self.stop.stop();
         self.done.await.expect("controller task");
     }
 }
@@ -272,10 +271,8 @@ where
     let f = Arc::new(fake.clone());
     let controller =
         Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
-    let (stop, rx) = oneshot::channel();
-    let done = tokio::spawn(controller.run(async move {
-        let _ = rx.await;
-    }));
+    let (stop, shutdown) = crate::shutdown::channel();
+    let done = tokio::spawn(controller.run(shutdown));
     Running { stop, done, queue }
 }
 
