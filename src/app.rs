@@ -85,7 +85,7 @@ async fn run<L, S>(
     stop: Stop,
 ) -> anyhow::Result<()>
 where
-    L: Lister<Key = RepoId>,
+    L: Lister<Key = RepoId, Partition = crate::source::Partition>,
     S: Storage<Key = RepoId, State = Observed>,
 {
     let SourceParts {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use pg_proxy::PgProxy;
 use roster::controller::{
-    Claim, Controller, ControllerConfig, Enqueue, Failure, Handler, Lister, Partition, Storage,
+    Claim, Controller, ControllerConfig, Enqueue, Failure, Handler, Listed, Lister, Storage,
     Tracker, WorkQueue,
 };
 use roster::db::queue::PgQueue;
@@ -173,14 +173,16 @@ struct Nothing;
 
 impl Lister for Nothing {
     type Key = RepoId;
-    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
+    type Partition = roster::source::Partition;
+    async fn list(&self) -> Result<Vec<Listed<RepoId, Self::Partition>>, Failure> {
         Ok(Vec::new())
     }
 }
 
 impl Tracker for Nothing {
     type Key = RepoId;
-    async fn tracked(&self, _partition: &str) -> Result<Vec<RepoId>, Failure> {
+    type Partition = roster::source::Partition;
+    async fn tracked(&self, _partition: &Self::Partition) -> Result<Vec<RepoId>, Failure> {
         Ok(Vec::new())
     }
 }

@@ -39,7 +39,7 @@ impl<Q, L, T, S, H> Controller<Q, L, T, S, H>
 where
     Q: WorkQueue + ListingSchedule,
     L: Lister<Key = Q::Key>,
-    T: Tracker<Key = Q::Key>,
+    T: Tracker<Key = Q::Key, Partition = L::Partition>,
     S: Storage<Key = Q::Key>,
     H: Handler<Key = Q::Key, State = S::State>,
 {
@@ -262,10 +262,10 @@ where
             let keys: HashSet<Q::Key> = partition.items.iter().map(|i| i.key.clone()).collect();
             listed += keys.len();
             if let Err(e) = &partition.outcome {
-                tracing::warn!(partition = %partition.name, error = %e, "listing incomplete; not swept");
+                tracing::warn!(partition = %partition.partition, error = %e, "listing incomplete; not swept");
                 continue;
             }
-            match self.tracker.tracked(&partition.name).await {
+            match self.tracker.tracked(&partition.partition).await {
                 Ok(tracked) => {
                     let total = tracked.len();
                     let mut gone: Vec<Q::Key> =
@@ -275,12 +275,12 @@ where
                     let listed: Vec<Q::Key> = keys.into_iter().collect();
                     let gone = match self
                         .tracker
-                        .guard_sweep(&partition.name, total, &listed, gone)
+                        .guard_sweep(&partition.partition, total, &listed, gone)
                         .await
                     {
                         Ok(allowed) => allowed,
                         Err(e) => {
-                            tracing::warn!(partition = %partition.name, error = %e, "sweep guard failed; not swept");
+                            tracing::warn!(partition = %partition.partition, error = %e, "sweep guard failed; not swept");
                             continue;
                         }
                     };
@@ -293,7 +293,7 @@ where
                     .await;
                 }
                 Err(e) => {
-                    tracing::warn!(partition = %partition.name, error = %e, "cannot read tracked keys; not swept")
+                    tracing::warn!(partition = %partition.partition, error = %e, "cannot read tracked keys; not swept")
                 }
             }
         }

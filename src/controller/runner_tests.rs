@@ -93,7 +93,8 @@ impl Fake {
 
 impl Lister for Fake {
     type Key = Key;
-    async fn list(&self) -> Result<Vec<Partition<Key>>, Failure> {
+    type Partition = String;
+    async fn list(&self) -> Result<Vec<Listed<Key, String>>, Failure> {
         self.with(|w| {
             let items = w
                 .items
@@ -109,15 +110,15 @@ impl Lister for Fake {
             } else {
                 Ok(())
             };
-            Ok(vec![Partition {
-                name: "p".into(),
+            Ok(vec![Listed {
+                partition: "p".into(),
                 items,
                 outcome,
             }])
         })
     }
 
-    async fn list_streaming(&self, found: Found<Key>) -> Result<Vec<Partition<Key>>, Failure> {
+    async fn list_streaming(&self, found: Found<Key>) -> Result<Vec<Listed<Key, String>>, Failure> {
         let partitions = self.list().await?;
         for p in &partitions {
             let _ = found.send(p.items.clone());
@@ -130,14 +131,15 @@ impl Lister for Fake {
 
 impl Tracker for Fake {
     type Key = Key;
-    async fn tracked(&self, partition: &str) -> Result<Vec<Key>, Failure> {
+    type Partition = String;
+    async fn tracked(&self, partition: &String) -> Result<Vec<Key>, Failure> {
         assert_eq!(partition, "p");
         Ok(self.with(|w| w.tracked.iter().copied().collect()))
     }
 
     async fn guard_sweep(
         &self,
-        _: &str,
+        _: &String,
         tracked: usize,
         listed: &[Key],
         gone: Vec<Key>,
