@@ -165,7 +165,7 @@ async fn run() -> Result<()> {
     // The feed and a target on loopback.
     let waker = ChangeWaker::start(pool.clone());
     waker.listening().await;
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (_stop, stop_rx) = roster::shutdown::channel();
     let app = routes(ChangesState {
         pool: pool.clone(),
         waker: waker.clone(),

@@ -96,6 +96,7 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
         metrics,
         limits: WebhookLimits::default(),
         free_pushes: None,
+        shutdown: roster::shutdown::channel().1,
     });
     let mut worker = ChecksWorker::new(pool.clone(), source.checks(), ChecksMode::All);
     if !bounded {

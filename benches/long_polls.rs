@@ -133,7 +133,7 @@ async fn run() -> Result<()> {
     let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
     let waker = ChangeWaker::start(pool.clone());
     waker.listening().await;
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (_stop, stop_rx) = roster::shutdown::channel();
     // As an operator expecting this many consumers would set
     // ROSTER_LONG_POLLS.
     let long_polls = LongPolls::new(waiters.max(1));

@@ -47,6 +47,7 @@ async fn main() -> anyhow::Result<()> {
         metrics,
         limits: WebhookLimits::default(),
         free_pushes: None,
+        shutdown: roster::shutdown::channel().1,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;

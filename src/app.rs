@@ -35,6 +35,7 @@ pub enum ServeError {
 /// Runs `roster serve` on a migrated pool until SIGTERM/Ctrl-C.
 pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let (stop, signal) = shutdown::channel();
+    stop.on_signal(&signal);
     let shared = Shared::new(&settings, pool, signal);
     let listener = listen(settings.listen).await?;
     match &settings.source {
@@ -45,8 +46,11 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
         SourceSetting::Github => {
             // The App from the environment, else the one stored by setup,
             // else setup mode until one is stored.
-            let found = setup_mode::app_or_setup(&settings, &shared.pool, listener).await?;
+            let found =
+                setup_mode::app_or_setup(&settings, &shared.pool, listener, &shared.shutdown)
+                    .await?;
             let Some((app, listener)) = found else {
+                stop.join().await;
                 return Ok(());
             };
             let settings = Settings {
@@ -70,8 +74,9 @@ async fn listen(address: SocketAddr) -> Result<tokio::net::TcpListener, ConfigEr
 
 /// Runs the controller and the HTTP server side by side; both stop on the
 /// shutdown signal (`stop` is asked on SIGTERM or Ctrl-C), the server first
-/// finishing the requests in flight. Then the source's background work is
-/// stopped and awaited.
+/// finishing the requests in flight. Every task spawned through the
+/// shutdown (the source's background work, the change log's, the webhook
+/// writers) is then joined, and the log says how many.
 async fn run<L, S>(
     parts: Shared,
     source: SourceParts<L, S>,
@@ -80,7 +85,7 @@ async fn run<L, S>(
     stop: Stop,
 ) -> anyhow::Result<()>
 where
-    L: Lister<Key = RepoId>,
+    L: Lister<Key = RepoId, Partition = crate::source::Partition>,
     S: Storage<Key = RepoId, State = Observed>,
 {
     let SourceParts {
@@ -88,9 +93,6 @@ where
         storage,
         routes: extra_routes,
         web_url: github_web_url,
-        tasks,
-        stop_when_served,
-        held,
     } = source;
     let Shared {
         shutdown: signal,
@@ -133,19 +135,17 @@ where
         trust_proxy: settings.trust_proxy,
     };
     let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
-    let waiting = shutdown::stop_on_signal(stop);
+    crate::memory::return_freed(&signal);
     let server = crate::web::serve::serve(listener, app, signal.wait());
-    let controller = controller.run(signal.wait());
-    let trimming = crate::memory::return_freed(signal.clone());
+    let controller = controller.run(signal.clone());
     let ((), ()) = tokio::join!(server, controller);
-    waiting.abort();
-    for stop in &stop_when_served {
-        stop.stop();
-    }
-    for task in tasks.into_iter().chain(history.tasks).chain([trimming]) {
-        let _ = task.await;
-    }
-    drop(held);
-    tracing::info!("stopped");
+    stop.stop();
+    let joined = stop.join().await;
+    tracing::info!(
+        spawned = joined.spawned,
+        joined = joined.joined,
+        panicked = joined.panicked,
+        "stopped: every task joined"
+    );
     Ok(())
 }

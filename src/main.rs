@@ -138,10 +138,28 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
         tracing::warn!("database connections still in use at exit; leaving them");
     }
     stop_embedded(embedded).await;
+    let alive = tasks_left(TASKS_END_LIMIT).await;
+    tracing::info!(alive, "exiting: tasks of the runtime still running");
     served.map_err(|e| match e {
         roster::app::ServeError::Config(e) => Failure::config(e),
         roster::app::ServeError::Runtime(e) => Failure::runtime(format!("{e:#}")),
     })
+}
+
+/// How long the exit waits for the tasks owned by what was just dropped
+/// (connections of HTTP clients and pools) to notice and end.
+const TASKS_END_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The runtime's tasks still running once every one has ended or `limit`
+/// passed. The runtime offers no event to await for this, so it looks
+/// again every few milliseconds.
+async fn tasks_left(limit: std::time::Duration) -> usize {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let deadline = tokio::time::Instant::now() + limit;
+    while metrics.num_alive_tasks() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    metrics.num_alive_tasks()
 }
 
 async fn migrate(args: DatabaseArgs) -> Result<(), Failure> {

@@ -10,17 +10,16 @@
 
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
-
 use crate::shutdown::Shutdown;
 
 /// How often freed memory is handed back.
 pub const TRIM_PERIOD: Duration = Duration::from_secs(10);
 
-/// Hands freed memory back every [`TRIM_PERIOD`] until `shutdown`.
-pub fn return_freed(shutdown: Shutdown) -> JoinHandle<()> {
-    tokio::spawn(async move {
-        let stopped = shutdown.wait();
+/// Hands freed memory back every [`TRIM_PERIOD`] until `shutdown`, in a
+/// task spawned through it.
+pub fn return_freed(shutdown: &Shutdown) {
+    let stopped = shutdown.wait();
+    shutdown.spawn("memory trim", async move {
         tokio::pin!(stopped);
         let mut every = tokio::time::interval(TRIM_PERIOD);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -30,7 +29,7 @@ pub fn return_freed(shutdown: Shutdown) -> JoinHandle<()> {
                 _ = every.tick() => trim(),
             }
         }
-    })
+    });
 }
 
 /// Returns the allocator's free pages to the system now.
@@ -50,11 +49,11 @@ mod tests {
     #[tokio::test]
     async fn the_trim_task_ends_when_the_stop_is_asked() {
         let (stop, shutdown) = crate::shutdown::channel();
-        let task = return_freed(shutdown);
+        return_freed(&shutdown);
         stop.stop();
-        tokio::time::timeout(Duration::from_secs(5), task)
+        let joined = tokio::time::timeout(Duration::from_secs(5), stop.join())
             .await
-            .expect("the task ends within 5 s")
-            .expect("the task does not panic");
+            .expect("the task ends within 5 s");
+        assert_eq!((joined.joined, joined.panicked), (1, 0));
     }
 }

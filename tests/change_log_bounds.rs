@@ -90,7 +90,7 @@ struct Attack {
     feed: Router,
     handler: RegistryHandler,
     pool: sqlx::PgPool,
-    _stop: tokio::sync::watch::Sender<bool>,
+    _stop: roster::shutdown::Stop,
 }
 
 /// A server, and the big file pushed `PUSHES` times.
@@ -103,7 +103,7 @@ async fn attacked() -> Attack {
         |_, _| {},
     )
     .await;
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (stop, stop_rx) = roster::shutdown::channel();
     let feed = routes(ChangesState {
         pool: f.pool.clone(),
         waker: ChangeWaker::start(f.pool.clone()),
@@ -424,7 +424,7 @@ async fn a_target_should_keep_its_backlog_until_it_is_more_than_the_bound_behind
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics =
         roster::notify::NotifyMetrics::register(registry.sub_registry_with_prefix("roster"));
-    let (_stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (_stop, stop_rx) = roster::shutdown::channel();
     tokio::spawn(delivery(&f.pool, metrics).run(receiver.url.clone(), stop_rx));
     handler
         .apply(&RepoId(1), Ok(observed("sha-next", big_file(99).into())))

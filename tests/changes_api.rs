@@ -46,7 +46,7 @@ struct Feed {
     long_polls: LongPolls,
     handler: RegistryHandler,
     pool: sqlx::PgPool,
-    _stop: tokio::sync::watch::Sender<bool>,
+    _stop: roster::shutdown::Stop,
 }
 
 async fn feed_fixture() -> Feed {
@@ -62,7 +62,7 @@ async fn feed_fixture_with(long_polls: LongPolls) -> Feed {
         |_, _| {},
     )
     .await;
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let (stop, stop_rx) = roster::shutdown::channel();
     // Listening before any poll: the listener's first connection wakes
     // every waiter once, as any reconnection does.
     let waker = ChangeWaker::start(f.pool.clone());

@@ -71,6 +71,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
         metrics,
         limits: WebhookLimits::default(),
         free_pushes: Some(FreePushes::new(FILE)),
+        shutdown: roster::shutdown::channel().1,
     });
     let mut worker = ChecksWorker::new(pool.clone(), source.checks(), mode);
     // These tests evaluate and post at once; the budget's own tests

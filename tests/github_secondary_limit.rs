@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use fake_github::{routes, FakeGithub, Fault, FaultKind, Logged};
 use prometheus_client::registry::Registry;
-use roster::controller::{Failure, Lister, Partition, Storage};
+use roster::controller::{Failure, Listed, Lister, Storage};
+
+/// What a listing found in one installation.
+type Partition = Listed<RepoId, roster::source::Partition>;
 use roster::db::testing::fresh_database;
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
@@ -76,7 +79,7 @@ impl Env {
         self.source.storage().get(&RepoId(id), None).await
     }
 
-    async fn list(&self) -> Vec<Partition<RepoId>> {
+    async fn list(&self) -> Vec<Partition> {
         self.source.lister().list().await.expect("listing")
     }
 
@@ -90,11 +93,11 @@ impl Env {
     }
 }
 
-fn outcome(partitions: &[Partition<RepoId>], installation: i64) -> Result<(), Failure> {
+fn outcome(partitions: &[Partition], installation: i64) -> Result<(), Failure> {
     let name = format!("installation/{installation}");
     partitions
         .iter()
-        .find(|p| p.name == name)
+        .find(|p| p.partition.to_string() == name)
         .unwrap_or_else(|| panic!("no partition {name}"))
         .outcome
         .clone()

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, Fault, FaultKind};
 use prometheus_client::registry::Registry;
-use roster::controller::{Failure, Lister, Partition, Storage};
+use roster::controller::{Failure, Listed, Lister, Storage};
+
+/// What a listing found in one installation.
+type Partition = Listed<RepoId, roster::source::Partition>;
 use roster::db::testing::fresh_database;
 use roster::github::storage::NOT_VISIBLE;
 use roster::github::{GithubOptions, GithubSource};
@@ -82,14 +85,14 @@ async fn remember(pool: &PgPool, id: i64, installation: i64, name: &str) {
         .expect("ensure_known");
 }
 
-fn partition<'a>(partitions: &'a [Partition<RepoId>], name: &str) -> &'a Partition<RepoId> {
+fn partition<'a>(partitions: &'a [Partition], name: &str) -> &'a Partition {
     partitions
         .iter()
-        .find(|p| p.name == name)
+        .find(|p| p.partition.to_string() == name)
         .unwrap_or_else(|| panic!("no partition {name}"))
 }
 
-fn hint_of(partition: &Partition<RepoId>, id: i64) -> Observed {
+fn hint_of(partition: &Partition, id: i64) -> Observed {
     let item = partition
         .items
         .iter()

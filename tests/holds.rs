@@ -15,7 +15,7 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::config::MaxRemovals;
 use roster::controller::{
-    Controller, ControllerConfig, Enqueue, Failure, Handler, Lister, Partition, Storage, WorkQueue,
+    Controller, ControllerConfig, Enqueue, Failure, Handler, Listed, Lister, Storage, WorkQueue,
 };
 use roster::db::queue::PgQueue;
 use roster::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
@@ -28,8 +28,8 @@ use tracing_subscriber::fmt::MakeWriter;
 
 /// The name a listing gives the partition of `installation` (`None`: the
 /// local folder).
-fn partition_name(installation: Option<i64>) -> String {
-    roster::source::Partition::of(installation.map(InstallationId)).to_string()
+fn partition(installation: Option<i64>) -> roster::source::Partition {
+    roster::source::Partition::of(installation.map(InstallationId))
 }
 
 const INSTALLATION: i64 = 42;
@@ -70,10 +70,11 @@ struct WorldLister(World);
 
 impl Lister for WorldLister {
     type Key = RepoId;
+    type Partition = roster::source::Partition;
 
-    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
-        Ok(vec![Partition {
-            name: partition_name(Some(INSTALLATION)),
+    async fn list(&self) -> Result<Vec<Listed<RepoId, Self::Partition>>, Failure> {
+        Ok(vec![Listed {
+            partition: partition(Some(INSTALLATION)),
             items: self
                 .0
                 .get()
@@ -204,10 +205,7 @@ impl Fixture {
     fn run_controller(
         &self,
         workers: usize,
-    ) -> (
-        tokio::sync::oneshot::Sender<()>,
-        tokio::task::JoinHandle<()>,
-    ) {
+    ) -> (roster::shutdown::Stop, tokio::task::JoinHandle<()>) {
         let guard = DeletionGuard::new(self.max_removals, PERIOD);
         let tracker = Arc::new(RegistryTracker::new(self.pool.clone()).with_guard(guard));
         let controller = Controller::new(
@@ -222,10 +220,8 @@ impl Fixture {
             poll_interval: Duration::from_millis(100),
             ..ControllerConfig::default()
         });
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(controller.run(async {
-            let _ = stopped.await;
-        }));
+        let (stop, shutdown) = roster::shutdown::channel();
+        let task = tokio::spawn(controller.run(shutdown));
         (stop, task)
     }
 
@@ -307,10 +303,10 @@ impl Fixture {
 
 /// Log lines written while it is the thread's default subscriber.
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+    pub(crate) fn capture(&self) -> tracing::subscriber::DefaultGuard {
         let subscriber = tracing_subscriber::fmt()
             .with_writer(self.clone())
             .with_ansi(false)
@@ -319,7 +315,7 @@ impl Logs {
         tracing::subscriber::set_default(subscriber)
     }
 
-    fn warnings_about(&self, needle: &str) -> Vec<String> {
+    pub(crate) fn warnings_about(&self, needle: &str) -> Vec<String> {
         let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
         String::from_utf8_lossy(&bytes)
             .lines()
@@ -800,7 +796,7 @@ async fn a_hold_should_close_when_a_whole_listing_follows_an_empty_one_on_a_runn
         },
     )
     .await;
-    let _ = stop.send(());
+    stop.stop();
     controller.await.expect("controller");
     assert_hold_closed(&f, hold, 40).await;
 }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use pg_proxy::PgProxy;
 use roster::controller::{
-    Claim, Controller, ControllerConfig, Enqueue, Failure, Handler, Lister, Partition, Storage,
+    Claim, Controller, ControllerConfig, Enqueue, Failure, Handler, Listed, Lister, Storage,
     Tracker, WorkQueue,
 };
 use roster::db::queue::PgQueue;
@@ -173,14 +173,16 @@ struct Nothing;
 
 impl Lister for Nothing {
     type Key = RepoId;
-    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
+    type Partition = roster::source::Partition;
+    async fn list(&self) -> Result<Vec<Listed<RepoId, Self::Partition>>, Failure> {
         Ok(Vec::new())
     }
 }
 
 impl Tracker for Nothing {
     type Key = RepoId;
-    async fn tracked(&self, _partition: &str) -> Result<Vec<RepoId>, Failure> {
+    type Partition = roster::source::Partition;
+    async fn tracked(&self, _partition: &Self::Partition) -> Result<Vec<RepoId>, Failure> {
         Ok(Vec::new())
     }
 }
@@ -189,6 +191,8 @@ impl Tracker for Nothing {
 struct Replica {
     attempts: Attempts,
     task: tokio::task::JoinHandle<()>,
+    /// Never asked: the replica runs until the test aborts it.
+    _stop: roster::shutdown::Stop,
 }
 
 impl Drop for Replica {
@@ -222,8 +226,13 @@ fn start_replica(
         probe,
     )
     .with_config(config);
-    let task = tokio::spawn(controller.run(std::future::pending()));
-    Replica { attempts, task }
+    let (stop, shutdown) = roster::shutdown::channel();
+    let task = tokio::spawn(controller.run(shutdown));
+    Replica {
+        attempts,
+        task,
+        _stop: stop,
+    }
 }
 
 /// A fresh database that knows the repository (`pending`) and has its id

@@ -23,7 +23,6 @@ use sqlx::PgPool;
 use support::http;
 use support::receiver::{Behaviour, Received, Receiver};
 use support::server::{eventually, free_port};
-use tokio::sync::watch;
 
 const SECRET: &str = "notify-secret";
 
@@ -76,7 +75,8 @@ struct Setup {
     url: String,
     handler: RegistryHandler,
     waker: ChangeWaker,
-    stop: watch::Sender<bool>,
+    stop: roster::shutdown::Stop,
+    shutdown: roster::shutdown::Shutdown,
 }
 
 async fn setup() -> Setup {
@@ -84,13 +84,14 @@ async fn setup() -> Setup {
     let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
     let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
     let waker = ChangeWaker::start(pool.clone());
-    let (stop, _) = watch::channel(false);
+    let (stop, shutdown) = roster::shutdown::channel();
     Setup {
         pool,
         url,
         handler,
         waker,
         stop,
+        shutdown,
     }
 }
 
@@ -99,7 +100,7 @@ impl Setup {
     /// target is registered, so changes written after count for it.
     async fn deliver(&self, url: &str, owner: &str) -> tokio::task::JoinHandle<()> {
         let task = tokio::spawn(
-            delivery(&self.pool, &self.waker, owner).run(url.to_owned(), self.stop.subscribe()),
+            delivery(&self.pool, &self.waker, owner).run(url.to_owned(), self.shutdown.clone()),
         );
         let pool = self.pool.clone();
         eventually("the target registered", Duration::from_secs(10), || {
@@ -138,7 +139,7 @@ async fn every_change_should_reach_a_target_signed_once_and_in_order() {
         .expect("register");
     tokio::spawn(
         delivery_with(&s.pool, &s.waker, "replica-a", metrics)
-            .run(target.url.clone(), s.stop.subscribe()),
+            .run(target.url.clone(), s.shutdown.clone()),
     );
     for repo in 1..=5 {
         s.change(repo, 1).await;
@@ -367,11 +368,11 @@ async fn nothing_should_be_lost_when_the_notifier_stops_and_another_takes_over()
         .await;
     // Stop the first replica (it gives the lease up), while the target
     // still fails; then the target recovers and a new process takes over.
-    s.stop.send_replace(true);
+    s.stop.stop();
     first.await.expect("first stops");
     target.set(Behaviour::Ok);
     s.change(4, 1).await;
-    let (stop, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = roster::shutdown::channel();
     let pool_b = roster::db::connect_and_migrate(&s.url).await.expect("pool");
     let waker_b = ChangeWaker::start(pool_b.clone());
     let second =
@@ -382,7 +383,7 @@ async fn nothing_should_be_lost_when_the_notifier_stops_and_another_takes_over()
         })
         .await;
     assert_eq!(target.acknowledged_seqs(), all(4));
-    stop.send_replace(true);
+    stop.stop();
     second.await.expect("second stops");
 }
 
@@ -394,7 +395,7 @@ async fn two_replicas_should_not_both_send_a_change() {
     let waker_b = ChangeWaker::start(pool_b.clone());
     s.deliver(&target.url, "replica-a").await;
     let _b = tokio::spawn(
-        delivery(&pool_b, &waker_b, "replica-b").run(target.url.clone(), s.stop.subscribe()),
+        delivery(&pool_b, &waker_b, "replica-b").run(target.url.clone(), s.shutdown.clone()),
     );
     for round in 1..=5 {
         for repo in 1..=4 {

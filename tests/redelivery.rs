@@ -415,6 +415,7 @@ async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository(
         metrics: env.metrics.clone(),
         limits: WebhookLimits::default(),
         free_pushes: None,
+        shutdown: roster::shutdown::channel().1,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

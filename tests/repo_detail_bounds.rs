@@ -1,7 +1,8 @@
 //! A repository's detail (`GET /api/v1/repos/{owner}/{name}`) stays under
 //! the byte bound of every answer that lists things, however many large
 //! entries the repository holds (several project files allow up to 1,000),
-//! and `entries_next_cursor` leads to every one of them.
+//! and `entries_next_cursor` leads to every one of them; its page shows
+//! what fits and links to the rest.
 
 use crate::support;
 
@@ -92,4 +93,27 @@ async fn a_repository_of_many_large_entries_should_page_its_entries_by_bytes() {
     assert!(pages > 1, "4.8 MB of entries cannot fit in one answer");
     let expected: Vec<String> = (1..=ENTRIES).map(|n| format!("svc-{n:04}")).collect();
     assert_eq!(seen, expected, "every entry once, in order");
+
+    // The repository's page shows what fits and links to the rest.
+    let page = send(
+        &f.app,
+        Request::get("/repos/acme/mono")
+            .body(Body::empty())
+            .expect("request"),
+    )
+    .await;
+    assert_eq!(page.status, 200);
+    assert!(page.body.len() <= MAX_ANSWER, "{} bytes", page.body.len());
+    let shown = page.body.matches("class=\"entry\"").count();
+    assert!(shown > 0 && shown < ENTRIES, "{shown} entries shown");
+    assert!(
+        page.body.contains(&format!(
+            "{} more entries do not fit on this page",
+            ENTRIES - shown
+        )),
+        "the page says how many are left out"
+    );
+    assert!(page.body.contains(&format!(
+        "/api/v1/repos/acme/mono?entries_after=svc-{shown:04}"
+    )));
 }

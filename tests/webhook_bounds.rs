@@ -61,6 +61,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
         metrics: metrics.clone(),
         limits,
         free_pushes: None,
+        shutdown: roster::shutdown::channel().1,
     });
     let state = AppState {
         pool: pool.clone(),

@@ -44,6 +44,7 @@ async fn harness() -> Harness {
         metrics,
         limits: WebhookLimits::default(),
         free_pushes: None,
+        shutdown: roster::shutdown::channel().1,
     });
     Harness {
         app,

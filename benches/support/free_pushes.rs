@@ -110,7 +110,8 @@ pub async fn round(
             Err(e) => return Err(e.into()),
         }
     }
-    let recorded = recorded(pool, &heads, Duration::from_secs(120)).await?;
+    let ids: Vec<i64> = targets.iter().map(|r| r.id).collect();
+    let recorded = recorded(pool, &ids, &heads, Duration::from_secs(120)).await?;
     // Check runs are posted after the reconcile, by the checks loop.
     if change == Change::ProjectFile {
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -142,6 +143,7 @@ pub async fn round(
 /// one's `last_synced_at`, in Unix seconds.
 async fn recorded(
     pool: &PgPool,
+    ids: &[i64],
     heads: &[String],
     limit: Duration,
 ) -> Result<Vec<(String, f64)>, Failed> {
@@ -158,6 +160,25 @@ async fn recorded(
             return Ok(rows);
         }
         if Instant::now() > deadline {
+            // Where the others stand, so a failure explains itself.
+            let stuck: Vec<(i64, String, Option<String>)> =
+                sqlx::query_as(
+                    "select r.id, format('%s at %s: %s', r.status, r.synced_sha, left(r.error, 200)),
+                            (select format('queued: trigger %s, hint %s, not_before %s, claimed %s',
+                                           q.trigger, q.hint is not null, q.not_before, q.claimed_by is not null)
+                             from queue q where q.id = r.id)
+                     from repositories r
+                     where r.id = any($1) and not coalesce(r.synced_sha = any($2), false)
+                     order by r.id limit 10",
+                )
+                .bind(ids)
+                .bind(heads)
+                .fetch_all(pool)
+                .await
+                .unwrap_or_default();
+            for row in &stuck {
+                eprintln!("  not recorded: {row:?}");
+            }
             return Err(format!(
                 "{} of {} pushes recorded after {limit:?}",
                 rows.len(),

@@ -5,8 +5,6 @@ use std::time::Duration;
 
 use prometheus_client::registry::Registry;
 use sqlx::PgPool;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 use crate::config::Settings;
 use crate::notify::NotifyMetrics;
@@ -19,37 +17,30 @@ use crate::web::long_polls::LongPolls;
 pub struct History {
     /// The state of the feed's routes.
     pub feed: ChangesState,
-    /// Pruning and the deliveries; each ends once the shutdown signal came.
-    pub tasks: Vec<JoinHandle<()>>,
 }
 
-/// Starts it all; notification targets are registered before this returns
-/// (so before the workers start), so they receive every change from now on.
+/// Starts it all, each task spawned through `shutdown`; notification
+/// targets are registered before this returns (so before the workers
+/// start), so they receive every change from now on.
 pub async fn start(
     pool: &PgPool,
     settings: &Settings,
     registry: &mut Registry,
     shutdown: &Shutdown,
 ) -> anyhow::Result<History> {
-    let (stop_tx, stop) = watch::channel(false);
-    let signal = shutdown.wait();
-    let mut tasks = vec![tokio::spawn(async move {
-        signal.await;
-        let _ = stop_tx.send(true);
-    })];
     let waker = ChangeWaker::start(pool.clone());
-    let mut stopped = stop.clone();
     let bounds = Bounds {
         retention: settings.history_retention,
         max_bytes: settings.history_max_bytes,
     };
     let pruning = run_pruning_loop(pool.clone(), bounds, changes::prune::PRUNE_INTERVAL);
-    tasks.push(tokio::spawn(async move {
+    let stopped = shutdown.wait();
+    shutdown.spawn("change log pruning", async move {
         tokio::select! {
             () = pruning => {}
-            _ = stopped.wait_for(|s| *s) => {}
+            () = stopped => {}
         }
-    }));
+    });
     let metrics = NotifyMetrics::register(registry.sub_registry_with_prefix("roster"));
     let dropped = crate::notify::outbox::forget_others(pool, &settings.notify.urls).await?;
     if dropped > 0 {
@@ -59,25 +50,24 @@ pub async fn start(
         );
     }
     if let Some(secret) = settings.notify.secret.clone() {
-        let deliveries = crate::notify::spawn(
+        crate::notify::spawn(
             pool.clone(),
             waker.clone(),
             &settings.notify.urls,
             secret,
             metrics,
             settings.lease,
-            stop.clone(),
+            shutdown,
         )
         .await?;
-        tasks.extend(deliveries);
     }
     let feed = ChangesState {
         pool: pool.clone(),
         waker,
-        stop,
+        stop: shutdown.clone(),
         long_polls: LongPolls::new(settings.long_polls),
     };
-    Ok(History { feed, tasks })
+    Ok(History { feed })
 }
 
 /// How much of the change log is kept.

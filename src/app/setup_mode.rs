@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use secrecy::SecretString;
 use sqlx::PgPool;
 use tokio::net::TcpListener;
@@ -15,6 +16,7 @@ use tokio::sync::Notify;
 use crate::config::{ConfigError, GithubAppSettings, Settings};
 use crate::setup::store::{self, StoreError, StoredApp};
 use crate::setup::{random_hex, SecretKey, SetupState};
+use crate::shutdown::Shutdown;
 
 /// How often setup mode looks for an App another replica stored.
 const POLL: Duration = Duration::from_secs(3);
@@ -25,6 +27,7 @@ pub(super) async fn app_or_setup(
     settings: &Settings,
     pool: &PgPool,
     listener: TcpListener,
+    shutdown: &Shutdown,
 ) -> Result<Option<(GithubAppSettings, TcpListener)>, ConfigError> {
     if let Some(app) = &settings.github {
         return Ok(Some((app.clone(), listener)));
@@ -40,7 +43,7 @@ pub(super) async fn app_or_setup(
              the App setup stores (64 hex characters: `openssl rand -hex 32`)",
         )
     })?;
-    let Some(listener) = serve_setup(settings, pool, &key, listener).await? else {
+    let Some(listener) = serve_setup(settings, pool, &key, listener, shutdown).await? else {
         return Ok(None);
     };
     match stored(settings, pool, Some(&key)).await? {
@@ -104,12 +107,13 @@ fn app_settings(app: &StoredApp, settings: &Settings) -> GithubAppSettings {
 }
 
 /// Serves the setup routes until an App is stored (the listener is handed
-/// back) or SIGTERM/Ctrl-C (`None`).
+/// back) or the shutdown is asked (`None`).
 async fn serve_setup(
     settings: &Settings,
     pool: &PgPool,
     key: &SecretKey,
     listener: TcpListener,
+    shutdown: &Shutdown,
 ) -> Result<Option<TcpListener>, ConfigError> {
     let cannot = |e: std::io::Error| ConfigError::new("ROSTER_LISTEN", e.to_string());
     // One socket, two handles: the setup server closes its own, and the
@@ -135,34 +139,32 @@ async fn serve_setup(
         None => format!("http://{}", local_address(settings.listen)),
     };
     tracing::info!("setup mode: no GitHub App yet; register one at {base}/setup?token={token}");
-    let (done_tx, mut done_rx) = tokio::sync::watch::channel(false);
     let watch_pool = pool.clone();
-    let watcher = tokio::spawn(async move {
-        let app_stored = async {
-            loop {
-                tokio::select! {
-                    () = stored.notified() => return,
-                    () = tokio::time::sleep(POLL) => {
-                        if matches!(store::app_exists(&watch_pool).await, Ok(true)) {
-                            return;
-                        }
+    let app_stored = async move {
+        loop {
+            tokio::select! {
+                () = stored.notified() => return,
+                () = tokio::time::sleep(POLL) => {
+                    if matches!(store::app_exists(&watch_pool).await, Ok(true)) {
+                        return;
                     }
                 }
             }
-        };
-        let outcome = tokio::select! {
+        }
+    };
+    let stopped = shutdown.wait();
+    // Setup ends with a stored App (true) or the shutdown (false).
+    let ended = async move {
+        tokio::select! {
             () = app_stored => true,
-            () = crate::shutdown::signal() => false,
-        };
-        let _ = done_tx.send(true);
-        outcome
-    });
+            () = stopped => false,
+        }
+    }
+    .boxed()
+    .shared();
     let routes = crate::web::router::setup(state);
-    crate::web::serve::serve(for_setup, routes, async move {
-        let _ = done_rx.wait_for(|done| *done).await;
-    })
-    .await;
-    let app_stored = watcher.await.unwrap_or(false);
+    crate::web::serve::serve(for_setup, routes, ended.clone().map(|_| ())).await;
+    let app_stored = ended.await;
     if !app_stored {
         return Ok(None);
     }

@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use axum::Router;
-use tokio::task::JoinHandle;
 
 use super::shared::Shared;
 use crate::checks::ChecksWorker;
@@ -14,7 +13,6 @@ use crate::github::webhook::free_push::FreePushes;
 use crate::github::webhook::retention::{self, Retention};
 use crate::github::webhook::{WebhookLimits, WebhookState};
 use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
-use crate::shutdown::{self, Stop};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
 
 /// A source, wired: what the controller and the server need from it.
@@ -25,13 +23,6 @@ pub struct SourceParts<L, S> {
     pub routes: Router,
     /// Base of links to repositories on the source's website, if it has one.
     pub web_url: Option<String>,
-    /// Background work, awaited once the server has stopped.
-    pub tasks: Vec<JoinHandle<()>>,
-    /// Asked once the server has stopped: what background work must go on
-    /// while requests in flight finish.
-    pub stop_when_served: Vec<Stop>,
-    /// What must live as long as the server (the folder watcher).
-    pub held: Vec<Box<dyn Send>>,
 }
 
 /// The `dir:` source: a local folder, watched for changes.
@@ -49,12 +40,12 @@ pub fn dir(
     let source = DirSource::with_files(root.clone(), settings.project_files.clone());
     // The folder's teams.yaml, the directory owners are checked against.
     let directory = crate::directory::DirectoryDb::new(shared.pool.clone());
-    let teams = tokio::spawn(crate::source::dir::teams::run(
-        root,
-        directory,
-        shared.shutdown.wait(),
-    ));
-    let watcher = crate::source::dir::watch(source.clone(), shared.queue.clone())
+    let shutdown = &shared.shutdown;
+    shutdown.spawn(
+        "teams.yaml",
+        crate::source::dir::teams::run(root, directory, shutdown.wait()),
+    );
+    crate::source::dir::watch(source.clone(), shared.queue.clone(), shutdown)
         .map_err(|e| ConfigError::new("ROSTER_SOURCE", e.to_string()))?;
     Ok(SourceParts {
         lister: DirLister {
@@ -63,9 +54,6 @@ pub fn dir(
         storage: DirStorage { source },
         routes: Router::new(),
         web_url: None,
-        tasks: vec![teams],
-        stop_when_served: Vec::new(),
-        held: vec![Box::new(watcher)],
     })
 }
 
@@ -95,33 +83,38 @@ pub async fn github(
         free_pushes: Some(
             FreePushes::with_files(settings.project_files.clone()).with_owners(settings.owners),
         ),
+        shutdown: shared.shutdown.clone(),
     });
     let (lister, storage) = (source.lister(), source.storage());
-    // Re-reads of teams and members that webhooks ask for, until the server has stopped.
-    let (stop_directory, directory_stopped) = shutdown::channel();
-    let directory = tokio::spawn(source.directory().run(directory_stopped.wait()));
-    // Check runs on GitHub (docs/checks.md), until the server has stopped.
-    let (stop_checks, checks_stopped) = shutdown::channel();
+    let shutdown = &shared.shutdown;
+    // Re-reads of teams and members that webhooks ask for.
+    shutdown.spawn("directory", source.directory().run(shutdown.wait()));
+    // Check runs on GitHub (docs/checks.md).
     let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks)
         .with_owners(settings.owners);
-    let checks = tokio::spawn(checks.run(checks_stopped.wait()));
+    shutdown.spawn("checks", checks.run(shutdown.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an
     // unasked one is asked on the next pass.
-    let redelivery = tokio::spawn(redelivery::run_redelivery_loop(
-        source,
-        shared.pool.clone(),
-        redelivery::DEFAULT_INTERVAL,
-        shared.shutdown.wait(),
-    ));
-    // The delivery log's bounds (docs/contract.md#bounds), kept until the server has stopped.
-    let (stop_pruning, pruning_stopped) = shutdown::channel();
-    let pruning = tokio::spawn(retention::run_pruning_loop(
-        shared.pool.clone(),
-        Retention::new(settings.delivery_retention),
-        retention::PRUNE_INTERVAL,
-        pruning_stopped.wait(),
-    ));
+    shutdown.spawn(
+        "redelivery",
+        redelivery::run_redelivery_loop(
+            source,
+            shared.pool.clone(),
+            redelivery::DEFAULT_INTERVAL,
+            shutdown.wait(),
+        ),
+    );
+    // The delivery log's bounds (docs/contract.md#bounds).
+    shutdown.spawn(
+        "delivery log pruning",
+        retention::run_pruning_loop(
+            shared.pool.clone(),
+            Retention::new(settings.delivery_retention),
+            retention::PRUNE_INTERVAL,
+            shutdown.wait(),
+        ),
+    );
     Ok(SourceParts {
         lister,
         storage,
@@ -135,8 +128,5 @@ pub async fn github(
                 .trim_end_matches('/')
                 .to_owned(),
         ),
-        tasks: vec![redelivery, pruning, checks, directory],
-        stop_when_served: vec![stop_pruning, stop_checks, stop_directory],
-        held: Vec::new(),
     })
 }

@@ -12,7 +12,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tracing::{Instrument, Span};
 
@@ -20,6 +20,7 @@ use super::lease::{self, Abandon, LeaseTimes};
 use super::queue::{Claim, ListingSchedule, WorkQueue};
 use super::runner::Controller;
 use super::traits::{Failure, Handler, Lister, Storage, Tracker};
+use crate::shutdown::Shutdown;
 
 /// What became of one key of a batch: the handler's result, the time it
 /// took (the batch's read plus its own apply), and its log span.
@@ -52,7 +53,7 @@ where
         claims: Vec<Claim<Q::Key>>,
         claimed_at: Instant,
         read_slot: Option<OwnedSemaphorePermit>,
-        stop: &mut watch::Receiver<bool>,
+        stop: &Shutdown,
     ) {
         let started = Instant::now();
         let times = LeaseTimes {
@@ -61,11 +62,7 @@ where
         let outcomes: Mutex<Vec<Option<Outcome>>> = Mutex::new(vec![None; claims.len()]);
         let mut work = Box::pin(self.run_batch(&claims, read_slot, &outcomes));
         let stopped = async {
-            while !*stop.borrow() {
-                if stop.changed().await.is_err() {
-                    break;
-                }
-            }
+            stop.wait().await;
             tokio::time::sleep(self.config.shutdown_grace).await;
         };
         let cut = tokio::select! {

@@ -36,7 +36,7 @@ pub use metrics::ControllerMetrics;
 pub use pace::ReadPace;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
 pub use runner::Controller;
-pub use traits::{Failure, Found, Handler, Lister, Partition, Storage, Tracker};
+pub use traits::{Failure, Found, Handler, Listed, Lister, Storage, Tracker};
 #[cfg(test)]
 mod flaky_queue;
 #[cfg(test)]

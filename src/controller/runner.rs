@@ -2,11 +2,10 @@
 //! with its sweep, until shutdown.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -15,6 +14,7 @@ use super::metrics::ControllerMetrics;
 use super::pace::Pacer;
 use super::queue::{Claim, Enqueue, ListingSchedule, Trigger, WorkQueue};
 use super::traits::{Handler, Lister, Storage, Tracker};
+use crate::shutdown::Shutdown;
 
 /// A level-driven controller over one queue and its four roles.
 ///
@@ -39,7 +39,7 @@ impl<Q, L, T, S, H> Controller<Q, L, T, S, H>
 where
     Q: WorkQueue + ListingSchedule,
     L: Lister<Key = Q::Key>,
-    T: Tracker<Key = Q::Key>,
+    T: Tracker<Key = Q::Key, Partition = L::Partition>,
     S: Storage<Key = Q::Key>,
     H: Handler<Key = Q::Key, State = S::State>,
 {
@@ -73,10 +73,10 @@ where
         self
     }
 
-    /// Runs until `shutdown` resolves, then stops claiming, lets in-flight
+    /// Runs until `shutdown` is asked, then stops claiming, lets in-flight
     /// work finish within `shutdown_grace` and gives back what did not.
-    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) {
-        let (stop_tx, stop_rx) = watch::channel(false);
+    pub async fn run(self, shutdown: Shutdown) {
+        let stop_rx = shutdown.clone();
         let this = Arc::new(self);
         if let Err(e) = this.queue.request_listing().await {
             tracing::warn!(error = %e, "could not request the start-up listing");
@@ -95,9 +95,8 @@ where
             let (this, stop) = (this.clone(), stop_rx.clone());
             tasks.spawn(async move { this.depth_loop(stop).await });
         }
-        shutdown.await;
+        shutdown.wait().await;
         tracing::info!("shutting down: no new work is claimed");
-        let _ = stop_tx.send(true);
         while tasks.join_next().await.is_some() {}
     }
 
@@ -105,15 +104,15 @@ where
     /// polled. A worker claims only once it may read (`reads`), so keys that
     /// arrive while the reads are busy wait in the queue and form the next
     /// batch; a key that arrives to an idle controller starts at once.
-    async fn worker(&self, n: usize, reads: Arc<Semaphore>, mut stop: watch::Receiver<bool>) {
+    async fn worker(&self, n: usize, reads: Arc<Semaphore>, stop: Shutdown) {
         let name = format!("{}/{}", self.config.worker_name, n);
-        while !*stop.borrow() {
+        while !stop.is_stopped() {
             let slot = tokio::select! {
                 slot = reads.clone().acquire_owned() => match slot {
                     Ok(slot) => slot,
                     Err(_) => return,
                 },
-                _ = stop.changed() => continue,
+                () = stop.wait() => continue,
             };
             // The leases start no earlier than the claims are asked for.
             let asked = Instant::now();
@@ -123,15 +122,14 @@ where
                 .await
             {
                 Ok(claims) if !claims.is_empty() => {
-                    self.handle_claims(claims, asked, slot, &name, &mut stop)
-                        .await
+                    self.handle_claims(claims, asked, slot, &name, &stop).await
                 }
                 Ok(_) => {
                     drop(slot);
                     tokio::select! {
                         _ = self.queue.changed() => {}
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
-                        _ = stop.changed() => {}
+                        () = stop.wait() => {}
                     }
                 }
                 Err(e) => {
@@ -139,7 +137,7 @@ where
                     tracing::warn!(error = %e, "claiming work failed; retrying");
                     tokio::select! {
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
-                        _ = stop.changed() => {}
+                        () = stop.wait() => {}
                     }
                 }
             }
@@ -156,7 +154,7 @@ where
         asked: Instant,
         slot: OwnedSemaphorePermit,
         worker: &str,
-        stop: &mut watch::Receiver<bool>,
+        stop: &Shutdown,
     ) {
         if self.pacer.is_none() {
             return self.handle_batch(claims, asked, Some(slot), stop).await;
@@ -172,8 +170,7 @@ where
             let reads = self.paced(reads, worker, stop).await;
             return self.handle_batch(reads, asked, Some(slot), stop).await;
         }
-        let mut stop_hinted = stop.clone();
-        let in_hand = self.handle_batch(hinted, asked, None, &mut stop_hinted);
+        let in_hand = self.handle_batch(hinted, asked, None, stop);
         let to_read = async {
             let reads = self.paced(reads, worker, stop).await;
             self.handle_batch(reads, asked, Some(slot), stop).await
@@ -191,7 +188,7 @@ where
         &self,
         mut claims: Vec<Claim<Q::Key>>,
         worker: &str,
-        stop: &mut watch::Receiver<bool>,
+        stop: &Shutdown,
     ) -> Vec<Claim<Q::Key>> {
         let Some(pacer) = &self.pacer else {
             return claims;
@@ -210,7 +207,7 @@ where
         tokio::select! {
             () = tokio::time::sleep(wait) => {}
             // Shutting down: the batch as it is, which the shutdown hands back.
-            _ = stop.changed() => return claims,
+            () = stop.wait() => return claims,
         }
         let room = self.config.batch_size.max(1).saturating_sub(claims.len());
         match self.queue.claim_reads(worker, room).await {
@@ -222,13 +219,13 @@ where
     }
 
     /// Asks every `listing_check` whether this replica should list now.
-    async fn listing_loop(&self, mut stop: watch::Receiver<bool>) {
-        while !*stop.borrow() {
+    async fn listing_loop(&self, stop: Shutdown) {
+        while !stop.is_stopped() {
             match self.queue.take_listing(self.config.resync_interval).await {
                 Ok(true) => {
                     tokio::select! {
                         _ = self.list_and_sweep() => {}
-                        _ = stop.changed() => return,
+                        () = stop.wait() => return,
                     }
                 }
                 Ok(false) => {}
@@ -236,7 +233,7 @@ where
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.config.listing_check) => {}
-                _ = stop.changed() => {}
+                () = stop.wait() => {}
             }
         }
     }
@@ -265,10 +262,10 @@ where
             let keys: HashSet<Q::Key> = partition.items.iter().map(|i| i.key.clone()).collect();
             listed += keys.len();
             if let Err(e) = &partition.outcome {
-                tracing::warn!(partition = %partition.name, error = %e, "listing incomplete; not swept");
+                tracing::warn!(partition = %partition.partition, error = %e, "listing incomplete; not swept");
                 continue;
             }
-            match self.tracker.tracked(&partition.name).await {
+            match self.tracker.tracked(&partition.partition).await {
                 Ok(tracked) => {
                     let total = tracked.len();
                     let mut gone: Vec<Q::Key> =
@@ -278,12 +275,12 @@ where
                     let listed: Vec<Q::Key> = keys.into_iter().collect();
                     let gone = match self
                         .tracker
-                        .guard_sweep(&partition.name, total, &listed, gone)
+                        .guard_sweep(&partition.partition, total, &listed, gone)
                         .await
                     {
                         Ok(allowed) => allowed,
                         Err(e) => {
-                            tracing::warn!(partition = %partition.name, error = %e, "sweep guard failed; not swept");
+                            tracing::warn!(partition = %partition.partition, error = %e, "sweep guard failed; not swept");
                             continue;
                         }
                     };
@@ -296,7 +293,7 @@ where
                     .await;
                 }
                 Err(e) => {
-                    tracing::warn!(partition = %partition.name, error = %e, "cannot read tracked keys; not swept")
+                    tracing::warn!(partition = %partition.partition, error = %e, "cannot read tracked keys; not swept")
                 }
             }
         }
@@ -329,14 +326,14 @@ where
     }
 
     /// Samples the queue depth for the metric.
-    async fn depth_loop(&self, mut stop: watch::Receiver<bool>) {
-        while !*stop.borrow() {
+    async fn depth_loop(&self, stop: Shutdown) {
+        while !stop.is_stopped() {
             if let Ok(depth) = self.queue.depth().await {
                 self.metrics.queue_depth.set(depth as i64);
             }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                _ = stop.changed() => {}
+                () = stop.wait() => {}
             }
         }
     }

@@ -4,7 +4,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::flaky_queue::{FlakyQueue, Renewals};
@@ -94,7 +93,8 @@ impl Fake {
 
 impl Lister for Fake {
     type Key = Key;
-    async fn list(&self) -> Result<Vec<Partition<Key>>, Failure> {
+    type Partition = String;
+    async fn list(&self) -> Result<Vec<Listed<Key, String>>, Failure> {
         self.with(|w| {
             let items = w
                 .items
@@ -110,15 +110,15 @@ impl Lister for Fake {
             } else {
                 Ok(())
             };
-            Ok(vec![Partition {
-                name: "p".into(),
+            Ok(vec![Listed {
+                partition: "p".into(),
                 items,
                 outcome,
             }])
         })
     }
 
-    async fn list_streaming(&self, found: Found<Key>) -> Result<Vec<Partition<Key>>, Failure> {
+    async fn list_streaming(&self, found: Found<Key>) -> Result<Vec<Listed<Key, String>>, Failure> {
         let partitions = self.list().await?;
         for p in &partitions {
             let _ = found.send(p.items.clone());
@@ -131,14 +131,15 @@ impl Lister for Fake {
 
 impl Tracker for Fake {
     type Key = Key;
-    async fn tracked(&self, partition: &str) -> Result<Vec<Key>, Failure> {
+    type Partition = String;
+    async fn tracked(&self, partition: &String) -> Result<Vec<Key>, Failure> {
         assert_eq!(partition, "p");
         Ok(self.with(|w| w.tracked.iter().copied().collect()))
     }
 
     async fn guard_sweep(
         &self,
-        _: &str,
+        _: &String,
         tracked: usize,
         listed: &[Key],
         gone: Vec<Key>,
@@ -248,14 +249,14 @@ impl Handler for Fake {
 }
 
 struct Running<Q = MemoryQueue<Key>> {
-    stop: oneshot::Sender<()>,
+    stop: crate::shutdown::Stop,
     done: tokio::task::JoinHandle<()>,
     queue: Arc<Q>,
 }
 
 impl<Q> Running<Q> {
     async fn stop(self) {
-        let _ = self.stop.send(());
+        self.stop.stop();
         self.done.await.expect("controller task");
     }
 }
@@ -272,10 +273,8 @@ where
     let f = Arc::new(fake.clone());
     let controller =
         Controller::new(queue.clone(), f.clone(), f.clone(), f.clone(), f).with_config(config);
-    let (stop, rx) = oneshot::channel();
-    let done = tokio::spawn(controller.run(async move {
-        let _ = rx.await;
-    }));
+    let (stop, shutdown) = crate::shutdown::channel();
+    let done = tokio::spawn(controller.run(shutdown));
     Running { stop, done, queue }
 }
 

@@ -53,17 +53,21 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-/// One part of a listing (an installation, a folder) that either completed
-/// or failed as a whole. Only complete partitions are swept.
+/// What a listing found in one partition (an installation, a folder),
+/// which either completed or failed as a whole. Only complete partitions
+/// are swept.
 #[derive(Debug, Clone)]
-pub struct Partition<K> {
-    /// Stable name of the partition, as the [`Tracker`] knows it.
-    pub name: String,
+pub struct Listed<K, P> {
+    /// The partition, as the [`Tracker`] knows it.
+    pub partition: P,
     /// Every key found, each with the hint the lister fetched alongside.
     pub items: Vec<Enqueue<K>>,
     /// `Err` when any page failed: then nothing in this partition is swept.
     pub outcome: Result<(), Failure>,
 }
+
+/// What a whole listing found, partition by partition.
+pub type Listing<K, P> = Result<Vec<Listed<K, P>>, Failure>;
 
 /// Where a lister hands over what it found while it is still listing.
 pub type Found<K> = tokio::sync::mpsc::UnboundedSender<Vec<Enqueue<K>>>;
@@ -71,7 +75,9 @@ pub type Found<K> = tokio::sync::mpsc::UnboundedSender<Vec<Enqueue<K>>>;
 /// Produces every key that exists now (the periodic, org-wide listing).
 pub trait Lister: Send + Sync + 'static {
     type Key: Clone + Send + Sync;
-    fn list(&self) -> impl Future<Output = Result<Vec<Partition<Self::Key>>, Failure>> + Send;
+    /// What the listing is split by (shown in the log).
+    type Partition: fmt::Display + Send + Sync;
+    fn list(&self) -> impl Future<Output = Listing<Self::Key, Self::Partition>> + Send;
 
     /// Like [`Lister::list`], but sends each batch to `found` as soon as it
     /// is read, so workers start on the first page while later pages are
@@ -81,7 +87,7 @@ pub trait Lister: Send + Sync + 'static {
     fn list_streaming(
         &self,
         found: Found<Self::Key>,
-    ) -> impl Future<Output = Result<Vec<Partition<Self::Key>>, Failure>> + Send {
+    ) -> impl Future<Output = Listing<Self::Key, Self::Partition>> + Send {
         async move {
             let partitions = self.list().await?;
             for partition in &partitions {
@@ -97,9 +103,11 @@ pub trait Lister: Send + Sync + 'static {
 /// can find the ones that disappeared (the sweep).
 pub trait Tracker: Send + Sync + 'static {
     type Key: Send + Sync;
+    /// The partitions it tracks keys by: the [`Lister`]'s.
+    type Partition: Send + Sync;
     fn tracked(
         &self,
-        partition: &str,
+        partition: &Self::Partition,
     ) -> impl Future<Output = Result<Vec<Self::Key>, Failure>> + Send;
 
     /// Decides which of the keys that a complete listing of `partition` no
@@ -108,7 +116,7 @@ pub trait Tracker: Send + Sync + 'static {
     /// too many vanish at once; by default every one is swept.
     fn guard_sweep(
         &self,
-        partition: &str,
+        partition: &Self::Partition,
         tracked: usize,
         listed: &[Self::Key],
         gone: Vec<Self::Key>,

@@ -26,7 +26,7 @@ use super::directory::DirectoryReader;
 use super::graphql::{ListData, LIST_REPOSITORIES};
 use super::http::CallError;
 use super::storage::Hint;
-use crate::controller::{Enqueue, Failure, Found, Lister, Partition, Trigger};
+use crate::controller::{Enqueue, Failure, Found, Listed, Lister, Trigger};
 use crate::source::{self, InstallationId, Observed, RepoId};
 
 /// At most this many pages (100 repositories each) per installation.
@@ -52,10 +52,10 @@ impl GithubLister {
         &self,
         installation: &Installation,
         found: &Found<RepoId>,
-    ) -> Partition<RepoId> {
-        let name = partition_of(installation.id).to_string();
+    ) -> Listed<RepoId, source::Partition> {
+        let partition = partition_of(installation.id);
         if installation.suspended {
-            return self.suspended(installation.id, name, found).await;
+            return self.suspended(installation.id, partition, found).await;
         }
         // Only the keys stay here, for the sweep; each page's hints go to
         // the workers with `found`, so a large organisation's files are not
@@ -72,12 +72,12 @@ impl GithubLister {
                 Ok(page) => page,
                 Err(CallError::Suspended(id)) => {
                     self.client.mark_suspended(id);
-                    return self.suspended(id, name, found).await;
+                    return self.suspended(id, partition, found).await;
                 }
                 Err(error) => {
                     tracing::warn!(installation = installation.id, %error, "listing stopped part-way");
-                    return Partition {
-                        name,
+                    return Listed {
+                        partition,
                         items,
                         outcome: Err(error.into_failure()),
                     };
@@ -90,8 +90,8 @@ impl GithubLister {
                         "GitHub does not know the account {:?}",
                         installation.account
                     );
-                    return Partition {
-                        name,
+                    return Listed {
+                        partition,
                         items,
                         outcome: Err(Failure::new(message)),
                     };
@@ -114,8 +114,8 @@ impl GithubLister {
                 (true, Some(cursor)) => after = Some(cursor),
                 (true, None) => {
                     let failure = Failure::new("GitHub said more pages follow but gave no cursor");
-                    return Partition {
-                        name,
+                    return Listed {
+                        partition,
                         items,
                         outcome: Err(failure),
                     };
@@ -123,16 +123,16 @@ impl GithubLister {
                 (false, _) => {
                     self.client
                         .record_listing_pages(installation.id, pages, true);
-                    return Partition {
-                        name,
+                    return Listed {
+                        partition,
                         items,
                         outcome: Ok(()),
                     };
                 }
             }
         }
-        Partition {
-            name,
+        Listed {
+            partition,
             items,
             outcome: Err(Failure::new("too many pages")),
         }
@@ -171,9 +171,9 @@ impl GithubLister {
     async fn suspended(
         &self,
         installation: i64,
-        name: String,
+        partition: source::Partition,
         found: &Found<RepoId>,
-    ) -> Partition<RepoId> {
+    ) -> Listed<RepoId, source::Partition> {
         let known = self
             .client
             .registry
@@ -188,15 +188,15 @@ impl GithubLister {
             .map(|id| Enqueue::because(id, Trigger::Listing))
             .collect();
         let _ = found.send(items.clone());
-        Partition {
-            name,
+        Listed {
+            partition,
             items,
             outcome: Err(Failure::new("installation suspended")),
         }
     }
 
     /// Installations the registry remembers that GitHub no longer lists.
-    async fn vanished(&self, listed: &[Installation]) -> Vec<Partition<RepoId>> {
+    async fn vanished(&self, listed: &[Installation]) -> Vec<Listed<RepoId, source::Partition>> {
         let remembered = self.client.registry.installations().await;
         let remembered = match remembered {
             Ok(ids) => ids,
@@ -210,8 +210,8 @@ impl GithubLister {
         remembered
             .into_iter()
             .filter(|id| !listed.contains(id))
-            .map(|id| Partition {
-                name: source::Partition::Installation(id).to_string(),
+            .map(|id| Listed {
+                partition: source::Partition::Installation(id),
                 items: Vec::new(),
                 outcome: Ok(()),
             })
@@ -221,9 +221,10 @@ impl GithubLister {
 
 impl Lister for GithubLister {
     type Key = RepoId;
+    type Partition = source::Partition;
 
     /// The partitions with every hint, gathered from what the listing sent.
-    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
+    async fn list(&self) -> Result<Vec<Listed<RepoId, source::Partition>>, Failure> {
         let (found, mut sent) = tokio::sync::mpsc::unbounded_channel();
         let mut partitions = self.list_streaming(found).await?;
         let mut hinted = HashMap::new();
@@ -243,7 +244,7 @@ impl Lister for GithubLister {
     async fn list_streaming(
         &self,
         found: Found<RepoId>,
-    ) -> Result<Vec<Partition<RepoId>>, Failure> {
+    ) -> Result<Vec<Listed<RepoId, source::Partition>>, Failure> {
         let installations = self
             .client
             .refresh_installations()

@@ -19,14 +19,13 @@ use std::time::Duration;
 use octocrab::Octocrab;
 use secrecy::SecretString;
 use sqlx::PgPool;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 
 pub use metrics::NotifyMetrics;
 pub use target::Delivery;
 
 use crate::controller::Backoff;
 use crate::registry::changes::ChangeWaker;
+use crate::shutdown::Shutdown;
 
 /// One whole delivery (connect, send, answer) at most.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,7 +36,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 pub struct NotifyError(String);
 
 /// Registers every URL (a new one starts at the head of the log), then
-/// starts one delivery task per URL; each stops when `stop` turns true.
+/// starts one delivery task per URL; each is spawned through `shutdown` and stops when it is
+/// asked.
 /// `lease` is how long a replica keeps a target without renewing (the
 /// workers' lease; it must exceed [`TIMEOUT`]).
 ///
@@ -51,8 +51,8 @@ pub async fn spawn(
     secret: SecretString,
     metrics: NotifyMetrics,
     lease: Duration,
-    stop: watch::Receiver<bool>,
-) -> Result<Vec<JoinHandle<()>>, NotifyError> {
+    shutdown: &Shutdown,
+) -> Result<(), NotifyError> {
     for url in urls {
         outbox::register(&pool, url)
             .await
@@ -70,11 +70,13 @@ pub async fn spawn(
         lease: lease.max(TIMEOUT + Duration::from_secs(1)),
         backoff: Backoff::default(),
     });
-    Ok(urls
-        .iter()
-        .zip(labels)
-        .map(|(url, label)| tokio::spawn(delivery.clone().run_as(url.clone(), label, stop.clone())))
-        .collect())
+    for (url, label) in urls.iter().zip(labels) {
+        let run = delivery
+            .clone()
+            .run_as(url.clone(), label, shutdown.clone());
+        shutdown.spawn("notify target", run);
+    }
+    Ok(())
 }
 
 /// The HTTP(S) client deliveries go through (rustls, no redirects).

@@ -11,12 +11,12 @@ use axum::http::{header, Method, Request};
 use octocrab::{OctoBody, Octocrab};
 use secrecy::{ExposeSecret, SecretString};
 use sqlx::PgPool;
-use tokio::sync::watch;
 
 use super::metrics::NotifyMetrics;
 use super::{outbox, redact, sign, stall};
 use crate::controller::backoff::Backoff;
 use crate::registry::changes::{self, ChangeJson, ChangeWaker, FeedError};
+use crate::shutdown::Shutdown;
 
 /// Changes read from the log at a time.
 const BATCH: i64 = 100;
@@ -44,28 +44,23 @@ enum Sent {
 }
 
 impl Delivery {
-    /// Delivers to `url` until `stop` turns true, then gives the lease up;
+    /// Delivers to `url` until `stop` is asked, then gives the lease up;
     /// logs and metrics name it by its scheme, host and port.
-    pub async fn run(self: Arc<Self>, url: String, stop: watch::Receiver<bool>) {
+    pub async fn run(self: Arc<Self>, url: String, stop: Shutdown) {
         let label = redact(&url);
         self.run_as(url, label, stop).await;
     }
 
     /// [`Delivery::run`], naming the target `label` (see
     /// [`super::labels`]) in logs and metrics.
-    pub async fn run_as(
-        self: Arc<Self>,
-        url: String,
-        label: String,
-        mut stop: watch::Receiver<bool>,
-    ) {
+    pub async fn run_as(self: Arc<Self>, url: String, label: String, stop: Shutdown) {
         if let Err(error) = outbox::register(&self.pool, &url).await {
             tracing::warn!(target_url = %label, %error, "notify: cannot register the target");
         }
         let mut waiter = self.waker.waiter();
         // The lease is renewed at least this often while idle or backing off.
         let renew = self.lease / 3;
-        while !*stop.borrow() {
+        while !stop.is_stopped() {
             let pause = match self.round(&url, &label).await {
                 Ok(pause) => pause,
                 Err(error) => {
@@ -76,7 +71,7 @@ impl Delivery {
             let Some(pause) = pause else { continue };
             tokio::select! {
                 () = waiter.wait(pause.min(renew)) => {}
-                _ = stop.wait_for(|s| *s) => {}
+                () = stop.wait() => {}
             }
         }
         if let Err(error) = outbox::release(&self.pool, &url, &self.owner).await {

@@ -61,17 +61,12 @@ impl RegistryTracker {
     }
 }
 
-/// A partition named by the controller, which got the name from a lister.
-fn partition(name: &str) -> Result<Partition, Failure> {
-    name.parse()
-        .map_err(|e: crate::source::UnknownPartition| Failure::new(e.to_string()))
-}
-
 impl Tracker for RegistryTracker {
     type Key = RepoId;
+    type Partition = Partition;
 
-    async fn tracked(&self, partition_name: &str) -> Result<Vec<RepoId>, Failure> {
-        tracked_ids(&self.pool, partition(partition_name)?)
+    async fn tracked(&self, partition: &Partition) -> Result<Vec<RepoId>, Failure> {
+        tracked_ids(&self.pool, *partition)
             .await
             .map_err(|e| Failure::new(format!("registry database: {e}")))
     }
@@ -80,19 +75,13 @@ impl Tracker for RegistryTracker {
     /// listed repositories leave their holds. See [`DeletionGuard::sweep`].
     async fn guard_sweep(
         &self,
-        partition_name: &str,
+        partition: &Partition,
         tracked: usize,
         listed: &[RepoId],
         gone: Vec<RepoId>,
     ) -> Result<Vec<RepoId>, Failure> {
         self.guard
-            .sweep(
-                &self.pool,
-                partition(partition_name)?,
-                tracked,
-                listed,
-                gone,
-            )
+            .sweep(&self.pool, *partition, tracked, listed, gone)
             .await
             .map_err(|e| Failure::new(e.to_string()))
     }

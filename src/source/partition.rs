@@ -2,9 +2,9 @@
 //! over which the sweep and the deletion guard count. The local folder is
 //! one partition, each GitHub App installation another.
 //!
-//! A partition is stored (holds) and named to the controller as text —
-//! `local` or `installation/<id>` — and read back with [`FromStr`], so the
-//! spelling lives here only.
+//! The controller's listing and sweep carry it as this type; it is stored
+//! (holds) as text — `local` or `installation/<id>` — and read back with
+//! [`FromStr`], so the spelling lives here only.
 
 use std::fmt;
 use std::str::FromStr;

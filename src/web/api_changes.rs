@@ -14,13 +14,13 @@ use axum::Json;
 use serde::Deserialize;
 use serde_json::json;
 use sqlx::PgPool;
-use tokio::sync::watch;
 
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
 use super::long_polls::LongPolls;
 use super::state::AppState;
 use crate::registry::changes::{self, ChangeWaker, Feed, FeedError};
+use crate::shutdown::Shutdown;
 
 pub use super::long_polls::DEFAULT_LONG_POLLS;
 
@@ -35,8 +35,8 @@ pub const DEFAULT_FEED_LIMIT: i64 = 100;
 pub struct ChangesState {
     pub pool: PgPool,
     pub waker: ChangeWaker,
-    /// Turns `true` at shutdown: waiting readers are answered at once.
-    pub stop: watch::Receiver<bool>,
+    /// The server's shutdown: waiting readers are answered at once.
+    pub stop: Shutdown,
     /// How many may wait at once (`ROSTER_LONG_POLLS`).
     pub long_polls: LongPolls,
 }
@@ -133,14 +133,14 @@ pub async fn feed(
 /// once with what there is.
 async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, FeedError> {
     let deadline = tokio::time::Instant::now() + request.wait;
-    let mut stop = state.stop.clone();
+    let stop = &state.stop;
     let mut place = None;
     loop {
         let heard = state.waker.now();
         state.long_polls.read();
         let feed = changes::changes_after(&state.pool, request.after, request.limit).await?;
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if !feed.items.is_empty() || left.is_zero() || *stop.borrow() {
+        if !feed.items.is_empty() || left.is_zero() || stop.is_stopped() {
             return Ok(feed);
         }
         if place.is_none() {
@@ -156,7 +156,7 @@ async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, F
                     return Ok(feed);
                 }
             }
-            _ = stop.wait_for(|s| *s) => return Ok(feed),
+            () = stop.wait() => return Ok(feed),
         }
     }
 }

@@ -15,7 +15,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::task::JoinSet;
 use tower::ServiceExt;
 
 /// A client must send a whole request header within this long; an idle
@@ -38,16 +38,17 @@ pub struct ClientAddr(pub IpAddr);
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// Serves `app` on `listener` until `shutdown` resolves, then stops
-/// accepting, lets the open connections finish within [`SHUTDOWN_GRACE`]
-/// and returns (connections still open are dropped with the runtime).
+/// accepting, lets the open connections finish within [`SHUTDOWN_GRACE`],
+/// closes those still open and returns once every connection's task has
+/// ended.
 pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Output = ()>) {
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT);
-    let (stop_tx, stop_rx) = watch::channel(false);
-    // Every connection holds a receiver; `closed` resolves once all are gone.
-    let (open_tx, open_rx) = watch::channel(());
+    // Every connection is a task of this set, told to close by `stop`.
+    let (stop, stopping) = crate::shutdown::channel();
+    let mut open = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -71,12 +72,11 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
         let connection = builder
             .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service))
             .with_upgrades();
-        let (mut stop, open) = (stop_rx.clone(), open_rx.clone());
-        tokio::spawn(async move {
+        let stopping = stopping.wait();
+        // Ended connections are reaped as new ones come.
+        while open.try_join_next().is_some() {}
+        open.spawn(async move {
             tokio::pin!(connection);
-            let stopping = async move {
-                let _ = stop.wait_for(|stop| *stop).await;
-            };
             let result = tokio::select! {
                 result = connection.as_mut() => result,
                 () = stopping => {
@@ -89,13 +89,12 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
                 // Timeouts and clients going away: nothing to act on.
                 tracing::debug!(%error, "connection ended with an error");
             }
-            drop(open);
         });
     }
     drop(listener);
-    let _ = stop_tx.send(true);
-    drop(open_rx);
-    if tokio::time::timeout(SHUTDOWN_GRACE, open_tx.closed())
+    stop.stop();
+    let all_closed = async { while open.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, all_closed)
         .await
         .is_err()
     {
@@ -103,5 +102,6 @@ pub async fn serve(listener: TcpListener, app: Router, shutdown: impl Future<Out
             "connections still open {}s after shutdown began; closing them",
             SHUTDOWN_GRACE.as_secs()
         );
+        open.shutdown().await;
     }
 }

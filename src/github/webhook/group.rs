@@ -21,6 +21,7 @@ use std::time::Duration;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::deliveries::{self, DeliveryRows, NewDelivery};
@@ -31,6 +32,7 @@ use super::intake::{self, Direct, Intake};
 use crate::db::queue::{self, EnqueueRows, PgQueue};
 use crate::db::together::{self, Part};
 use crate::registry::{FreePushRows, KnownRows};
+use crate::shutdown::Shutdown;
 
 /// How deliveries are grouped.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +78,8 @@ pub struct GroupCommit {
     jobs: mpsc::Sender<Job>,
     /// The writers start with the first delivery, inside the runtime.
     idle: Mutex<Option<Writers>>,
+    /// Owns the writers' task: the server's stop joins it.
+    shutdown: Shutdown,
 }
 
 struct Writers {
@@ -91,7 +95,10 @@ struct Writers {
 }
 
 impl GroupCommit {
-    pub fn new(pool: PgPool, queue: Arc<PgQueue>, limits: GroupLimits) -> Self {
+    /// Writers on `pool`'s database, spawned through `shutdown` with the
+    /// first delivery; they end once this is dropped and the deliveries
+    /// handed to them are written.
+    pub fn new(pool: PgPool, queue: Arc<PgQueue>, limits: GroupLimits, shutdown: Shutdown) -> Self {
         let limits = GroupLimits {
             max: limits.max.max(1),
             writers: limits.writers.max(1),
@@ -109,6 +116,7 @@ impl GroupCommit {
         Self {
             jobs,
             idle: Mutex::new(Some(writers)),
+            shutdown,
         }
     }
 
@@ -142,14 +150,30 @@ impl GroupCommit {
         };
         let Some(mut writers) = writers else { return };
         writers.pool = own_connections(&writers.shared, writers.limits.writers);
-        let writers = Arc::new(writers);
-        for _ in 0..writers.limits.writers {
-            tokio::spawn(writers.clone().run());
-        }
+        self.shutdown
+            .spawn("webhook writers", Arc::new(writers).run_all());
     }
 }
 
 impl Writers {
+    /// Runs every writer until the route is gone, then closes their
+    /// connections; closes them sooner when the server's pool closes
+    /// (the writers then refuse to write).
+    async fn run_all(self: Arc<Self>) {
+        let mut running = JoinSet::new();
+        for _ in 0..self.limits.writers {
+            running.spawn(self.clone().run());
+        }
+        let (own, shared) = (self.pool.clone(), self.shared.clone());
+        drop(self);
+        tokio::select! {
+            () = async { while running.join_next().await.is_some() {} } => {}
+            () = shared.close_event() => {}
+        }
+        own.close().await;
+        while running.join_next().await.is_some() {}
+    }
+
     /// Takes groups and writes them until every sender is gone.
     async fn run(self: Arc<Self>) {
         while let Some(group) = self.next_group().await {
@@ -272,8 +296,8 @@ impl Writers {
     }
 }
 
-/// The writers' own connections, one per writer, closed with the server's
-/// pool. Their statements always take PostgreSQL's generic plan: a group's
+/// The writers' own connections, one per writer, closed when the writers
+/// end or the server's pool closes. Their statements always take PostgreSQL's generic plan: a group's
 /// statement is planned once per connection instead of at every group,
 /// which PostgreSQL would otherwise do when the group's sizes make a
 /// custom plan look cheaper (a burst of pushes to one repository: about a
@@ -282,16 +306,10 @@ fn own_connections(shared: &PgPool, writers: usize) -> PgPool {
     let options = (*shared.connect_options())
         .clone()
         .options([("plan_cache_mode", "force_generic_plan")]);
-    let own = PgPoolOptions::new()
+    PgPoolOptions::new()
         .max_connections(u32::try_from(writers).unwrap_or(u32::MAX))
         .acquire_timeout(Duration::from_secs(10))
-        .connect_lazy_with(options);
-    let (closing, closed) = (shared.close_event(), own.clone());
-    tokio::spawn(async move {
-        closing.await;
-        closed.close().await;
-    });
-    own
+        .connect_lazy_with(options)
 }
 
 /// The delivery records of a group, each with its event's outcome.
@@ -325,7 +343,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn the_writers_connections_should_take_generic_plans_and_close_with_the_shared_pool() {
+    async fn the_writers_connections_should_take_generic_plans() {
         let (shared, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
@@ -340,11 +358,22 @@ mod tests {
             .await
             .expect("the setting");
         assert_eq!(shared_mode, "auto");
+    }
 
-        shared.close().await;
-        tokio::time::timeout(Duration::from_secs(30), own.close_event())
+    #[tokio::test]
+    async fn the_writers_should_end_and_be_joined_once_the_route_is_gone() {
+        let (shared, _url) = crate::db::testing::fresh_database()
             .await
-            .expect("the writers' connections closed with the shared pool");
-        assert!(own.is_closed());
+            .expect("a fresh test database");
+        let queue = Arc::new(PgQueue::new(shared.clone(), Duration::from_secs(60)));
+        let (stop, shutdown) = crate::shutdown::channel();
+        let group = GroupCommit::new(shared.clone(), queue, GroupLimits::default(), shutdown);
+        group.start();
+        shared.close().await;
+        drop(group);
+        let joined = tokio::time::timeout(Duration::from_secs(30), stop.join())
+            .await
+            .expect("the writers ended");
+        assert_eq!((joined.spawned, joined.joined, joined.panicked), (1, 1, 0));
     }
 }

@@ -36,6 +36,7 @@ pub fn prepare(state: WebhookState) -> (Arc<Route>, Arc<Admission>) {
         state.pool.clone(),
         state.queue.clone(),
         GroupLimits::default(),
+        state.shutdown.clone(),
     )
     .with_free_pushes(state.free_pushes.clone());
     let route = Route {
@@ -159,6 +160,7 @@ mod tests {
             metrics,
             limits: WebhookLimits::default(),
             free_pushes: None,
+            shutdown: crate::shutdown::channel().1,
         });
         Harness { app, pool, adds }
     }

@@ -11,6 +11,7 @@ use super::free_push::FreePushes;
 use super::group::GroupCommit;
 use crate::db::queue::PgQueue;
 use crate::metrics::Metrics;
+use crate::shutdown::Shutdown;
 
 /// What the webhook route needs.
 #[derive(Clone)]
@@ -24,6 +25,9 @@ pub struct WebhookState {
     /// How pushes that left the project file alone are decided without a
     /// read; `None`: every push is read.
     pub free_pushes: Option<FreePushes>,
+    /// The server's shutdown: the group commit's writers are spawned
+    /// through it, and end once the route is gone.
+    pub shutdown: Shutdown,
 }
 
 /// The state and the turns it hands out: the route's axum state, shared by

@@ -124,10 +124,16 @@ mod tests {
             )),
             limits: WebhookLimits::default(),
             free_pushes: None,
+            shutdown: crate::shutdown::channel().1,
         };
         let route = Route {
             admission: Arc::new(Admission::new(state.limits)),
-            group: GroupCommit::new(pool.clone(), queue, GroupLimits::default()),
+            group: GroupCommit::new(
+                pool.clone(),
+                queue,
+                GroupLimits::default(),
+                crate::shutdown::channel().1,
+            ),
             state,
         };
         let handled = Arc::new(AtomicUsize::new(0));

@@ -1,6 +1,6 @@
 //! Lists the local folders as repositories.
 
-use crate::controller::{Enqueue, Failure, Lister, Partition, Trigger};
+use crate::controller::{Enqueue, Failure, Listed, Lister, Trigger};
 use crate::source::{self, RepoId};
 
 use super::{repo_id, DirSource};
@@ -13,8 +13,9 @@ pub struct DirLister {
 
 impl Lister for DirLister {
     type Key = RepoId;
+    type Partition = source::Partition;
 
-    async fn list(&self) -> Result<Vec<Partition<RepoId>>, Failure> {
+    async fn list(&self) -> Result<Vec<Listed<RepoId, source::Partition>>, Failure> {
         let folders = self.source.folders().map_err(|e| {
             Failure::new(format!("cannot list {}: {e}", self.source.root.display()))
         })?;
@@ -22,8 +23,8 @@ impl Lister for DirLister {
             .iter()
             .map(|f| Enqueue::because(repo_id(f), Trigger::Listing))
             .collect();
-        Ok(vec![Partition {
-            name: source::Partition::Local.to_string(),
+        Ok(vec![Listed {
+            partition: source::Partition::Local,
             items,
             outcome: Ok(()),
         }])

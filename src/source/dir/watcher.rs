@@ -7,6 +7,7 @@ use notify::{RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
 use crate::controller::{Enqueue, WorkQueue};
+use crate::shutdown::Shutdown;
 use crate::source::RepoId;
 
 use super::{repo_id, DirSource};
@@ -21,9 +22,9 @@ pub struct WatchError {
 }
 
 /// Starts watching `source.root`; every change under a sub-folder enqueues
-/// that repository. The returned watcher must be kept alive: dropping it
-/// stops the watch.
-pub fn watch<Q>(source: DirSource, queue: Arc<Q>) -> Result<notify::RecommendedWatcher, WatchError>
+/// that repository, until `shutdown` (the task spawned through it holds
+/// the watch and drops it then).
+pub fn watch<Q>(source: DirSource, queue: Arc<Q>, shutdown: &Shutdown) -> Result<(), WatchError>
 where
     Q: WorkQueue<Key = RepoId>,
 {
@@ -53,8 +54,19 @@ where
             source: e,
         })?;
 
-    tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
+    let stopped = shutdown.wait();
+    shutdown.spawn("folder watch", async move {
+        // The watch lives as long as this task.
+        let _watcher = watcher;
+        tokio::pin!(stopped);
+        loop {
+            let first = tokio::select! {
+                received = rx.recv() => match received {
+                    Some(first) => first,
+                    None => return,
+                },
+                () = &mut stopped => return,
+            };
             // Take whatever else arrived at once: an editor's save is several events.
             let mut folders = BTreeSet::new();
             let mut event = Some(first);
@@ -72,7 +84,7 @@ where
             }
         }
     });
-    Ok(watcher)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -98,7 +110,13 @@ mod tests {
         std::fs::create_dir_all(&outside).expect("mkdir");
         std::os::unix::fs::symlink(&outside, org.join("link")).expect("symlink");
         let queue = Arc::new(MemoryQueue::new(Duration::from_secs(60)));
-        let _watcher = watch(DirSource::new(&org, "project.yaml"), queue.clone()).expect("watch");
+        let (_stop, shutdown) = crate::shutdown::channel();
+        watch(
+            DirSource::new(&org, "project.yaml"),
+            queue.clone(),
+            &shutdown,
+        )
+        .expect("watch");
 
         // A change behind the link first, then one inside: events arrive in
         // order, so once the second is enqueued the first would be too.

@@ -14,6 +14,7 @@ pub(super) mod deliveries;
 mod error_page;
 pub(super) mod forms;
 pub(super) mod history;
+mod notices;
 pub(super) mod overview;
 pub(super) mod owners;
 pub(super) mod projects;

@@ -11,12 +11,14 @@ use chrono::{DateTime, Utc};
 use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
 use crate::controller::{ItemStatus, WorkQueue};
+use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
 use crate::registry::{self, EntryJson, EventJson, Status};
 use crate::web::delivery_log;
 use crate::web::error::{repo_not_found, ApiError};
 use crate::web::extract::ApiPath;
+use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{
@@ -54,6 +56,9 @@ pub struct RepoTemplate {
     conflicts: Vec<ConflictView>,
     hold: Option<HoldView>,
     entries: Vec<EntryView>,
+    /// How many entries the repository owns; the page may show fewer.
+    entries_total: usize,
+    entries_more: Option<MoreEntries>,
     events: Vec<EventView>,
     deliveries: Vec<DeliveryView>,
     deliveries_href: String,
@@ -213,6 +218,19 @@ fn retry_text(item: &ItemStatus, now: DateTime<Utc>) -> String {
     }
 }
 
+/// Entries a repository page leaves out past its byte bound.
+#[derive(Debug)]
+struct MoreEntries {
+    count: usize,
+    /// The API answer that goes on from the last entry shown.
+    href: String,
+}
+
+/// Bytes of a repository page given to its entries: the page's bound less
+/// what its other parts take at most (the error, 50 events, 20 deliveries,
+/// 20 checks).
+const ENTRIES_BUDGET: usize = ITEMS_BUDGET / 2;
+
 pub async fn repo_detail(
     State(state): State<AppState>,
     viewer: Viewer,
@@ -225,6 +243,22 @@ pub async fn repo_detail(
         .ok_or_else(|| repo_not_found(&owner, &name))?;
     let repo = detail.repo;
     let now = Utc::now();
+    // Entries are the one part of the page without a bound of their own
+    // (a repository may hold 1,000): they take what the page's byte bound
+    // leaves, the rest is linked as JSON.
+    let mut entries = detail.entries;
+    let entries_total = entries.len();
+    let cut = keep_rows(&mut entries, ENTRIES_BUDGET, |e| {
+        escaped_len(&serde_json::to_string(e).unwrap_or_default())
+    });
+    let entries_more = cut.then(|| MoreEntries {
+        count: entries_total - entries.len(),
+        href: format!(
+            "/api/v1/repos/{}?entries_after={}",
+            repo.full_name,
+            entries.last().map(|e| e.name.as_str()).unwrap_or_default()
+        ),
+    });
     let (info, deliveries, checks) = tokio::try_join!(
         async {
             repo_source_info(&state.pool, repo.id)
@@ -300,8 +334,9 @@ pub async fn repo_detail(
             since: TimeView::new(hold.since, now),
             reason: hold.reason,
         }),
-        entries: detail
-            .entries
+        entries_total,
+        entries_more,
+        entries: entries
             .into_iter()
             .map(|e| EntryView::new(e, web, info.default_branch.as_deref(), now))
             .collect(),
