@@ -122,6 +122,7 @@ where
     .with_config(config)
     .with_metrics(controller_metrics);
 
+    let state_pool = pool.clone();
     let state = AppState {
         pool,
         queue,
@@ -136,6 +137,9 @@ where
     };
     let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
     crate::memory::return_freed(&signal);
+    // Entries follow their owner team through renames and deletions.
+    let following = crate::registry::owner_follow::run(state_pool, settings.owners, signal.wait());
+    signal.spawn("owner following", following);
     let server = crate::web::serve::serve(listener, app, signal.wait());
     let controller = controller.run(signal.clone());
     let ((), ()) = tokio::join!(server, controller);

@@ -21,11 +21,23 @@ pub async fn directory_for(
     installation: i64,
     owners: &[&str],
 ) -> Result<Option<Directory>, sqlx::Error> {
+    directory_of(conn, Some(installation), owners).await
+}
+
+/// [`directory_for`] the account of `installation`, or of the local folder
+/// when there is none (its repositories have no installation).
+pub async fn directory_of(
+    conn: &mut PgConnection,
+    installation: Option<i64>,
+    owners: &[&str],
+) -> Result<Option<Directory>, sqlx::Error> {
     let Some(row) = sqlx::query(
         "select org_id, login, personal, off_reason from directory_orgs
-         where installation_id = $1 order by org_id limit 1",
+         where case when $1::bigint is null then org_id = $2 else installation_id = $1 end
+         order by org_id limit 1",
     )
     .bind(installation)
+    .bind(super::LOCAL_ORG_ID)
     .fetch_optional(&mut *conn)
     .await?
     else {

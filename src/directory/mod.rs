@@ -9,6 +9,7 @@
 //! wherever a project file is checked.
 
 pub mod db;
+pub mod follow;
 pub mod lookup;
 pub mod mode;
 pub mod resolve;

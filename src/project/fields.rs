@@ -127,6 +127,17 @@ pub fn stored_columns() -> String {
     FIELDS.iter().map(|f| f.name).collect::<Vec<_>>().join(", ")
 }
 
+/// The columns of the fields Roster resolves, comma-separated: what
+/// following a renamed or deleted team rewrites.
+pub fn resolved_columns() -> String {
+    FIELDS
+        .iter()
+        .filter(|f| !f.in_file())
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What a project file declares for one project, beside its name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
 #[serde(default)]

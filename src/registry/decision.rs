@@ -7,17 +7,19 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::decided::{invalid, short, Decision};
+use super::entry_owners::OwnerContext;
 use super::entries::{self, Changes, Desired};
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
-use crate::project::ResolvedOwner;
+use crate::directory::OwnersMode;
 use crate::source::{FileState, Observed, RepoId};
 
 /// Decides what `observed` does to repository `id`, whose state was `old`;
 /// entries are written on `conn` as decided, the rest is left to the caller.
 /// `owned`: the names the repository owns, when the caller read them in
-/// this transaction already.
+/// this transaction already. Owners are resolved under `owners` against
+/// the directory of the repository's account.
 pub(super) async fn decide(
     conn: &mut PgConnection,
     project_file: &str,
@@ -25,8 +27,13 @@ pub(super) async fn decide(
     old: &RepoState,
     observed: Observed,
     owned: Option<BTreeSet<String>>,
+    owners: OwnersMode,
 ) -> Result<Decision, RegistryError> {
     let file = project_file;
+    let installation = match &observed {
+        Observed::Present { repo, .. } => repo.installation_id,
+        Observed::Removed { .. } => None,
+    };
     Ok(match observed {
         Observed::Removed { reason, .. } => {
             let deleted = entries::delete_all(conn, id).await?;
@@ -66,7 +73,10 @@ pub(super) async fn decide(
         Observed::Present {
             file: FileState::Files { sha, files },
             ..
-        } => super::file_set::decide(conn, id, old, &sha, &files, owned).await?,
+        } => {
+            let owners = (owners, installation);
+            super::file_set::decide(conn, id, old, &sha, &files, owned, owners).await?
+        }
         Observed::Present {
             file: FileState::Found { sha, bytes },
             ..
@@ -83,10 +93,22 @@ pub(super) async fn decide(
                     )
                 }
                 Ok(parsed) => {
+                    let texts: Vec<&str> =
+                        parsed.projects.iter().map(|p| p.fields.owner.as_str()).collect();
+                    let context =
+                        OwnerContext::load(conn, id, installation, owners, &texts).await?;
+                    let failures = context.failures(file, &parsed, &String::from_utf8_lossy(&bytes));
+                    if !failures.is_empty() {
+                        let problems = failures.join("\n");
+                        let message = format!("invalid {}: {problems}", short(&sha));
+                        return Ok(invalid(old, message, problems, blob));
+                    }
+                    let resolved = context.resolve(&texts);
                     let desired: Vec<Desired> = parsed
                         .projects
                         .iter()
-                        .map(|p| Desired::from_project(p, file, ResolvedOwner::default()))
+                        .zip(resolved)
+                        .map(|(p, owner)| Desired::from_project(p, file, owner))
                         .collect();
                     let changes = entries::apply(conn, id, &sha, &desired, &[], owned).await?;
                     applied(&sha, changes, blob)

@@ -8,12 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use sqlx::PgConnection;
 
 use super::decided::{invalid, short, Decision};
+use super::entry_owners::OwnerContext;
 use super::entries::{self, Changes, Desired};
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
-use crate::project::ResolvedOwner;
-use crate::source::{FileContent, PathFile, RepoId};
+use crate::directory::OwnersMode;
+use crate::project::ProjectFile;
+use crate::source::{FileContent, InstallationId, PathFile, RepoId};
 
 /// Entries one repository may hold across its files: a hostile monorepo
 /// cannot make one reconcile write tens of thousands.
@@ -41,10 +43,19 @@ pub(super) async fn decide(
     sha: &str,
     files: &[PathFile],
     owned: Option<BTreeSet<String>>,
+    owners: (OwnersMode, Option<InstallationId>),
 ) -> Result<Decision, RegistryError> {
     let blob = Some(set_blob(files));
     let old_paths = entries::paths(conn, id).await?;
-    let plan = plan(files, &old_paths);
+    let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
+    let texts: Vec<&str> = parsed
+        .iter()
+        .flatten()
+        .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
+        .collect();
+    let (mode, installation) = owners;
+    let context = OwnerContext::load(conn, id, installation, mode, &texts).await?;
+    let plan = plan_with(files, &parsed, &old_paths, &context);
     if plan.desired.len() + plan.keep.len() > MAX_REPO_ENTRIES {
         let message = format!(
             "file: the project files declare more than {MAX_REPO_ENTRIES} projects, \
@@ -64,16 +75,46 @@ pub(super) async fn decide(
 /// Reads each file in path order: a valid one asks for its entries (a name
 /// an earlier file declared stays there), an invalid one keeps the entries
 /// that came from it.
+#[cfg(test)]
 fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
+    let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
+    plan_with(files, &parsed, old_paths, &OwnerContext::unchecked())
+}
+
+/// A file read by the rules: its projects, or its problem lines.
+fn parse(file: &PathFile) -> Result<ProjectFile, String> {
+    match &file.content {
+        FileContent::Bytes(bytes) => {
+            crate::project::parse(&file.path, bytes).map_err(|p| p.to_string())
+        }
+        FileContent::Unreadable(message) => Err(message.clone()),
+    }
+}
+
+/// [`plan`] with each file's owners resolved in `owners`: a file whose
+/// owners break the rule (under `require`) is invalid like one that breaks
+/// the file's own rules.
+fn plan_with(
+    files: &[PathFile],
+    parsed: &[Result<ProjectFile, String>],
+    old_paths: &[(String, String)],
+    owners: &OwnerContext,
+) -> Plan {
     let mut plan = Plan::default();
     let mut taken: BTreeMap<String, String> = BTreeMap::new();
-    for file in files {
-        let parsed = match &file.content {
-            FileContent::Bytes(bytes) => {
-                crate::project::parse(&file.path, bytes).map_err(|p| p.to_string())
+    for (file, parsed) in files.iter().zip(parsed) {
+        let parsed = parsed.as_ref().map_err(String::clone).and_then(|parsed| {
+            let text = match &file.content {
+                FileContent::Bytes(bytes) => String::from_utf8_lossy(bytes),
+                FileContent::Unreadable(_) => Default::default(),
+            };
+            let failures = owners.failures(&file.path, parsed, &text);
+            if failures.is_empty() {
+                Ok(parsed)
+            } else {
+                Err(failures.join("\n"))
             }
-            FileContent::Unreadable(message) => Err(message.clone()),
-        };
+        });
         match parsed {
             Err(problems) => {
                 plan.problems.push(problems.trim_end().to_owned());
@@ -85,7 +126,10 @@ fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
                 }
             }
             Ok(parsed) => {
-                for project in &parsed.projects {
+                let texts: Vec<&str> =
+                    parsed.projects.iter().map(|p| p.fields.owner.as_str()).collect();
+                let resolved = owners.resolve(&texts);
+                for (project, owner) in parsed.projects.iter().zip(resolved) {
                     let name = project.name.as_str();
                     match taken.get(name) {
                         Some(first) => plan.twice.push(format!(
@@ -94,11 +138,8 @@ fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
                         )),
                         None => {
                             taken.insert(name.to_owned(), file.path.clone());
-                            plan.desired.push(Desired::from_project(
-                                project,
-                                &file.path,
-                                ResolvedOwner::default(),
-                            ));
+                            plan.desired
+                                .push(Desired::from_project(project, &file.path, owner));
                         }
                     }
                 }

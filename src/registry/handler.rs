@@ -213,7 +213,8 @@ where
             }
             false => None,
         };
-        let decision = decide(&mut tx, &self.project_file, id, &old, observed, owned).await?;
+        let file = &self.project_file;
+        let decision = decide(&mut tx, file, id, &old, observed, owned, self.owners).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
             record::diff(&before, &after, id, sha.as_deref(), cause)

@@ -23,7 +23,9 @@ use crate::source::{FileState, Observed, RepoId};
 /// queue's [`Trigger`]): a `push`, a `resync`, a `listing`, another
 /// `webhook` (a rename, an installation change); `reconcile` when nothing
 /// more telling asked (a name released by another entry, a folder changed
-/// on disk).
+/// on disk). A change the organisation's directory made to an entry's
+/// owner says `team_renamed` or `team_deleted` (`reconcile` for others, a
+/// team created or a member gone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
     Push,
@@ -33,11 +35,15 @@ pub enum Cause {
     HoldReleased,
     RepoRemoved,
     Reconcile,
+    /// The entry's owner team was renamed: the entry follows it by id.
+    TeamRenamed,
+    /// The entry's owner team was deleted: the entry is flagged, kept.
+    TeamDeleted,
 }
 
 impl Cause {
     /// Every cause, in the order a filter offers them.
-    pub const ALL: [Cause; 7] = [
+    pub const ALL: [Cause; 9] = [
         Cause::Push,
         Cause::Listing,
         Cause::Resync,
@@ -45,6 +51,8 @@ impl Cause {
         Cause::Reconcile,
         Cause::RepoRemoved,
         Cause::HoldReleased,
+        Cause::TeamRenamed,
+        Cause::TeamDeleted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +64,18 @@ impl Cause {
             Cause::HoldReleased => "hold_released",
             Cause::RepoRemoved => "repo_removed",
             Cause::Reconcile => "reconcile",
+            Cause::TeamRenamed => "team_renamed",
+            Cause::TeamDeleted => "team_deleted",
+        }
+    }
+
+    /// The cause of a change the directory made to an entry's resolved
+    /// owner, from the entry after it (`None`: removed).
+    pub(crate) fn of_owner(after: Option<&Value>) -> Self {
+        match after.and_then(|a| a.get("owner_status")).and_then(Value::as_str) {
+            Some("renamed") => Cause::TeamRenamed,
+            Some("deleted") => Cause::TeamDeleted,
+            _ => Cause::Reconcile,
         }
     }
 

@@ -75,7 +75,7 @@ pub struct StreamView {
     pub cause: String,
     pub owner: String,
     pub kinds: [&'static str; 3],
-    pub causes: [&'static str; 7],
+    pub causes: [&'static str; Cause::ALL.len()],
     pub filtered: bool,
     /// Set when this is not the newest page.
     pub paged: bool,
