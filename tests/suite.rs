@@ -24,6 +24,7 @@ mod dir_patterns;
 mod dir_source_e2e;
 mod directory;
 mod embedded_pg;
+mod entry_owners;
 mod free_pushes;
 mod fuzz_regressions;
 mod github_batch_read;

@@ -49,7 +49,11 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("installation_grants", &["github/grants.rs"]),
     (
         "directory_orgs",
-        &["directory/db.rs", "directory/lookup.rs", "directory/follow.rs"],
+        &[
+            "directory/db.rs",
+            "directory/lookup.rs",
+            "directory/follow.rs",
+        ],
     ),
     (
         "directory_org_logins",

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use sqlx::PgConnection;
 
 use super::decided::{invalid, short, Decision};
-use super::entry_owners::OwnerContext;
 use super::entries::{self, Changes, Desired};
+use super::entry_owners::OwnerContext;
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
@@ -93,11 +93,15 @@ pub(super) async fn decide(
                     )
                 }
                 Ok(parsed) => {
-                    let texts: Vec<&str> =
-                        parsed.projects.iter().map(|p| p.fields.owner.as_str()).collect();
+                    let texts: Vec<&str> = parsed
+                        .projects
+                        .iter()
+                        .map(|p| p.fields.owner.as_str())
+                        .collect();
                     let context =
                         OwnerContext::load(conn, id, installation, owners, &texts).await?;
-                    let failures = context.failures(file, &parsed, &String::from_utf8_lossy(&bytes));
+                    let failures =
+                        context.failures(file, &parsed, &String::from_utf8_lossy(&bytes));
                     if !failures.is_empty() {
                         let problems = failures.join("\n");
                         let message = format!("invalid {}: {problems}", short(&sha));

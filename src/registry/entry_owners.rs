@@ -150,10 +150,16 @@ mod tests {
         let unknown = resolved_owner(&Resolution::Unknown {
             suggestions: vec!["x".into()],
         });
-        assert_eq!(unknown, ResolvedOwner {
-            owner_status: OwnerStatus::Unknown,
-            ..ResolvedOwner::default()
-        });
-        assert_eq!(resolved_owner(&Resolution::Unchecked), ResolvedOwner::default());
+        assert_eq!(
+            unknown,
+            ResolvedOwner {
+                owner_status: OwnerStatus::Unknown,
+                ..ResolvedOwner::default()
+            }
+        );
+        assert_eq!(
+            resolved_owner(&Resolution::Unchecked),
+            ResolvedOwner::default()
+        );
     }
 }

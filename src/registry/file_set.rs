@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use sqlx::PgConnection;
 
 use super::decided::{invalid, short, Decision};
-use super::entry_owners::OwnerContext;
 use super::entries::{self, Changes, Desired};
+use super::entry_owners::OwnerContext;
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
@@ -126,8 +126,11 @@ fn plan_with(
                 }
             }
             Ok(parsed) => {
-                let texts: Vec<&str> =
-                    parsed.projects.iter().map(|p| p.fields.owner.as_str()).collect();
+                let texts: Vec<&str> = parsed
+                    .projects
+                    .iter()
+                    .map(|p| p.fields.owner.as_str())
+                    .collect();
                 let resolved = owners.resolve(&texts);
                 for (project, owner) in parsed.projects.iter().zip(resolved) {
                     let name = project.name.as_str();

@@ -95,8 +95,11 @@ async fn follow_account(
         .collect();
     let context = OwnerContext::of_account(&mut conn, installation, mode, &owners).await?;
     drop(conn);
-    let resolved: BTreeMap<&str, ResolvedOwner> =
-        owners.iter().copied().zip(context.resolve(&owners)).collect();
+    let resolved: BTreeMap<&str, ResolvedOwner> = owners
+        .iter()
+        .copied()
+        .zip(context.resolve(&owners))
+        .collect();
     let mut moved: BTreeMap<RepoId, Vec<Moved>> = BTreeMap::new();
     for entry in &entries {
         let Some(now) = resolved.get(entry.owner.as_str()) else {

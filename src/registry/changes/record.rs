@@ -72,7 +72,10 @@ impl Cause {
     /// The cause of a change the directory made to an entry's resolved
     /// owner, from the entry after it (`None`: removed).
     pub(crate) fn of_owner(after: Option<&Value>) -> Self {
-        match after.and_then(|a| a.get("owner_status")).and_then(Value::as_str) {
+        match after
+            .and_then(|a| a.get("owner_status"))
+            .and_then(Value::as_str)
+        {
             Some("renamed") => Cause::TeamRenamed,
             Some("deleted") => Cause::TeamDeleted,
             _ => Cause::Reconcile,
