@@ -10,6 +10,12 @@
 //! update, tokens). Targets: p50 about 200 ms, at most 3 requests per
 //! evaluation (annotation batches aside).
 //!
+//! Then the same again with every pull request naming an owner that is no
+//! team of the organisation (`tem-service-00`, the organisation's teams
+//! being `team-service-00` …, read by the start-up listing): each run
+//! carries the owner line's `warning` annotation with the nearest slug
+//! (`ROSTER_OWNERS=warn`, the default). Measured the same way.
+//!
 //! `cargo bench --bench checks_latency` runs the full size; without
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
@@ -53,6 +59,7 @@ async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
     for n in 0..REPOS {
         let name = format!("service-{n:02}");
         let id = fake.add_repo_with_file(INSTALLATION, &name, FILE, &yaml(&name, "v0"));
+        fake.add_team(INSTALLATION, &format!("team-{name}"), false);
         repos.push((id, name));
     }
     let (pool, url) = roster::db::testing::fresh_database().await?;
@@ -70,13 +77,14 @@ async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
     // branch's runs; wait for both before measuring.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let (synced, pending): (i64, i64) = sqlx::query_as(
+        let (synced, pending, teams): (i64, i64, i64) = sqlx::query_as(
             "select (select count(*) from repositories where status = 'synced'),
-                    (select count(*) from check_runs where pending)",
+                    (select count(*) from check_runs where pending),
+                    (select count(*) from directory_teams)",
         )
         .fetch_one(&pool)
         .await?;
-        if synced == REPOS as i64 && pending == 0 {
+        if synced == REPOS as i64 && pending == 0 && teams == REPOS as i64 {
             break;
         }
         if Instant::now() > deadline {
@@ -85,19 +93,56 @@ async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     fake.set_latency(LATENCY);
+    let owned = |name: &str, k: usize| yaml(name, &format!("pr {k}"));
+    phase(&fake, &roster.base, &repos, pulls, 0, &owned).await?;
+    let unknown =
+        |name: &str, k: usize| format!("name: {name}\nowner: tem-{name}\ndescription: pr {k}\n");
+    println!("  every pull request naming an owner that is no team (a warning annotation each):");
+    let heads = phase(&fake, &roster.base, &repos, pulls, pulls, &unknown).await?;
+    let (id, name, _, sha) = &heads[0];
+    let runs = fake.check_runs_on(*id, sha);
+    let note = runs
+        .first()
+        .and_then(|r| r.annotations.first().cloned())
+        .ok_or("no annotation on the run of an unknown owner")?;
+    let expected =
+        format!("owner: no team or member \"tem-{name}\" in {ORG} (did you mean team-{name}");
+    let message = note["message"].as_str().unwrap_or_default();
+    if !message.starts_with(&expected) || note["annotation_level"] != "warning" {
+        return Err(format!("the owner's annotation reads {note}, not {expected:?}").into());
+    }
+    println!(
+        "  annotation: {} on line {}",
+        note["message"], note["start_line"]
+    );
+    drop(roster);
+    Ok(())
+}
+
+/// Opens `pulls` pull requests (numbered after `first`) at [`RATE`] a
+/// second, each with the file `file(name, k)`, and prints how long each
+/// took to get its completed run and what GitHub requests they cost.
+async fn phase(
+    fake: &FakeGithub,
+    base: &str,
+    repos: &[(i64, String)],
+    pulls: usize,
+    first: usize,
+    file: &dyn Fn(&str, usize) -> String,
+) -> Result<Vec<(i64, String, i64, String)>, Failed> {
     fake.reset_counts();
 
     let mut heads = Vec::with_capacity(pulls);
     for k in 0..pulls {
         let (id, name) = &repos[k % REPOS];
-        let sha = fake.pr_commit(*id, FILE, yaml(name, &format!("pr {k}")).as_bytes());
-        heads.push((*id, name.clone(), k as i64 + 1, sha));
+        let sha = fake.pr_commit(*id, FILE, file(name, first + k).as_bytes());
+        heads.push((*id, name.clone(), (first + k) as i64 + 1, sha));
     }
     let started = Instant::now();
     let mut senders = Vec::with_capacity(pulls);
     for (k, (id, name, number, sha)) in heads.iter().cloned().enumerate() {
         let at = started + Duration::from_secs_f64(k as f64 / RATE);
-        let base = roster.base.clone();
+        let base = base.to_owned();
         senders.push(tokio::spawn(async move {
             tokio::time::sleep_until(at.into()).await;
             let pr = pull_requests::Pr {
@@ -164,6 +209,5 @@ async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
          {reads} file reads, {writes} run writes, {lists} run look-ups, {tokens} tokens",
         total as f64 / pulls as f64
     );
-    drop(roster);
-    Ok(())
+    Ok(heads)
 }

@@ -303,10 +303,10 @@ impl Fixture {
 
 /// Log lines written while it is the thread's default subscriber.
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl Logs {
-    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+    pub(crate) fn capture(&self) -> tracing::subscriber::DefaultGuard {
         let subscriber = tracing_subscriber::fmt()
             .with_writer(self.clone())
             .with_ansi(false)
@@ -315,7 +315,7 @@ impl Logs {
         tracing::subscriber::set_default(subscriber)
     }
 
-    fn warnings_about(&self, needle: &str) -> Vec<String> {
+    pub(crate) fn warnings_about(&self, needle: &str) -> Vec<String> {
         let bytes = self.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
         String::from_utf8_lossy(&bytes)
             .lines()

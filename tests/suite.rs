@@ -48,6 +48,7 @@ mod notify_targets;
 mod nul_file;
 mod outages;
 mod owner_checks;
+mod owner_notices;
 mod owners_api;
 mod owners_browser;
 mod owners_page;

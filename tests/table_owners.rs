@@ -46,6 +46,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("setup_app", &["setup/store.rs"]),
     ("setup_tokens", &["setup/store.rs"]),
     ("setup_states", &["setup/store.rs"]),
+    ("installation_grants", &["github/grants.rs"]),
     (
         "directory_orgs",
         &["directory/db.rs", "directory/lookup.rs"],

@@ -166,7 +166,7 @@ async fn recorded(
                     "select r.id, format('%s at %s: %s', r.status, r.synced_sha, left(r.error, 200)),
                             (select format('queued: trigger %s, hint %s, not_before %s, claimed %s',
                                            q.trigger, q.hint is not null, q.not_before, q.claimed_by is not null)
-                             from queue q where q.id = r.id)
+                             from queue q where q.repo_id = r.id)
                      from repositories r
                      where r.id = any($1) and not coalesce(r.synced_sha = any($2), false)
                      order by r.id limit 10",
@@ -175,7 +175,10 @@ async fn recorded(
                 .bind(heads)
                 .fetch_all(pool)
                 .await
-                .unwrap_or_default();
+                .unwrap_or_else(|e| {
+                    eprintln!("  (cannot say where they stand: {e})");
+                    Vec::new()
+                });
             for row in &stuck {
                 eprintln!("  not recorded: {row:?}");
             }

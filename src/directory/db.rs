@@ -129,6 +129,18 @@ impl DirectoryDb {
         Ok(changed.rows_affected() > 0)
     }
 
+    /// Whether owner checking is off for `org` (GitHub refused its teams
+    /// or members).
+    pub async fn is_off(&self, org: i64) -> Result<bool, sqlx::Error> {
+        let off: Option<bool> = sqlx::query_scalar(
+            "select off_since is not null from directory_orgs where org_id = $1",
+        )
+        .bind(org)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(off.unwrap_or(false))
+    }
+
     /// Records the last read's failure (`None`: it worked).
     pub async fn record_error(&self, org: i64, error: Option<&str>) -> Result<(), sqlx::Error> {
         sqlx::query("update directory_orgs set read_error = $2 where org_id = $1")

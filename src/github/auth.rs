@@ -50,6 +50,17 @@ pub struct Installation {
     /// An organisation (it has teams), not a personal account.
     pub organization: bool,
     pub suspended: bool,
+    /// What the installation granted the App, when GitHub said.
+    pub granted: Option<Granted>,
+}
+
+/// An installation's permissions (`name` → `read`, `write` or `admin`),
+/// the events it delivers, and the App's slug, as GitHub lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Granted {
+    pub permissions: std::collections::BTreeMap<String, String>,
+    pub events: Vec<String>,
+    pub app_slug: Option<String>,
 }
 
 /// The App's credentials and its installations' token caches.
@@ -146,6 +157,9 @@ impl Auth {
             id: i64,
             account: Option<Account>,
             suspended_at: Option<serde_json::Value>,
+            permissions: Option<std::collections::BTreeMap<String, String>>,
+            events: Option<Vec<String>>,
+            app_slug: Option<String>,
         }
 
         let mut url = join(&self.api_url, ["app", "installations"])?;
@@ -179,6 +193,11 @@ impl Auth {
                     account_id: account.id,
                     organization: account.kind.as_deref() != Some("User"),
                     suspended,
+                    granted: item.permissions.map(|permissions| Granted {
+                        permissions,
+                        events: item.events.unwrap_or_default(),
+                        app_slug: item.app_slug,
+                    }),
                 });
             }
             match reply.header("link").and_then(next_link) {

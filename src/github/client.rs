@@ -33,6 +33,8 @@ pub struct Client {
     etags: EtagCache,
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
+    /// Where what the installations granted is kept ([`super::grants`]).
+    pool: PgPool,
     /// Pages (GraphQL requests) each installation's latest listing took:
     /// what the next one needs, kept in reserve by the read pace.
     listing_pages: Mutex<HashMap<InstallationId, usize>>,
@@ -55,6 +57,7 @@ impl Client {
             graphql_url,
             project_file: project_file.trim_start_matches('/').to_owned(),
             directory: DirectoryDb::new(pool.clone()),
+            pool: pool.clone(),
             registry: RegistryDb::new(pool),
             etags: EtagCache::new(etag_capacity),
             installations: Mutex::new(None),
@@ -65,6 +68,9 @@ impl Client {
     /// Reads every installation from GitHub and remembers them.
     pub async fn refresh_installations(&self) -> Result<Vec<Installation>, CallError> {
         let found = self.auth.installations(&self.http).await?;
+        if let Err(error) = super::grants::record(&self.pool, &found).await {
+            tracing::warn!(%error, "could not record what the installations granted");
+        }
         if let Ok(mut cached) = self.installations.lock() {
             *cached = Some(found.clone());
         }

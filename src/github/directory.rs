@@ -205,27 +205,38 @@ impl DirectoryReader {
         let Some(installation) = account.installation_id.map(InstallationId) else {
             return Ok(());
         };
-        if teams {
-            match self.read_teams(installation, account).await {
-                Err(Refused::Forbidden(reason)) => {
-                    if self.db().turn_off(account.org_id, &reason).await? {
-                        tracing::warn!(account = %account.login, %installation, %reason,
-                            "GitHub refused to show the teams: owner checking is off for this installation until the App has the members: read permission");
-                    }
-                    return Ok(());
-                }
-                Err(Refused::Other(error)) => return Err(error),
-                Ok(()) => {}
+        // While owner checking is off, any read is a read of both: only
+        // both answering turns it on again. Members come first, as the
+        // teams' read finishing is what turns it on.
+        let both = self.db().is_off(account.org_id).await?;
+        if members || both {
+            if let Err(refused) = self.read_members(installation, account).await {
+                return self.refused(account, installation, refused).await;
             }
         }
-        if members {
-            match self.read_members(installation, account).await {
-                Err(Refused::Forbidden(reason)) => {
-                    self.db().turn_off(account.org_id, &reason).await?;
-                }
-                Err(Refused::Other(error)) => return Err(error),
-                Ok(()) => {}
+        if teams || both {
+            if let Err(refused) = self.read_teams(installation, account).await {
+                return self.refused(account, installation, refused).await;
             }
+        }
+        Ok(())
+    }
+
+    /// A read GitHub refused (no `members: read`) turns owner checking off,
+    /// said once in the log; any other failure is passed on.
+    async fn refused(
+        &self,
+        account: &Account,
+        installation: InstallationId,
+        refused: Refused,
+    ) -> Result<(), DirectoryError> {
+        let reason = match refused {
+            Refused::Forbidden(reason) => reason,
+            Refused::Other(error) => return Err(error),
+        };
+        if self.db().turn_off(account.org_id, &reason).await? {
+            tracing::warn!(account = %account.login, %installation, %reason,
+                "GitHub refused to show the organisation's teams or members: owner checking is off for this installation until the App has the members: read permission (docs/github-app.md)");
         }
         Ok(())
     }

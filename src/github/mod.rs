@@ -13,6 +13,7 @@ mod contents;
 pub mod directory;
 pub mod error;
 pub mod etag;
+pub mod grants;
 pub mod graphql;
 pub mod http;
 pub mod lister;

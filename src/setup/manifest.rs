@@ -76,7 +76,7 @@ pub fn check_org(org: &str) -> Result<(), String> {
 
 /// A YAML document of mappings, sequences and scalars as JSON: plain
 /// `true`/`false`/`null` and integers keep their type, the rest is text.
-fn yaml_to_json(text: &str) -> Result<Value, String> {
+pub(super) fn yaml_to_json(text: &str) -> Result<Value, String> {
     let mut parser = Parser::new_from_str(text);
     // Open containers, each with the key waiting for its value (mappings).
     let mut stack: Vec<(Value, Option<String>)> = Vec::new();

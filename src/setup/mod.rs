@@ -5,6 +5,7 @@
 //! flow: a one-time token in the log opens the page; a signed, single-use,
 //! one-hour `state` ties GitHub's callback to the form this Roster issued.
 
+pub mod asked;
 mod conversion;
 mod key;
 mod manifest;

@@ -41,8 +41,8 @@ pub struct OverviewTemplate {
     paged: bool,
     first_href: String,
     next_href: Option<String>,
-    /// Installations whose check runs GitHub refuses (no `checks: write`).
-    checks_denied: Vec<crate::registry::check_runs::ChecksDenied>,
+    /// What installations lack: checks, owner checking, what Roster asks for.
+    notices: super::notices::Notices,
 }
 
 impl OverviewTemplate {
@@ -249,9 +249,9 @@ pub async fn overview(
         )
     });
     let web = state.github_web_url.as_deref();
-    let checks_denied = crate::registry::check_runs::denied_installations(&state.pool).await?;
+    let notices = super::notices::Notices::read(&state).await?;
     Ok(OverviewTemplate {
-        checks_denied,
+        notices,
         chrome: Chrome::new(viewer, &done.map(|Query(d)| d).unwrap_or_default()),
         summary,
         status_options: Status::ALL

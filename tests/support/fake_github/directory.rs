@@ -39,6 +39,8 @@ pub struct OrgDirectory {
     pub members: BTreeMap<i64, String>,
     /// The App lacks `members: read`: reads answer `FORBIDDEN`.
     pub forbidden: bool,
+    /// Only the member list answers `FORBIDDEN` (the teams are read).
+    pub members_forbidden: bool,
 }
 
 /// Whether `query` is one of the directory reads.
@@ -102,7 +104,7 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
         .unwrap_or_default();
     let members = query.contains("membersWithRole");
     let field = if members { "membersWithRole" } else { "teams" };
-    if directory.forbidden {
+    if directory.forbidden || (members && directory.members_forbidden) {
         return Answer::json(
             200,
             json!({

@@ -201,6 +201,7 @@ impl FakeGithub {
     // ---- the world ----
 
     pub fn add_installation(&self, id: i64, login: &str) {
+        let (permissions, events) = roster::setup::asked::asked();
         self.shared.world().installations.insert(
             id,
             world::Installation {
@@ -209,8 +210,22 @@ impl FakeGithub {
                 suspended: false,
                 deleted: false,
                 personal: false,
+                permissions,
+                events,
             },
         );
+    }
+
+    /// What an installation granted, as an older registration of the App
+    /// may have: `permissions` (name → level) and `events`.
+    pub fn grant(&self, installation: i64, permissions: &[(&str, &str)], events: &[&str]) {
+        if let Some(i) = self.shared.world().installations.get_mut(&installation) {
+            i.permissions = permissions
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            i.events = events.iter().map(|e| (*e).to_owned()).collect();
+        }
     }
 
     /// An installation on a personal account (no teams).
@@ -352,6 +367,16 @@ impl FakeGithub {
     pub fn forbid_members(&self, installation: i64, forbidden: bool) {
         let mut world = self.shared.world();
         world.directories.entry(installation).or_default().forbidden = forbidden;
+    }
+
+    /// Whether only the member list of `installation` is refused.
+    pub fn forbid_member_list(&self, installation: i64, forbidden: bool) {
+        let mut world = self.shared.world();
+        world
+            .directories
+            .entry(installation)
+            .or_default()
+            .members_forbidden = forbidden;
     }
 
     /// A new repository (branch `main`, one commit without files); its id.

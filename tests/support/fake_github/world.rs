@@ -19,6 +19,10 @@ pub struct Installation {
     pub deleted: bool,
     /// A personal account (no teams), not an organisation.
     pub personal: bool,
+    /// The permissions it granted (name → level) and the events it
+    /// delivers: by default all that `app.yml` asks for.
+    pub permissions: BTreeMap<String, String>,
+    pub events: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
