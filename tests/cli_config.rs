@@ -131,3 +131,30 @@ fn a_flag_should_win_over_its_environment_variable() {
     let output = cmd.output().expect("run the roster binary");
     assert_stops_naming(&output, "ROSTER_WORKERS");
 }
+
+#[test]
+fn serve_with_both_project_file_settings_or_a_bad_pattern_should_name_the_setting() {
+    let source = valid_dir_source();
+    let both = serve_with(&[
+        ("ROSTER_SOURCE", &source),
+        ("ROSTER_PROJECT_FILE", "project.yaml"),
+        (
+            "ROSTER_PROJECT_FILES",
+            "project.yaml,services/*/project.yaml",
+        ),
+    ]);
+    assert_stops_naming(&both, "ROSTER_PROJECT_FILES");
+    assert!(String::from_utf8_lossy(&both.stderr).contains("ROSTER_PROJECT_FILE;"));
+    for bad in [
+        "services/?/project.yaml",
+        "{a,b}.yaml",
+        "../project.yaml",
+        "services/**",
+    ] {
+        let output = serve_with(&[("ROSTER_SOURCE", &source), ("ROSTER_PROJECT_FILES", bad)]);
+        assert_stops_naming(&output, "ROSTER_PROJECT_FILES");
+    }
+    // The GitHub source reads one path per repository.
+    let github = serve_with(&[("ROSTER_PROJECT_FILES", "services/*/project.yaml")]);
+    assert_stops_naming(&github, "ROSTER_PROJECT_FILES");
+}

@@ -16,7 +16,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use roster::controller::WorkQueue;
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::project::{Project, ProjectName};
+use roster::project::{Fields, Project, ProjectName};
 use roster::registry::testing::PastEvent;
 use roster::source::RepoId;
 use roster::web::serve::{serve, ClientAddr};
@@ -399,19 +399,21 @@ async fn pages_should_render_repository_data_as_text() {
     // an older server or a hand edit could have left them.
     let evil = Project {
         name: ProjectName::parse("evil").expect("a name"),
-        owner: "<b>team</b>".to_owned(),
-        description: Some("<script>alert(1)</script>".to_owned()),
-        lifecycle: None,
-        tags: Vec::new(),
-        links: vec![
-            link(
-                "<b>Runbook</b><script>alert(2)</script>",
-                "https://example.com/r",
-            ),
-            link("Trap", "javascript:alert(3)"),
-            link("Data", "data:text/html,<script>alert(4)</script>"),
-        ],
-        labels: BTreeMap::from([("<k>".to_owned(), "<v>".to_owned())]),
+        fields: Fields {
+            owner: "<b>team</b>".to_owned(),
+            description: Some("<script>alert(1)</script>".to_owned()),
+            lifecycle: None,
+            tags: Vec::new(),
+            links: vec![
+                link(
+                    "<b>Runbook</b><script>alert(2)</script>",
+                    "https://example.com/r",
+                ),
+                link("Trap", "javascript:alert(3)"),
+                link("Data", "data:text/html,<script>alert(4)</script>"),
+            ],
+            labels: BTreeMap::from([("<k>".to_owned(), "<v>".to_owned())]),
+        },
     };
     Seed::new(&f.pool)
         .repo(9, "local", "x\"><img src=x>")

@@ -12,7 +12,7 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::controller::{ControllerMetrics, ListingSchedule, WorkQueue};
 use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::project::{Lifecycle, Project, ProjectName};
+use roster::project::{Fields, Project, ProjectName};
 use roster::source::RepoId;
 use serde_json::{json, Value};
 use sqlx::PgPool;
@@ -87,21 +87,22 @@ const REPO_KEYS: [&str; 9] = [
     "hold",
 ];
 
-const ENTRY_KEYS: [&str; 13] = [
-    "name",
-    "owner",
-    "description",
-    "lifecycle",
-    "tags",
-    "links",
-    "labels",
-    "repo",
-    "repo_id",
-    "path",
-    "source_sha",
-    "created_at",
-    "updated_at",
-];
+/// An entry's keys: its name, every field of the table, where it came from.
+fn entry_keys() -> BTreeSet<&'static str> {
+    let fields = roster::project::fields::FIELDS.iter().map(|f| f.name);
+    let source = [
+        "repo",
+        "repo_id",
+        "path",
+        "source_sha",
+        "created_at",
+        "updated_at",
+    ];
+    std::iter::once("name")
+        .chain(fields)
+        .chain(source)
+        .collect()
+}
 
 const SHA: &str = "0123456789abcdef0123456789abcdef01234567";
 
@@ -326,7 +327,7 @@ async fn repo_detail_should_add_entries_and_newest_events_first() {
     assert_eq!(events[0]["message"], "nothing changed");
     assert_eq!(events[0]["count"], 1);
     assert_eq!(events[1]["message"], "applied 2 entries");
-    assert_eq!(keys(&repo["entries"][0]), BTreeSet::from(ENTRY_KEYS));
+    assert_eq!(keys(&repo["entries"][0]), entry_keys());
 
     let same = get(&f.app, "/api/v1/repos/ACME/Api").await;
     assert_eq!(
@@ -368,7 +369,7 @@ async fn projects_should_list_filter_and_page_the_registry() {
         ["checkout-api", "checkout-worker", "web-front"]
     );
     let entry = &all["items"][0];
-    assert_eq!(keys(entry), BTreeSet::from(ENTRY_KEYS));
+    assert_eq!(keys(entry), entry_keys());
     assert_eq!(entry["repo"], "acme/api");
     assert_eq!(entry["repo_id"], 1);
     assert_eq!(entry["path"], "project.yaml");
@@ -407,7 +408,7 @@ async fn project_detail_should_answer_one_entry_or_404() {
     let answer = get(&f.app, "/api/v1/projects/web-front").await;
     assert_eq!(answer.status, StatusCode::OK);
     let entry = answer.json();
-    assert_eq!(keys(&entry), BTreeSet::from(ENTRY_KEYS));
+    assert_eq!(keys(&entry), entry_keys());
     assert_eq!(entry["repo"], "acme/web");
 
     let missing = get(&f.app, "/api/v1/projects/nope").await;
@@ -708,15 +709,17 @@ async fn dashboard_should_escape_repository_data() {
     // server or a hand edit could have left them.
     let evil = Project {
         name: ProjectName::parse("evil").expect("a name"),
-        owner: "<b>team</b>".to_owned(),
-        description: Some("<script>alert(3)</script>".to_owned()),
-        lifecycle: Some(Lifecycle::Production),
-        tags: Vec::new(),
-        links: vec![
-            link("Runbook", "https://runbooks.example.com/x"),
-            link("Trap", "javascript:alert(1)"),
-        ],
-        labels: BTreeMap::from([("tier".to_owned(), "1".to_owned())]),
+        fields: Fields {
+            owner: "<b>team</b>".to_owned(),
+            description: Some("<script>alert(3)</script>".to_owned()),
+            lifecycle: Some("production".to_owned()),
+            tags: Vec::new(),
+            links: vec![
+                link("Runbook", "https://runbooks.example.com/x"),
+                link("Trap", "javascript:alert(1)"),
+            ],
+            labels: BTreeMap::from([("tier".to_owned(), "1".to_owned())]),
+        },
     };
     Seed::new(&f.pool)
         .repo(9, "local", "<script>alert(1)</script>")

@@ -184,7 +184,7 @@ fn accepted(yaml: &str) -> ProjectFile {
 fn a_label_should_have_a_key_of_at_most_63_and_a_value_of_at_most_256_characters() {
     let (key, value) = ("k".repeat(63), "é".repeat(256));
     let file = accepted(&format!("name: a\nowner: b\nlabels:\n  {key}: {value}\n"));
-    assert_eq!(file.projects[0].labels.get(&key), Some(&value));
+    assert_eq!(file.projects[0].fields.labels.get(&key), Some(&value));
     assert_eq!(
         problems(&format!(
             "name: a\nowner: b\nlabels:\n  {}: x\n",
@@ -208,7 +208,7 @@ fn a_link_should_have_a_title_of_at_most_200_and_a_url_of_at_most_2000_character
     let file = accepted(&format!(
         "name: a\nowner: b\nlinks:\n  - title: {title}\n    url: {url}\n"
     ));
-    assert_eq!(file.projects[0].links[0].url.chars().count(), 2000);
+    assert_eq!(file.projects[0].fields.links[0].url.chars().count(), 2000);
     assert_eq!(
         problems(&format!(
             "name: a\nowner: b\nlinks:\n  - title: {title}t\n    url: {url}p\n"

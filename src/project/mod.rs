@@ -19,6 +19,7 @@
 //! more there were; a field or message quoting a long text from the file is
 //! cut (`…`), so that no problem line is longer than about 700 characters.
 
+pub mod fields;
 pub mod invisible;
 mod issues;
 mod model;
@@ -41,7 +42,8 @@ mod nul_tests;
 #[cfg(test)]
 mod tests;
 
-pub use model::{Lifecycle, LifecycleError, Link, Project, ProjectFile};
+pub use fields::{Fields, Link, OwnerStatus, ResolvedOwner};
+pub use model::{Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
 pub use patterns::ProjectFiles;
 pub use positions::{name_positions, owner_positions, NamePosition};

@@ -47,8 +47,9 @@ pub fn owner_notes(
     let positions = owner_positions(text);
     let mut notes = Vec::new();
     for (k, project) in file.projects.iter().enumerate() {
-        let resolution = resolver.resolve(&project.owner);
-        let Some(message) = resolution.problem(project.owner.trim(), &directory.login) else {
+        let resolution = resolver.resolve(&project.fields.owner);
+        let Some(message) = resolution.problem(project.fields.owner.trim(), &directory.login)
+        else {
             continue;
         };
         let listed = format!("projects[{k}].owner");
@@ -58,7 +59,10 @@ pub fn owner_notes(
             .or_else(|| positions.iter().find(|p| k == 0 && p.field == "owner"));
         let kept = registered.iter().any(|e| {
             e.name == project.name.as_str()
-                && e.owner.trim().eq_ignore_ascii_case(project.owner.trim())
+                && e.fields
+                    .owner
+                    .trim()
+                    .eq_ignore_ascii_case(project.fields.owner.trim())
         });
         let failure = mode == OwnersMode::Require
             && match resolution {

@@ -51,12 +51,10 @@ fn check(text: &str, mode: OwnersMode, registered: &[RegisteredEntry]) -> Verdic
 fn entry(name: &str, owner: &str) -> RegisteredEntry {
     RegisteredEntry {
         name: name.to_owned(),
-        owner: owner.to_owned(),
-        description: None,
-        lifecycle: None,
-        tags: Vec::new(),
-        links: json!([]),
-        labels: json!({}),
+        fields: crate::project::Fields {
+            owner: owner.to_owned(),
+            ..Default::default()
+        },
     }
 }
 

@@ -4,18 +4,15 @@
 
 use std::collections::BTreeMap;
 
+use super::fields::shown_fields;
 use super::Project;
 
 /// An entry as registered now, with the fields a preview compares.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RegisteredEntry {
     pub name: String,
-    pub owner: String,
-    pub description: Option<String>,
-    pub lifecycle: Option<String>,
-    pub tags: Vec<String>,
-    pub links: serde_json::Value,
-    pub labels: serde_json::Value,
+    #[sqlx(flatten)]
+    pub fields: super::fields::Fields,
 }
 
 /// A name another repository owns.
@@ -62,7 +59,7 @@ impl Preview {
     pub fn compare(projects: &[Project], registered: &[RegisteredEntry], taken: &[&str]) -> Self {
         let old: BTreeMap<&str, Fields> = registered
             .iter()
-            .map(|e| (e.name.as_str(), registered_fields(e)))
+            .map(|e| (e.name.as_str(), shown_fields(&e.fields)))
             .collect();
         let mut preview = Preview::default();
         let mut declared: Vec<&Project> = projects.iter().collect();
@@ -72,7 +69,7 @@ impl Preview {
             if taken.contains(&name) {
                 continue;
             }
-            let new = project_fields(project);
+            let new = shown_fields(&project.fields);
             match old.get(name) {
                 None => preview.added.push((name.to_owned(), new)),
                 Some(before) => {
@@ -197,87 +194,6 @@ fn code(value: &str) -> String {
     format!("`{flat}`")
 }
 
-const NONE: &str = "—";
-
-fn or_none(value: Option<&str>) -> String {
-    value.map_or_else(|| NONE.to_owned(), str::to_owned)
-}
-
-fn joined(items: Vec<String>) -> String {
-    if items.is_empty() {
-        NONE.to_owned()
-    } else {
-        items.join(", ")
-    }
-}
-
-fn project_fields(project: &Project) -> Fields {
-    vec![
-        ("owner", project.owner.clone()),
-        ("description", or_none(project.description.as_deref())),
-        ("lifecycle", or_none(project.lifecycle.map(|l| l.as_str()))),
-        ("tags", joined(project.tags.clone())),
-        (
-            "links",
-            joined(
-                project
-                    .links
-                    .iter()
-                    .map(|l| format!("{} <{}>", l.title, l.url))
-                    .collect(),
-            ),
-        ),
-        (
-            "labels",
-            joined(
-                project
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect(),
-            ),
-        ),
-    ]
-}
-
-fn registered_fields(entry: &RegisteredEntry) -> Fields {
-    let text = |v: &serde_json::Value, key: &str| {
-        v.get(key)
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let links = entry
-        .links
-        .as_array()
-        .map(|links| {
-            links
-                .iter()
-                .map(|l| format!("{} <{}>", text(l, "title"), text(l, "url")))
-                .collect()
-        })
-        .unwrap_or_default();
-    let labels = entry
-        .labels
-        .as_object()
-        .map(|labels| {
-            let sorted: BTreeMap<&String, &serde_json::Value> = labels.iter().collect();
-            sorted
-                .into_iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
-    vec![
-        ("owner", entry.owner.clone()),
-        ("description", or_none(entry.description.as_deref())),
-        ("lifecycle", or_none(entry.lifecycle.as_deref())),
-        ("tags", joined(entry.tags.clone())),
-        ("links", joined(links)),
-        ("labels", joined(labels)),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,12 +201,17 @@ mod tests {
     fn registered(name: &str, owner: &str) -> RegisteredEntry {
         RegisteredEntry {
             name: name.into(),
-            owner: owner.into(),
-            description: None,
-            lifecycle: Some("production".into()),
-            tags: vec!["a".into()],
-            links: serde_json::json!([{"title": "Runbook", "url": "https://r.example"}]),
-            labels: serde_json::json!({"tier": "1"}),
+            fields: crate::project::Fields {
+                owner: owner.into(),
+                description: None,
+                lifecycle: Some("production".into()),
+                tags: vec!["a".into()],
+                links: vec![crate::project::Link {
+                    title: "Runbook".into(),
+                    url: "https://r.example".into(),
+                }],
+                labels: BTreeMap::from([("tier".into(), "1".into())]),
+            },
         }
     }
 

@@ -8,22 +8,20 @@
 //! at most [`MAX_PROJECTS`] items of `projects`, and keeps only the first
 //! problems (see [`Issues`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
+use serde_json::{Map, Value as Json};
+
+use super::fields::{file_fields, file_keys, Fields, Rule};
 use super::issues::{Issue, Issues};
-use super::model::{Lifecycle, Link, Project};
+use super::model::Project;
 use super::name::{check_name, ProjectName};
 use super::suggest::unknown_field;
 use super::tree::{Kind, NodeId, Pos, Tree};
 use super::MAX_PROJECTS;
 
-mod fields;
+mod kinds;
 
-pub(crate) const MAX_OWNER_CHARS: usize = 100;
-pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
-pub(crate) const MAX_TAGS: usize = 20;
-pub(crate) const MAX_LABELS: usize = 50;
-pub(crate) const MAX_LINKS: usize = 20;
 /// A label's key and value, and a link's title and URL, in characters:
 /// each is stored, logged and shown many times, so none may be large.
 pub(crate) const MAX_LABEL_KEY_CHARS: usize = 63;
@@ -31,15 +29,6 @@ pub(crate) const MAX_LABEL_VALUE_CHARS: usize = 256;
 pub(crate) const MAX_LINK_TITLE_CHARS: usize = 200;
 pub(crate) const MAX_LINK_URL_CHARS: usize = 2000;
 
-const PROJECT_FIELDS: &[&str] = &[
-    "name",
-    "owner",
-    "description",
-    "lifecycle",
-    "tags",
-    "links",
-    "labels",
-];
 const LINK_FIELDS: &[&str] = &["title", "url"];
 
 /// What a node holds, as far as the rules care.
@@ -275,36 +264,40 @@ impl<'t> Walk<'t> {
             return None;
         };
         let before = self.issues.found();
-        let (mut name, mut owner, mut description, mut lifecycle) = (None, None, None, None);
-        let (mut seen_name, mut seen_owner) = (false, false);
-        let (mut tags, mut links, mut labels) = (Vec::new(), Vec::new(), BTreeMap::new());
+        let mut name = None;
+        let mut seen_name = false;
+        let mut values = Map::new();
+        let mut seen: Vec<&str> = Vec::new();
         for (key, key_id, value) in self.entries(map, prefix) {
             let field = join(prefix, key);
-            match key {
-                "name" => {
-                    seen_name = true;
-                    name = self.name(value, &field);
-                    if let Some(name) = &name {
-                        declared.push(Declared {
-                            name: name.clone(),
-                            pos: self.tree.nodes[value].pos,
-                            field: field.clone(),
-                        });
-                    }
+            if key == "name" {
+                seen_name = true;
+                name = self.name(value, &field);
+                if let Some(name) = &name {
+                    declared.push(Declared {
+                        name: name.clone(),
+                        pos: self.tree.nodes[value].pos,
+                        field: field.clone(),
+                    });
                 }
-                "owner" => {
-                    seen_owner = true;
-                    owner = self.owner(value, &field);
-                }
-                "description" => description = self.description(value, &field),
-                "lifecycle" => lifecycle = self.lifecycle(value, &field),
-                "tags" => tags = self.tags(value, &field),
-                "links" => links = self.links(value, &field),
-                "labels" => labels = self.labels(value, &field),
-                _ => self.issue(key_id, field, unknown_field(key, PROJECT_FIELDS)),
+                continue;
+            }
+            let Some(declared_field) = file_fields().find(|f| f.name == key) else {
+                self.issue(key_id, field, unknown_field(key, &file_keys()));
+                continue;
+            };
+            seen.push(declared_field.name);
+            if let Some(read) = self.read(declared_field.rule, declared_field.name, value, &field) {
+                values.insert(key.to_owned(), read);
             }
         }
-        for (seen, key) in [(seen_name, "name"), (seen_owner, "owner")] {
+        let required = file_fields()
+            .filter(|f| matches!(f.rule, Rule::Text { required: true, .. }))
+            .map(|f| (seen.contains(&f.name), f.name));
+        for (seen, key) in std::iter::once((seen_name, "name"))
+            .chain(required)
+            .collect::<Vec<_>>()
+        {
             if !seen {
                 self.issue(id, join(prefix, key), "missing required field");
             }
@@ -312,14 +305,16 @@ impl<'t> Walk<'t> {
         if self.issues.found() != before {
             return None;
         }
-        Some(Project {
-            name: name?,
-            owner: owner?,
-            description,
-            lifecycle,
-            tags,
-            links,
-            labels,
-        })
+        match serde_json::from_value::<Fields>(Json::Object(values)) {
+            Ok(fields) => Some(Project {
+                name: name?,
+                fields,
+            }),
+            Err(error) => {
+                // The rules read each value in the shape its field takes.
+                self.issue(id, prefix, format!("cannot be read: {error}"));
+                None
+            }
+        }
     }
 }

@@ -44,18 +44,20 @@ fn parse_should_read_every_field_of_the_one_project_shape() {
     let file = valid(FULL);
     let expected = Project {
         name: ProjectName::parse("checkout-api").unwrap(),
-        owner: "team-payments".into(),
-        description: Some("Takes payments at checkout".into()),
-        lifecycle: Some(Lifecycle::Production),
-        tags: vec!["payments".into(), "grpc".into()],
-        links: vec![Link {
-            title: "Runbook".into(),
-            url: "https://runbooks.example.com/checkout".into(),
-        }],
-        labels: BTreeMap::from([
-            ("cluster".to_string(), "eu-west-1".to_string()),
-            ("tier".to_string(), "1".to_string()),
-        ]),
+        fields: Fields {
+            owner: "team-payments".into(),
+            description: Some("Takes payments at checkout".into()),
+            lifecycle: Some("production".into()),
+            tags: vec!["payments".into(), "grpc".into()],
+            links: vec![Link {
+                title: "Runbook".into(),
+                url: "https://runbooks.example.com/checkout".into(),
+            }],
+            labels: BTreeMap::from([
+                ("cluster".to_string(), "eu-west-1".to_string()),
+                ("tier".to_string(), "1".to_string()),
+            ]),
+        },
     };
     assert_eq!(
         file,
@@ -93,9 +95,9 @@ fn parse_should_read_the_projects_shape() {
     );
     let names: Vec<&str> = file.projects.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["checkout-api", "checkout-worker"]);
-    assert_eq!(file.projects[1].owner, "team-payments");
-    assert_eq!(file.projects[1].description, None);
-    assert!(file.projects[1].tags.is_empty());
+    assert_eq!(file.projects[1].fields.owner, "team-payments");
+    assert_eq!(file.projects[1].fields.description, None);
+    assert!(file.projects[1].fields.tags.is_empty());
 }
 
 #[test]
@@ -103,9 +105,13 @@ fn parse_should_leave_optional_fields_absent_when_they_are_empty() {
     let file =
         valid("name: a\nowner: b\ndescription:\nlifecycle: ~\ntags:\nlinks: []\nlabels: {}\n");
     let project = &file.projects[0];
-    assert_eq!(project.description, None);
-    assert_eq!(project.lifecycle, None);
-    assert!(project.tags.is_empty() && project.links.is_empty() && project.labels.is_empty());
+    assert_eq!(project.fields.description, None);
+    assert_eq!(project.fields.lifecycle, None);
+    assert!(
+        project.fields.tags.is_empty()
+            && project.fields.links.is_empty()
+            && project.fields.labels.is_empty()
+    );
 }
 
 #[test]
@@ -114,10 +120,10 @@ fn parse_should_take_plain_scalars_as_their_text() {
         valid("name: \"2024\"\nowner: 42\nlabels:\n  tier: 1\n  ratio: 1.10\n  enabled: true\n");
     let project = &file.projects[0];
     assert_eq!(project.name.as_str(), "2024");
-    assert_eq!(project.owner, "42");
-    assert_eq!(project.labels["tier"], "1");
-    assert_eq!(project.labels["ratio"], "1.10");
-    assert_eq!(project.labels["enabled"], "true");
+    assert_eq!(project.fields.owner, "42");
+    assert_eq!(project.fields.labels["tier"], "1");
+    assert_eq!(project.fields.labels["ratio"], "1.10");
+    assert_eq!(project.fields.labels["enabled"], "true");
 }
 
 #[test]
@@ -125,7 +131,7 @@ fn parse_should_follow_aliases_that_stay_small() {
     let file = valid(
         "projects:\n  - name: a\n    owner: &team team-payments\n  - name: b\n    owner: *team\n",
     );
-    assert_eq!(file.projects[1].owner, "team-payments");
+    assert_eq!(file.projects[1].fields.owner, "team-payments");
 }
 
 #[test]
@@ -259,10 +265,7 @@ fn lifecycle_should_be_one_of_the_three_values() {
     );
     for value in ["experimental", "production", "deprecated"] {
         let file = valid(&format!("name: a\nowner: b\nlifecycle: {value}\n"));
-        assert_eq!(
-            file.projects[0].lifecycle.map(Lifecycle::as_str),
-            Some(value)
-        );
+        assert_eq!(file.projects[0].fields.lifecycle.as_deref(), Some(value));
     }
 }
 

@@ -11,6 +11,7 @@ use super::entries::{self, Changes, Desired};
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
+use crate::project::ResolvedOwner;
 use crate::source::{FileState, Observed, RepoId};
 
 /// Decides what `observed` does to repository `id`, whose state was `old`;
@@ -85,7 +86,7 @@ pub(super) async fn decide(
                     let desired: Vec<Desired> = parsed
                         .projects
                         .iter()
-                        .map(|p| Desired::from_project(p, file))
+                        .map(|p| Desired::from_project(p, file, ResolvedOwner::default()))
                         .collect();
                     let changes = entries::apply(conn, id, &sha, &desired, &[], owned).await?;
                     applied(&sha, changes, blob)

@@ -3,45 +3,45 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::PgConnection;
 
-use crate::project::Project;
+use crate::project::fields::stored_columns;
+use crate::project::{Fields, Project, ResolvedOwner};
 use crate::source::RepoId;
 
-/// An entry's values as the file declares them.
+/// An entry's values as the file declares them, and its owner as resolved.
 #[derive(Debug, Clone)]
 pub(crate) struct Desired {
     pub name: String,
     /// The project file that declares it.
     pub path: String,
-    pub owner: String,
-    pub description: Option<String>,
-    pub lifecycle: Option<String>,
-    pub tags: Vec<String>,
-    pub links: Value,
-    pub labels: Value,
+    pub fields: Fields,
+    pub owner: ResolvedOwner,
 }
 
 impl Desired {
-    /// The entry `project` of the file at `path` asks for.
-    pub fn from_project(project: &Project, path: &str) -> Self {
+    /// The entry `project` of the file at `path` asks for, its owner
+    /// resolved as `owner`.
+    pub fn from_project(project: &Project, path: &str, owner: ResolvedOwner) -> Self {
         Desired {
             name: project.name.as_str().to_string(),
             path: path.to_owned(),
-            owner: project.owner.clone(),
-            description: project.description.clone(),
-            lifecycle: project.lifecycle.as_ref().map(|l| l.as_str().to_string()),
-            tags: project.tags.clone(),
-            links: Value::Array(
-                project
-                    .links
-                    .iter()
-                    .map(|link| json!({ "title": link.title, "url": link.url }))
-                    .collect(),
-            ),
-            labels: json!(project.labels),
+            fields: project.fields.clone(),
+            owner,
         }
+    }
+
+    /// Every stored field by its column's name: what `jsonb_populate_record`
+    /// turns into a row of `entries`.
+    fn stored(&self) -> Value {
+        let mut row = serde_json::to_value(&self.fields).unwrap_or(Value::Null);
+        if let (Some(row), Ok(Value::Object(owner))) =
+            (row.as_object_mut(), serde_json::to_value(&self.owner))
+        {
+            row.extend(owner);
+        }
+        row
     }
 }
 
@@ -152,27 +152,31 @@ async fn update(
     sha: &str,
     entry: &Desired,
 ) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "update entries set
-             owner = $3, description = $4, lifecycle = $5, tags = $6, links = $7, labels = $8,
-             source_sha = $9, path = $10, updated_at = now()
-         where name = $1 and repo_id = $2
-           and (owner, description, lifecycle, tags, links, labels, path)
-               is distinct from ($3, $4, $5, $6::text[], $7::jsonb, $8::jsonb, $10)",
-    )
+    let (columns, old, new) = (stored_columns(), prefixed("e"), prefixed("v"));
+    let done = sqlx::query(&format!(
+        "update entries e set ({columns}) = ({new}), path = $5, source_sha = $4,
+             updated_at = now()
+         from jsonb_populate_record(null::entries, $3) v
+         where e.name = $1 and e.repo_id = $2
+           and ({old}, e.path) is distinct from ({new}, $5)"
+    ))
     .bind(&entry.name)
     .bind(repo)
-    .bind(&entry.owner)
-    .bind(&entry.description)
-    .bind(&entry.lifecycle)
-    .bind(&entry.tags)
-    .bind(&entry.links)
-    .bind(&entry.labels)
+    .bind(entry.stored())
     .bind(sha)
     .bind(&entry.path)
     .execute(conn)
     .await?;
     Ok(done.rows_affected() > 0)
+}
+
+/// The stored columns of the row called `alias` (`e.owner, e.description, …`).
+fn prefixed(alias: &str) -> String {
+    stored_columns()
+        .split(", ")
+        .map(|column| format!("{alias}.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Takes a name for this repository if it is free; otherwise returns the
@@ -191,22 +195,16 @@ async fn claim(
     // The owner can release the name between our insert and our look-up;
     // then the name is free and the insert is tried again.
     const TRIES: usize = 3;
+    let columns = stored_columns();
     for _ in 0..TRIES {
-        let inserted = sqlx::query(
-            "insert into entries
-                 (name, repo_id, owner, description, lifecycle, tags, links, labels, source_sha,
-                  path)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-             on conflict (name) do nothing",
-        )
+        let inserted = sqlx::query(&format!(
+            "insert into entries (name, repo_id, source_sha, path, {columns})
+             select $1, $2, $4, $5, {columns} from jsonb_populate_record(null::entries, $3)
+             on conflict (name) do nothing"
+        ))
         .bind(&entry.name)
         .bind(repo)
-        .bind(&entry.owner)
-        .bind(&entry.description)
-        .bind(&entry.lifecycle)
-        .bind(&entry.tags)
-        .bind(&entry.links)
-        .bind(&entry.labels)
+        .bind(entry.stored())
         .bind(sha)
         .bind(&entry.path)
         .execute(&mut *conn)

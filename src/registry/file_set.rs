@@ -12,6 +12,7 @@ use super::entries::{self, Changes, Desired};
 use super::free_push::blob_id;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
+use crate::project::ResolvedOwner;
 use crate::source::{FileContent, PathFile, RepoId};
 
 /// Entries one repository may hold across its files: a hostile monorepo
@@ -93,8 +94,11 @@ fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
                         )),
                         None => {
                             taken.insert(name.to_owned(), file.path.clone());
-                            plan.desired
-                                .push(Desired::from_project(project, &file.path));
+                            plan.desired.push(Desired::from_project(
+                                project,
+                                &file.path,
+                                ResolvedOwner::default(),
+                            ));
                         }
                     }
                 }

@@ -1,11 +1,10 @@
 //! The JSON shapes of docs/contract.md#http-routes, shared by the API and the dashboard.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::Status;
+use crate::project::{Fields, ResolvedOwner};
 use crate::source::{InstallationId, RepoId};
 
 /// One page of a list, and where the next one starts (`None` on the last).
@@ -77,12 +76,12 @@ pub struct EventJson {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EntryJson {
     pub name: String,
-    pub owner: String,
-    pub description: Option<String>,
-    pub lifecycle: Option<String>,
-    pub tags: Vec<String>,
-    pub links: Vec<LinkJson>,
-    pub labels: BTreeMap<String, String>,
+    /// The fields the file declares (the table in `src/project/fields.rs`).
+    #[serde(flatten)]
+    pub fields: Fields,
+    /// What its owner was found to be.
+    #[serde(flatten)]
+    pub resolved: ResolvedOwner,
     /// Full name of the repository that owns it.
     pub repo: String,
     pub repo_id: RepoId,
@@ -95,8 +94,4 @@ pub struct EntryJson {
 }
 
 /// A link of an entry, as stored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LinkJson {
-    pub title: String,
-    pub url: String,
-}
+pub type LinkJson = crate::project::Link;

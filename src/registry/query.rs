@@ -3,11 +3,11 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sqlx::types::Json;
 use sqlx::PgPool;
 
-use super::json::{EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson};
+use super::json::{EntryJson, EventJson, HoldJson, Page, RepoDetailJson, RepoJson};
 use super::{budget, cursor, RegistryError, Status};
+use crate::project::{Fields, ResolvedOwner};
 use crate::source::RepoId;
 
 /// Page size when the caller gives none.
@@ -128,12 +128,10 @@ const HOLD_JOIN: &str = "left join holds h
 #[derive(sqlx::FromRow)]
 struct EntryRow {
     name: String,
-    owner: String,
-    description: Option<String>,
-    lifecycle: Option<String>,
-    tags: Vec<String>,
-    links: Json<Vec<LinkJson>>,
-    labels: Json<BTreeMap<String, String>>,
+    #[sqlx(flatten)]
+    fields: Fields,
+    #[sqlx(flatten)]
+    resolved: ResolvedOwner,
     repo_owner: String,
     repo_name: String,
     repo_id: RepoId,
@@ -147,12 +145,8 @@ impl From<EntryRow> for EntryJson {
     fn from(row: EntryRow) -> Self {
         EntryJson {
             name: row.name,
-            owner: row.owner,
-            description: row.description,
-            lifecycle: row.lifecycle,
-            tags: row.tags,
-            links: row.links.0,
-            labels: row.labels.0,
+            fields: row.fields,
+            resolved: row.resolved,
             repo: format!("{}/{}", row.repo_owner, row.repo_name),
             repo_id: row.repo_id,
             path: row.path,
@@ -163,9 +157,9 @@ impl From<EntryRow> for EntryJson {
     }
 }
 
-const ENTRY_SELECT: &str = "select e.name, e.owner, e.description, e.lifecycle, e.tags, e.links,
-     e.labels, r.owner as repo_owner, r.name as repo_name, e.repo_id, e.path,
-     e.source_sha, e.created_at, e.updated_at
+/// Every column of the entry (the table's fields among them) and its
+/// repository's name.
+const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
      from entries e join repositories r on r.id = e.repo_id";
 
 fn page_size(limit: u32) -> i64 {
@@ -305,10 +299,7 @@ struct PagedEntryRow {
 
 /// About the bytes of an entry `e` as JSON, from its stored columns: what
 /// a page is cut by before it is read (then measured exactly).
-const ENTRY_BYTES: &str = "512 + octet_length(e.name) + octet_length(e.owner)
-     + coalesce(octet_length(e.description), 0) + coalesce(octet_length(e.lifecycle), 0)
-     + octet_length(array_to_string(e.tags, '')) + 3 * coalesce(cardinality(e.tags), 0)
-     + octet_length(e.links::text) + octet_length(e.labels::text) + octet_length(e.path)";
+const ENTRY_BYTES: &str = "256 + octet_length(to_jsonb(e)::text)";
 
 /// Lists entries ordered by name, one page at a time: at most `limit`, and
 /// at most the byte bound of an answer (at least one entry).

@@ -86,36 +86,11 @@ async fn snapshot_seen_by(
     names: &[String],
     public_reader: bool,
 ) -> Result<Snapshot, RegistryError> {
-    type EntryRow = (
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        Vec<String>,
-        serde_json::Value,
-        serde_json::Value,
-    );
-    let rows: Vec<EntryRow> = sqlx::query_as(
-        "select name, owner, description, lifecycle, tags, links, labels
-         from entries where repo_id = $1 order by name",
-    )
-    .bind(repo)
-    .fetch_all(&mut *conn)
-    .await?;
-    let entries = rows
-        .into_iter()
-        .map(
-            |(name, owner, description, lifecycle, tags, links, labels)| RegisteredEntry {
-                name,
-                owner,
-                description,
-                lifecycle,
-                tags,
-                links,
-                labels,
-            },
-        )
-        .collect();
+    let entries: Vec<RegisteredEntry> =
+        sqlx::query_as("select * from entries where repo_id = $1 order by name")
+            .bind(repo)
+            .fetch_all(&mut *conn)
+            .await?;
     let taken: Vec<(String, String, bool)> = if names.is_empty() {
         Vec::new()
     } else {

@@ -10,7 +10,7 @@ use sqlx::PgPool;
 
 use super::entries::{self, Desired};
 use super::{repos, RegistryError};
-use crate::project::Project;
+use crate::project::{Project, ResolvedOwner};
 use crate::source::RepoId;
 
 /// One event of a seeded timeline.
@@ -106,7 +106,7 @@ pub async fn write_entries_unchecked(
     repos::lock(&mut tx, id).await?;
     let desired: Vec<Desired> = projects
         .iter()
-        .map(|p| Desired::from_project(p, "project.yaml"))
+        .map(|p| Desired::from_project(p, "project.yaml", ResolvedOwner::default()))
         .collect();
     entries::apply(&mut tx, id, sha, &desired, &[], None).await?;
     tx.commit().await?;

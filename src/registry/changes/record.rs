@@ -300,12 +300,11 @@ mod tests {
         let at = chrono::DateTime::<Utc>::from_timestamp(0, 0).unwrap_or_default();
         EntryJson {
             name: name.into(),
-            owner: owner.into(),
-            description: None,
-            lifecycle: None,
-            tags: Vec::new(),
-            links: Vec::new(),
-            labels: BTreeMap::new(),
+            fields: crate::project::Fields {
+                owner: owner.into(),
+                ..Default::default()
+            },
+            resolved: Default::default(),
             repo: "acme/app".into(),
             repo_id: RepoId(7),
             path: "project.yaml".into(),

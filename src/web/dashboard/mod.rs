@@ -16,6 +16,7 @@ pub(super) mod forms;
 pub(super) mod history;
 mod notices;
 pub(super) mod overview;
+pub(super) mod owner_view;
 pub(super) mod owners;
 pub(super) mod projects;
 pub(super) mod repo;

@@ -7,6 +7,8 @@ use axum::extract::State;
 
 use super::chrome::Chrome;
 use super::error_page::PageError;
+use super::owner_view::{tag_links, OwnerView};
+use crate::project::Fields;
 use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::query::project_cursor;
 use crate::registry::{self, EntryJson};
@@ -41,10 +43,10 @@ struct ProjectRow {
     name: String,
     /// The entry on its repository's page.
     href: String,
-    owner: String,
-    owner_href: String,
-    lifecycle: String,
-    description: String,
+    /// The file's fields (the table in `src/project/fields.rs`), shown as
+    /// they are; the template picks the ones a row shows.
+    fields: Fields,
+    owner: OwnerView,
     /// (filter link, tag).
     tags: Vec<(String, String)>,
     repo: String,
@@ -52,21 +54,15 @@ struct ProjectRow {
 }
 
 impl ProjectRow {
-    /// Bytes of the row's values once escaped.
+    /// Bytes of the row's values once escaped (the fields about as many
+    /// as their JSON).
     fn html_len(&self) -> usize {
-        [
-            &self.name,
-            &self.href,
-            &self.owner,
-            &self.owner_href,
-            &self.lifecycle,
-            &self.description,
-            &self.repo,
-            &self.repo_href,
-        ]
-        .iter()
-        .map(|t| escaped_len(t))
-        .sum::<usize>()
+        let fields = serde_json::to_string(&self.fields).unwrap_or_default();
+        [&self.name, &self.href, &fields, &self.repo, &self.repo_href]
+            .iter()
+            .map(|t| escaped_len(t))
+            .sum::<usize>()
+            + self.owner.html_len()
             + self
                 .tags
                 .iter()
@@ -80,16 +76,10 @@ impl From<EntryJson> for ProjectRow {
         let repo_page = repo_href(&entry.repo);
         Self {
             href: format!("{repo_page}#entry-{}", entry.name),
-            owner_href: href_with("/projects", &[("owner", Some(&entry.owner))]),
+            owner: OwnerView::new(&entry.fields.owner, &entry.resolved),
+            tags: tag_links(&entry.fields.tags),
+            fields: entry.fields,
             name: entry.name,
-            owner: entry.owner,
-            lifecycle: entry.lifecycle.unwrap_or_default(),
-            description: entry.description.unwrap_or_default(),
-            tags: entry
-                .tags
-                .into_iter()
-                .map(|tag| (href_with("/projects", &[("tag", Some(&tag))]), tag))
-                .collect(),
             repo_href: repo_page,
             repo: entry.repo,
         }

@@ -10,7 +10,9 @@ use chrono::{DateTime, Utc};
 
 use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
+use super::owner_view::{tag_links, OwnerView};
 use crate::controller::{ItemStatus, WorkQueue};
+use crate::project::Fields;
 use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
@@ -89,10 +91,10 @@ struct HoldView {
 
 struct EntryView {
     name: String,
-    owner: String,
-    owner_href: String,
-    lifecycle: String,
-    description: String,
+    /// The file's fields (the table in `src/project/fields.rs`), shown as
+    /// they are; the template picks how each reads.
+    fields: Fields,
+    owner: OwnerView,
     tags: Vec<(String, String)>,
     links: Vec<LinkView>,
     labels: Vec<(String, String)>,
@@ -116,30 +118,25 @@ struct LinkView {
 impl EntryView {
     fn new(entry: EntryJson, web: Option<&str>, branch: Option<&str>, now: DateTime<Utc>) -> Self {
         Self {
+            owner: OwnerView::new(&entry.fields.owner, &entry.resolved),
             path_href: project_file_link(web, &entry.repo, branch, &entry.path),
             path: entry.path.clone(),
-            owner_href: href_with("/projects", &[("owner", Some(&entry.owner))]),
             source_sha: short_sha(Some(&entry.source_sha)),
             source_sha_href: commit_link(web, &entry.repo, &entry.source_sha),
             name: entry.name,
-            owner: entry.owner,
-            lifecycle: entry.lifecycle.unwrap_or_default(),
-            description: entry.description.unwrap_or_default(),
-            tags: entry
-                .tags
-                .into_iter()
-                .map(|tag| (href_with("/projects", &[("tag", Some(&tag))]), tag))
-                .collect(),
+            tags: tag_links(&entry.fields.tags),
             links: entry
+                .fields
                 .links
-                .into_iter()
+                .iter()
                 .map(|link| LinkView {
                     href: http_url(&link.url),
-                    title: link.title,
-                    url: link.url,
+                    title: link.title.clone(),
+                    url: link.url.clone(),
                 })
                 .collect(),
-            labels: entry.labels.into_iter().collect(),
+            labels: entry.fields.labels.clone().into_iter().collect(),
+            fields: entry.fields,
             created: TimeView::new(entry.created_at, now),
             updated: TimeView::new(entry.updated_at, now),
         }

@@ -1,9 +1,36 @@
-//! The rules of each field of a project: name, owner, description,
-//! lifecycle, tags, links and labels.
+//! The rules of each kind of field ([`Rule`]): a field of the table in
+//! `fields.rs` is read by the rule its row names, into the JSON value
+//! [`Fields`] is built from.
+
+use std::collections::BTreeMap;
 
 use super::*;
+use crate::project::fields::Link;
 
 impl<'t> Walk<'t> {
+    /// Reads the field `name` by `rule`; `None` when it broke the rule
+    /// (the problem is recorded).
+    pub(super) fn read(&mut self, rule: Rule, name: &str, id: NodeId, field: &str) -> Option<Json> {
+        match rule {
+            Rule::Text {
+                required: true,
+                max_chars,
+            } => self.required_text(id, field, max_chars).map(Json::from),
+            Rule::Text {
+                required: false,
+                max_chars,
+            } => self.optional_text(id, field, max_chars),
+            Rule::Word(words) => self.word(id, field, words),
+            Rule::Names { max } => serde_json::to_value(self.names(id, field, name, max)).ok(),
+            Rule::Links { max } => serde_json::to_value(self.links(id, field, name, max)).ok(),
+            Rule::Labels { max } => serde_json::to_value(self.labels(id, field, name, max)).ok(),
+            Rule::Resolved => {
+                self.issue(id, field, unknown_field(name, &file_keys()));
+                None
+            }
+        }
+    }
+
     pub(super) fn name(&mut self, id: NodeId, field: &str) -> Option<ProjectName> {
         let text = self.string(id, field)?;
         match ProjectName::parse(text) {
@@ -15,16 +42,16 @@ impl<'t> Walk<'t> {
         }
     }
 
-    pub(super) fn owner(&mut self, id: NodeId, field: &str) -> Option<String> {
+    fn required_text(&mut self, id: NodeId, field: &str, max: usize) -> Option<String> {
         let text = self.string(id, field)?;
         let chars = text.chars().count();
         if text.trim().is_empty() {
             self.issue(id, field, "must not be empty");
-        } else if chars > MAX_OWNER_CHARS {
+        } else if chars > max {
             self.issue(
                 id,
                 field,
-                format!("must be at most {MAX_OWNER_CHARS} characters, found {chars}"),
+                format!("must be at most {max} characters, found {chars}"),
             );
         } else {
             return Some(text.to_owned());
@@ -32,41 +59,41 @@ impl<'t> Walk<'t> {
         None
     }
 
-    pub(super) fn description(&mut self, id: NodeId, field: &str) -> Option<String> {
+    /// Text or nothing (`Json::Null`); `None` when it broke the rule.
+    fn optional_text(&mut self, id: NodeId, field: &str, max: usize) -> Option<Json> {
         if matches!(self.value(id), Value::Null) {
-            return None;
+            return Some(Json::Null);
         }
         let text = self.string(id, field)?;
         let chars = text.chars().count();
-        if chars > MAX_DESCRIPTION_CHARS {
-            let message =
-                format!("must be at most {MAX_DESCRIPTION_CHARS} characters, found {chars}");
+        if chars > max {
+            let message = format!("must be at most {max} characters, found {chars}");
             self.issue(id, field, message);
             return None;
         }
-        Some(text.to_owned())
+        Some(Json::from(text))
     }
 
-    pub(super) fn lifecycle(&mut self, id: NodeId, field: &str) -> Option<Lifecycle> {
+    /// One of `words` or nothing (`Json::Null`).
+    fn word(&mut self, id: NodeId, field: &str, words: &[&str]) -> Option<Json> {
         if matches!(self.value(id), Value::Null) {
-            return None;
+            return Some(Json::Null);
         }
         let text = self.string(id, field)?;
-        match text.parse() {
-            Ok(lifecycle) => Some(lifecycle),
-            Err(error) => {
-                self.issue(id, field, error.to_string());
-                None
-            }
+        if words.contains(&text) {
+            return Some(Json::from(text));
         }
+        let message = format!("must be one of {}, found \"{text}\"", words.join(", "));
+        self.issue(id, field, message);
+        None
     }
 
-    pub(super) fn tags(&mut self, id: NodeId, field: &str) -> Vec<String> {
+    fn names(&mut self, id: NodeId, field: &str, name: &str, max: usize) -> Vec<String> {
         let Some(items) = self.list(id, field) else {
             return Vec::new();
         };
-        if items.len() > MAX_TAGS {
-            let message = format!("at most {MAX_TAGS} tags are allowed, found {}", items.len());
+        if items.len() > max {
+            let message = format!("at most {max} {name} are allowed, found {}", items.len());
             self.issue(id, field, message);
         }
         let mut tags = Vec::with_capacity(items.len());
@@ -83,15 +110,12 @@ impl<'t> Walk<'t> {
         tags
     }
 
-    pub(super) fn links(&mut self, id: NodeId, field: &str) -> Vec<Link> {
+    fn links(&mut self, id: NodeId, field: &str, name: &str, max: usize) -> Vec<Link> {
         let Some(items) = self.list(id, field) else {
             return Vec::new();
         };
-        if items.len() > MAX_LINKS {
-            let message = format!(
-                "at most {MAX_LINKS} links are allowed, found {}",
-                items.len()
-            );
+        if items.len() > max {
+            let message = format!("at most {max} {name} are allowed, found {}", items.len());
             self.issue(id, field, message);
         }
         let mut links = Vec::with_capacity(items.len());
@@ -190,7 +214,13 @@ impl<'t> Walk<'t> {
         None
     }
 
-    pub(super) fn labels(&mut self, id: NodeId, field: &str) -> BTreeMap<String, String> {
+    fn labels(
+        &mut self,
+        id: NodeId,
+        field: &str,
+        name: &str,
+        max: usize,
+    ) -> BTreeMap<String, String> {
         let map = match self.value(id) {
             Value::Null => return BTreeMap::new(),
             Value::Map(map) => map,
@@ -201,11 +231,8 @@ impl<'t> Walk<'t> {
                 return BTreeMap::new();
             }
         };
-        if map.len() > MAX_LABELS {
-            let message = format!(
-                "at most {MAX_LABELS} labels are allowed, found {}",
-                map.len()
-            );
+        if map.len() > max {
+            let message = format!("at most {max} {name} are allowed, found {}", map.len());
             self.issue(id, field, message);
         }
         let mut labels = BTreeMap::new();
