@@ -8,6 +8,10 @@ use std::path::Path;
 
 use crate::project::{self, MAX_FILE_BYTES};
 
+pub mod owners;
+
+pub use owners::OwnerRules;
+
 /// Checks the file at `path`, printing every problem one per line (labelled
 /// with `path` as given) or a one-line summary when it is valid. Returns the
 /// exit code: 0 when valid, 1 when not, 2 when the file could not be
@@ -23,13 +27,20 @@ pub fn run(path: &Path, out: &mut dyn Write) -> i32 {
 /// code is the worst: 2 when any file could not be read, else 1 when any
 /// is invalid.
 pub fn run_all(paths: &[&Path], out: &mut dyn Write) -> i32 {
+    run_checked(paths, None, out)
+}
+
+/// [`run_all`], with each file's owners resolved by `owners` when given:
+/// an owner that names nobody is a warning line, or a problem (exit 1)
+/// under `require`.
+pub fn run_checked(paths: &[&Path], owners: Option<&OwnerRules>, out: &mut dyn Write) -> i32 {
     let mut sorted: Vec<&Path> = paths.to_vec();
     sorted.sort();
     sorted.dedup();
     let mut first_path: BTreeMap<String, String> = BTreeMap::new();
     let mut worst = 0;
     for path in sorted {
-        let code = check_one(path, &mut first_path, out);
+        let code = check_one(path, &mut first_path, owners, out);
         worst = worst.max(code);
     }
     worst
@@ -37,7 +48,12 @@ pub fn run_all(paths: &[&Path], out: &mut dyn Write) -> i32 {
 
 /// Checks one file; `first_path` holds, for each name seen so far, the
 /// file that declared it first.
-fn check_one(path: &Path, first_path: &mut BTreeMap<String, String>, out: &mut dyn Write) -> i32 {
+fn check_one(
+    path: &Path,
+    first_path: &mut BTreeMap<String, String>,
+    owners: Option<&OwnerRules>,
+    out: &mut dyn Write,
+) -> i32 {
     let label = path.display().to_string();
     let bytes = match read(path, &label) {
         Ok(bytes) => bytes,
@@ -62,6 +78,15 @@ fn check_one(path: &Path, first_path: &mut BTreeMap<String, String>, out: &mut d
             }
             if !twice.is_empty() {
                 return report(out, &twice.join("\n"), 1);
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let notes = owners.map_or_else(Vec::new, |o| o.notes(&label, &file, &text));
+            if !notes.is_empty() {
+                let lines: Vec<String> = notes.iter().map(owners::line).collect();
+                if notes.iter().any(|n| n.failure) {
+                    return report(out, &lines.join("\n"), 1);
+                }
+                report(out, &lines.join("\n"), 0);
             }
             let count = file.projects.len();
             let names: Vec<&str> = file.projects.iter().map(|p| p.name.as_str()).collect();

@@ -39,6 +39,14 @@ enum Command {
         /// The project files to check, as the files of one repository.
         #[arg(default_value = "project.yaml")]
         files: Vec<PathBuf>,
+        /// Check each `owner` against this teams.yaml (the local folder's
+        /// format); without it owners are not checked.
+        #[arg(long, value_name = "TEAMS_YAML")]
+        teams: Option<PathBuf>,
+        /// With --teams: `warn` prints an owner that names nobody as a
+        /// warning, `require` makes it a problem (exit 1).
+        #[arg(long, default_value = "warn", requires = "teams")]
+        owners: roster::directory::OwnersMode,
     },
     /// Print the project file's JSON Schema (for editors).
     Schema,
@@ -72,9 +80,21 @@ impl Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Check { files } => {
+        Command::Check {
+            files,
+            teams,
+            owners,
+        } => {
             let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-            let code = roster::check::run_all(&files, &mut std::io::stdout());
+            let rules = match teams.map(|t| roster::check::OwnerRules::read(&t, owners)) {
+                Some(Err(message)) => {
+                    eprintln!("error: {message}");
+                    return ExitCode::from(2);
+                }
+                Some(Ok(rules)) => Some(rules),
+                None => None,
+            };
+            let code = roster::check::run_checked(&files, rules.as_ref(), &mut std::io::stdout());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         Command::Schema => {

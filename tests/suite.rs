@@ -11,6 +11,7 @@ mod change_log_bounds;
 mod changes;
 mod changes_api;
 mod changes_page;
+mod check_owners_cli;
 mod checks;
 mod checks_budget;
 mod checks_hostile;

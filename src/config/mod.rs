@@ -329,7 +329,7 @@ impl ServeArgs {
             non_empty(self.github_graphql_url),
         )?;
         let source = parse_source(non_empty(self.source))?;
-        let project_files = parse_project_files(self.project_file, self.project_files)?;
+        let project_files = parse_project_files(self.project_file, non_empty(self.project_files))?;
         if project_files.single_path().is_none() && source == SourceSetting::Github {
             return Err(ConfigError::new(
                 "ROSTER_PROJECT_FILES",

@@ -290,6 +290,9 @@ fn a_bad_pattern_should_name_its_setting() {
     assert_eq!(e.setting, "ROSTER_PROJECT_FILE");
     let s = parse(&["--source", &here]).unwrap();
     assert_eq!(s.project_files.to_string(), "project.yaml");
+    // Empty counts as unset, as for the other settings.
+    let s = parse(&["--source", &here, "--project-files", ""]).unwrap();
+    assert_eq!(s.project_files.to_string(), "project.yaml");
 }
 
 #[test]
