@@ -104,7 +104,7 @@ labels:
 fn app(pool: PgPool) -> Router {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
-    metrics.rate_limit_remaining(1, 4_800);
+    metrics.rate_limit_remaining(roster::source::InstallationId(1), 4_800);
     router(AppState {
         pool: pool.clone(),
         queue: Arc::new(PgQueue::new(pool, Duration::from_secs(60))),

@@ -12,6 +12,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::registry::Status;
+use crate::source::InstallationId;
 
 /// The events `roster_webhooks_total` names (docs/contract.md#webhooks, and the check-run events);
 /// every other name, and every delivery whose name cannot be trusted,
@@ -76,9 +77,9 @@ pub struct Metrics {
     rate_limit_remaining: Family<InstallationLabels, Gauge>,
     /// The same values as `rate_limit_remaining`, readable by the dashboard
     /// (a metric family cannot be listed).
-    rate_limits: Arc<Mutex<BTreeMap<i64, i64>>>,
+    rate_limits: Arc<Mutex<BTreeMap<InstallationId, i64>>>,
     /// Each installation's hourly budget as GitHub reported it.
-    rate_limit_sizes: Arc<Mutex<BTreeMap<i64, i64>>>,
+    rate_limit_sizes: Arc<Mutex<BTreeMap<InstallationId, i64>>>,
     repos: Family<RepoStatusLabels, Gauge>,
     holds: Gauge,
 }
@@ -149,9 +150,11 @@ impl Metrics {
     }
 
     /// Records the `x-ratelimit-remaining` GitHub last sent for an installation.
-    pub fn rate_limit_remaining(&self, installation: i64, remaining: i64) {
+    pub fn rate_limit_remaining(&self, installation: InstallationId, remaining: i64) {
         self.rate_limit_remaining
-            .get_or_create(&InstallationLabels { installation })
+            .get_or_create(&InstallationLabels {
+                installation: installation.0,
+            })
             .set(remaining);
         self.rate_limits
             .lock()
@@ -161,7 +164,7 @@ impl Metrics {
 
     /// Records the `x-ratelimit-limit` GitHub last sent for an installation
     /// (5,000 an hour at least; more for large organisations).
-    pub fn rate_limit_size(&self, installation: i64, limit: i64) {
+    pub fn rate_limit_size(&self, installation: InstallationId, limit: i64) {
         self.rate_limit_sizes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -169,7 +172,7 @@ impl Metrics {
     }
 
     /// The hourly budget last reported for `installation`, if any.
-    pub fn rate_limit_size_of(&self, installation: i64) -> Option<i64> {
+    pub fn rate_limit_size_of(&self, installation: InstallationId) -> Option<i64> {
         self.rate_limit_sizes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -179,7 +182,7 @@ impl Metrics {
 
     /// `(installation, requests left)` as last recorded, by installation id;
     /// empty until GitHub answered once (and always for the local folder).
-    pub fn rate_limits(&self) -> Vec<(i64, i64)> {
+    pub fn rate_limits(&self) -> Vec<(InstallationId, i64)> {
         self.rate_limits
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -223,7 +226,7 @@ mod tests {
         metrics.webhook("push", "enqueued");
         metrics.webhook("push", "enqueued");
         metrics.github_request(200);
-        metrics.rate_limit_remaining(42, 4999);
+        metrics.rate_limit_remaining(InstallationId(42), 4999);
         metrics.set_repo_counts(&BTreeMap::from([("synced".to_owned(), 3)]));
 
         let text = exposition(&registry);
@@ -289,10 +292,13 @@ mod tests {
         let mut registry = Registry::default();
         let metrics = Metrics::new(&mut registry);
         assert!(metrics.rate_limits().is_empty());
-        metrics.rate_limit_remaining(9, 100);
-        metrics.rate_limit_remaining(3, 4000);
-        metrics.rate_limit_remaining(9, 99);
-        assert_eq!(metrics.rate_limits(), vec![(3, 4000), (9, 99)]);
+        metrics.rate_limit_remaining(InstallationId(9), 100);
+        metrics.rate_limit_remaining(InstallationId(3), 4000);
+        metrics.rate_limit_remaining(InstallationId(9), 99);
+        assert_eq!(
+            metrics.rate_limits(),
+            vec![(InstallationId(3), 4000), (InstallationId(9), 99)]
+        );
     }
 
     #[test]

@@ -352,7 +352,7 @@ async fn serve() -> String {
         github_web_url: Some("https://github.com"),
     };
     let f = router::fixture(options, |_, metrics| {
-        metrics.rate_limit_remaining(40_112_518, 4_873);
+        metrics.rate_limit_remaining(roster::source::InstallationId(40_112_518), 4_873);
     })
     .await;
     seed(&f.pool).await;

@@ -488,7 +488,7 @@ async fn without_checks_write_it_should_say_so_once_and_wait_for_new_permissions
         .await
         .expect("denied");
     assert_eq!(denied.len(), 1);
-    assert_eq!(denied[0].installation_id, ACME);
+    assert_eq!(denied[0].installation_id.0, ACME);
     env.fake.forbid_checks(ACME, false);
     env.deliver("installation", pull_requests::permissions_accepted(ACME))
         .await;

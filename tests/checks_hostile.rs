@@ -11,7 +11,7 @@ use crate::support::pull_requests;
 use roster::github::checks_api::PostError;
 use roster::github::http::CallError;
 use roster::registry::check_runs::{self, CheckIntent};
-use roster::source::RepoId;
+use roster::source::{InstallationId, RepoId};
 use serde_json::json;
 
 const NUL_MESSAGE: &str =
@@ -113,7 +113,7 @@ async fn the_fake_should_refuse_a_summary_over_65535_bytes_as_github_does() {
     let refused = env
         .worker
         .api
-        .create_run(ACME, "acme", "big", &head, body)
+        .create_run(InstallationId(ACME), "acme", "big", &head, body)
         .await
         .expect_err("refused");
     let PostError::Call(CallError::Status {
@@ -140,7 +140,7 @@ async fn a_post_github_refuses_should_be_shown_as_not_posted() {
         repo_id: RepoId(id),
         sha: gone.clone(),
         pull_request: Some(5),
-        installation_id: ACME,
+        installation_id: InstallationId(ACME),
         owner: "acme".into(),
         name: "refused".into(),
         conclusion: "success".into(),

@@ -36,7 +36,10 @@ const GITHUB: Options = Options {
 };
 
 async fn fixture_with(options: Options) -> Fixture {
-    router::fixture(options, |_, metrics| metrics.rate_limit_remaining(7, 4321)).await
+    router::fixture(options, |_, metrics| {
+        metrics.rate_limit_remaining(roster::source::InstallationId(7), 4321)
+    })
+    .await
 }
 
 async fn fixture() -> Fixture {

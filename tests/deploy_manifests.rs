@@ -587,7 +587,7 @@ fn exported_series_names() -> BTreeSet<String> {
     // A labelled family shows in the exposition only once it has a series.
     metrics.webhook("push", "queued");
     metrics.github_request(200);
-    metrics.rate_limit_remaining(1, 5000);
+    metrics.rate_limit_remaining(roster::source::InstallationId(1), 5000);
     metrics.set_repo_counts(&Default::default());
     controller.observe("synced", 0.1);
     let mut text = String::new();

@@ -35,7 +35,7 @@ async fn fixture_with(api_token: Option<&'static str>) -> Fixture {
         controller.observe("synced", 0.1);
         metrics.webhook("push", "queued");
         metrics.github_request(200);
-        metrics.rate_limit_remaining(7, 4999);
+        metrics.rate_limit_remaining(roster::source::InstallationId(7), 4999);
     })
     .await
 }

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use crate::github::checks_api::ChecksApi;
 use crate::github::rate_limit::Resource;
+use crate::source::InstallationId;
 
 /// Repositories a page of the listing reads (GraphQL, 100 a page).
 const LISTING_PAGE: u64 = 100;
@@ -36,7 +37,7 @@ pub struct ChecksBudget {
     pub reserve: bool,
     pub evaluation_spacing: Duration,
     pub post_spacing: Duration,
-    turns: Arc<Mutex<HashMap<i64, Instant>>>,
+    turns: Arc<Mutex<HashMap<InstallationId, Instant>>>,
 }
 
 impl Default for ChecksBudget {
@@ -65,7 +66,7 @@ impl ChecksBudget {
     pub fn held_until(
         &self,
         api: &ChecksApi,
-        installation: i64,
+        installation: InstallationId,
         resource: Resource,
         repositories: u64,
     ) -> Option<SystemTime> {
@@ -79,7 +80,7 @@ impl ChecksBudget {
     /// Waits for the installation's next turn to write, at least
     /// `post_spacing` after the previous one; `Err(wait)` without taking a
     /// turn when that is more than [`MAX_TURN_WAIT`] away.
-    pub async fn turn(&self, installation: i64) -> Result<(), Duration> {
+    pub async fn turn(&self, installation: InstallationId) -> Result<(), Duration> {
         let at = {
             let Ok(mut turns) = self.turns.lock() else {
                 return Ok(());
@@ -116,10 +117,13 @@ mod tests {
         let budget = ChecksBudget::default();
         let start = Instant::now();
         for _ in 0..3 {
-            budget.turn(7).await.expect("a turn");
+            budget.turn(InstallationId(7)).await.expect("a turn");
         }
         assert_eq!(Instant::now() - start, Duration::from_secs(2));
-        budget.turn(8).await.expect("another installation");
+        budget
+            .turn(InstallationId(8))
+            .await
+            .expect("another installation");
         assert_eq!(Instant::now() - start, Duration::from_secs(2));
     }
 
@@ -128,7 +132,7 @@ mod tests {
         let budget = ChecksBudget::default();
         let mut refused = None;
         for _ in 0..30 {
-            if let Err(wait) = tokio::time::timeout(Duration::ZERO, budget.turn(7))
+            if let Err(wait) = tokio::time::timeout(Duration::ZERO, budget.turn(InstallationId(7)))
                 .await
                 .unwrap_or(Ok(()))
             {

@@ -50,7 +50,7 @@ pub async fn post(
         Err(PostError::Denied(message)) => {
             if check_runs::record_denied(pool, due.installation_id, &message).await? {
                 tracing::warn!(
-                    installation = due.installation_id,
+                    installation = %due.installation_id,
                     "GitHub refused to let the App write checks: {message}; no check run is \
                      posted for this installation until its permissions change \
                      (grant `checks: write`)"

@@ -255,14 +255,13 @@ impl ChecksWorker {
 impl ChecksWorker {
     /// When checks may spend `resource` of `installation` again, if they
     /// must leave it to the sync now (see [`ChecksBudget::held_until`]).
-    async fn held(&self, installation: i64, resource: Resource) -> Option<SystemTime> {
+    async fn held(&self, installation: InstallationId, resource: Resource) -> Option<SystemTime> {
         if !self.budget.reserve {
             return None;
         }
-        let repositories =
-            crate::registry::count_of_installation(&self.pool, InstallationId(installation))
-                .await
-                .unwrap_or(0);
+        let repositories = crate::registry::count_of_installation(&self.pool, installation)
+            .await
+            .unwrap_or(0);
         self.budget
             .held_until(&self.api, installation, resource, repositories)
     }

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use octocrab::auth::AppAuth;
-use octocrab::models::{AppId, InstallationId};
+use octocrab::models::{AppId, InstallationId as OctocrabInstallationId};
 use octocrab::Octocrab;
 use secrecy::ExposeSecret;
 use serde::Deserialize;
@@ -24,6 +24,7 @@ use super::error::GithubError;
 use super::http::{error_chain, join, next_link, CallError, Http, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
 use super::settings::GithubAppSettings;
+use crate::source::InstallationId;
 
 /// A token is renewed once it has less than this left, so that no request
 /// (or a listing's last page) goes out with a token about to expire.
@@ -41,7 +42,7 @@ const APP_BUCKET: Bucket = Bucket {
 /// granted it some or all of its repositories.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installation {
-    pub id: i64,
+    pub id: InstallationId,
     /// The account's login, whose repositories the listing walks.
     pub account: String,
     /// The account's id (by which its directory is kept), when GitHub said.
@@ -68,7 +69,7 @@ pub struct Auth {
     app: Octocrab,
     app_auth: AppAuth,
     api_url: Url,
-    clients: Mutex<HashMap<i64, Arc<InstallationClient>>>,
+    clients: Mutex<HashMap<InstallationId, Arc<InstallationClient>>>,
 }
 
 #[derive(Debug)]
@@ -116,7 +117,11 @@ impl Auth {
 
     /// A valid token for `installation`, minted only when the cached one is
     /// missing or close to expiry.
-    pub async fn token(&self, http: &Http, installation: i64) -> Result<String, CallError> {
+    pub async fn token(
+        &self,
+        http: &Http,
+        installation: InstallationId,
+    ) -> Result<String, CallError> {
         let client = self.client(installation)?;
         let _minting = client.mint.lock().await;
         let what = format!("POST /app/installations/{installation}/access_tokens");
@@ -132,7 +137,7 @@ impl Auth {
     }
 
     /// Drops the cached token of `installation` (GitHub answered 401 to it).
-    pub fn forget(&self, installation: i64) {
+    pub fn forget(&self, installation: InstallationId) {
         if let Ok(mut clients) = self.clients.lock() {
             clients.remove(&installation);
         }
@@ -183,7 +188,7 @@ impl Auth {
                 };
                 let suspended = item.suspended_at.is_some_and(|v| !v.is_null());
                 found.push(Installation {
-                    id: item.id,
+                    id: InstallationId(item.id),
                     account: account.login,
                     account_id: account.id,
                     organization: account.kind.as_deref() != Some("User"),
@@ -208,7 +213,7 @@ impl Auth {
         ))
     }
 
-    fn client(&self, installation: i64) -> Result<Arc<InstallationClient>, CallError> {
+    fn client(&self, installation: InstallationId) -> Result<Arc<InstallationClient>, CallError> {
         let what = || format!("installation {installation}");
         let mut clients = self
             .clients
@@ -217,11 +222,11 @@ impl Auth {
         if let Some(client) = clients.get(&installation) {
             return Ok(client.clone());
         }
-        let id = u64::try_from(installation)
+        let id = u64::try_from(installation.0)
             .map_err(|_| CallError::unexpected(what(), "negative installation id"))?;
         let crab = self
             .app
-            .installation(InstallationId(id))
+            .installation(OctocrabInstallationId(id))
             .map_err(|e| CallError::unexpected(what(), error_chain(&e)))?;
         let client = Arc::new(InstallationClient {
             crab,
@@ -235,7 +240,7 @@ impl Auth {
     fn mint_error(
         &self,
         http: &Http,
-        installation: i64,
+        installation: InstallationId,
         what: &str,
         error: octocrab::Error,
     ) -> CallError {

@@ -18,7 +18,7 @@ use super::http::CallError;
 use super::read_query::{read_query, slot_of, ReadData, Slot, MAX_PER_QUERY};
 use super::storage::{GithubStorage, Recorded, SUSPENDED_RETRY};
 use crate::controller::Failure;
-use crate::source::{Observed, RepoId};
+use crate::source::{InstallationId, Observed, RepoId};
 
 /// At most this many REST reads at once for the keys a batch left open.
 const REST_CONCURRENCY: usize = 4;
@@ -86,10 +86,10 @@ impl GithubStorage {
         states: &mut [Option<Result<Observed, Failure>>],
     ) -> Vec<usize> {
         let mut open = Vec::new();
-        let mut groups: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        let mut groups: BTreeMap<InstallationId, Vec<usize>> = BTreeMap::new();
         for &index in unhinted {
             match records.get(&items[index].0).and_then(|r| r.installation) {
-                Some(installation) => groups.entry(installation.0).or_default().push(index),
+                Some(installation) => groups.entry(installation).or_default().push(index),
                 None => open.push(index),
             }
         }
@@ -119,7 +119,7 @@ impl GithubStorage {
     /// and its node id when the registry did not have that one yet.
     async fn query(
         &self,
-        installation: i64,
+        installation: InstallationId,
         items: &[(RepoId, Option<&[u8]>)],
         chunk: &[usize],
         records: &HashMap<RepoId, Recorded>,

@@ -17,6 +17,7 @@ use super::http::{join, CallError, Reply, Request};
 use super::rate_limit::{Bucket, Resource, Who};
 use super::MAX_FILE_BYTES;
 use crate::project::verdict::HeadFile;
+use crate::source::InstallationId;
 
 /// The check run's name on GitHub.
 pub const CHECK_NAME: &str = "Roster";
@@ -80,7 +81,7 @@ impl ChecksApi {
     /// ([`super::rate_limit::RateLimits::take_above`]).
     pub fn take_above(
         &self,
-        installation: i64,
+        installation: InstallationId,
         resource: Resource,
         floor: impl Fn(u64) -> u64,
     ) -> Result<(), std::time::SystemTime> {
@@ -102,7 +103,7 @@ impl ChecksApi {
     /// The project file at commit `sha` of `owner/name`.
     pub async fn file_at(
         &self,
-        installation: i64,
+        installation: InstallationId,
         owner: &str,
         name: &str,
         sha: &str,
@@ -188,7 +189,7 @@ impl ChecksApi {
     /// The id of the `Roster` run on `sha`, if one exists.
     pub async fn find_run(
         &self,
-        installation: i64,
+        installation: InstallationId,
         owner: &str,
         name: &str,
         sha: &str,
@@ -218,7 +219,7 @@ impl ChecksApi {
     /// Creates the run on `sha`, completed, with `body`'s output; its id.
     pub async fn create_run(
         &self,
-        installation: i64,
+        installation: InstallationId,
         owner: &str,
         name: &str,
         sha: &str,
@@ -242,7 +243,7 @@ impl ChecksApi {
     /// ones it has).
     pub async fn update_run(
         &self,
-        installation: i64,
+        installation: InstallationId,
         owner: &str,
         name: &str,
         run_id: i64,
@@ -262,7 +263,7 @@ impl ChecksApi {
     /// Sends a write as the installation; a revoked token is renewed once.
     async fn send(
         &self,
-        installation: i64,
+        installation: InstallationId,
         method: Method,
         url: url::Url,
         body: Value,

@@ -15,6 +15,7 @@ use super::http::{CallError, Http, Reply, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
 use crate::directory::DirectoryDb;
 use crate::registry::RegistryDb;
+use crate::source::InstallationId;
 
 /// The GitHub App as the source uses it; one per process.
 #[derive(Debug)]
@@ -36,7 +37,7 @@ pub struct Client {
     pool: PgPool,
     /// Pages (GraphQL requests) each installation's latest listing took:
     /// what the next one needs, kept in reserve by the read pace.
-    listing_pages: Mutex<HashMap<i64, usize>>,
+    listing_pages: Mutex<HashMap<InstallationId, usize>>,
 }
 
 impl Client {
@@ -88,7 +89,7 @@ impl Client {
     /// Records that the listing of `installation` has asked for `pages`
     /// pages: all of them when `complete`, else so far (a listing under
     /// way never lowers what the one before needed).
-    pub fn record_listing_pages(&self, installation: i64, pages: usize, complete: bool) {
+    pub fn record_listing_pages(&self, installation: InstallationId, pages: usize, complete: bool) {
         if let Ok(mut recorded) = self.listing_pages.lock() {
             let known = recorded.entry(installation).or_insert(pages);
             *known = match complete {
@@ -99,7 +100,7 @@ impl Client {
     }
 
     /// Pages the latest listing of `installation` took (0 before the first).
-    pub fn listing_pages(&self, installation: i64) -> usize {
+    pub fn listing_pages(&self, installation: InstallationId) -> usize {
         self.listing_pages
             .lock()
             .ok()
@@ -108,7 +109,7 @@ impl Client {
     }
 
     /// Whether the last listing (or a token request since) saw `id` suspended.
-    pub fn is_suspended(&self, id: i64) -> bool {
+    pub fn is_suspended(&self, id: InstallationId) -> bool {
         let cached = self
             .installations
             .lock()
@@ -119,7 +120,7 @@ impl Client {
     }
 
     /// Remembers that GitHub refused `id`'s token as suspended.
-    pub fn mark_suspended(&self, id: i64) {
+    pub fn mark_suspended(&self, id: InstallationId) {
         if let Ok(mut cached) = self.installations.lock() {
             if let Some(found) = cached.as_mut() {
                 for installation in found.iter_mut().filter(|i| i.id == id) {
@@ -134,7 +135,7 @@ impl Client {
     /// A `401` (revoked token) is retried once with a fresh token.
     pub async fn get(
         &self,
-        installation: i64,
+        installation: InstallationId,
         url: &Url,
         accept: &'static str,
         conditional: bool,
@@ -203,7 +204,7 @@ impl Client {
     /// answer fails the call: a partial answer is not a complete one.
     pub async fn graphql<T: DeserializeOwned>(
         &self,
-        installation: i64,
+        installation: InstallationId,
         query: &str,
         variables: serde_json::Value,
     ) -> Result<T, CallError> {
@@ -222,7 +223,7 @@ impl Client {
     /// limit, or errors without data, still fail the call.
     pub async fn graphql_partial<T: DeserializeOwned>(
         &self,
-        installation: i64,
+        installation: InstallationId,
         query: &str,
         variables: serde_json::Value,
     ) -> Result<(T, Vec<GraphqlError>), CallError> {

@@ -19,6 +19,7 @@ use super::graphql::PageInfo;
 use super::http::CallError;
 use crate::directory::db::Account;
 use crate::directory::{DirectoryDb, Member, Team};
+use crate::source::InstallationId;
 
 /// An organisation's teams, 100 a page.
 pub const READ_TEAMS: &str = r#"query DirectoryTeams($login: String!, $after: String) {
@@ -164,11 +165,11 @@ impl DirectoryReader {
         let account = Account {
             org_id,
             login: installation.account.clone(),
-            installation_id: Some(installation.id),
+            installation_id: Some(installation.id.0),
             personal: !installation.organization,
         };
         if let Err(error) = self.db().ensure_account(&account).await {
-            tracing::warn!(installation = installation.id, %error, "could not record the account");
+            tracing::warn!(installation = %installation.id, %error, "could not record the account");
             return;
         }
         if account.personal || installation.suspended {
@@ -201,7 +202,7 @@ impl DirectoryReader {
         teams: bool,
         members: bool,
     ) -> Result<(), DirectoryError> {
-        let Some(installation) = account.installation_id else {
+        let Some(installation) = account.installation_id.map(InstallationId) else {
             return Ok(());
         };
         // While owner checking is off, any read is a read of both: only
@@ -226,7 +227,7 @@ impl DirectoryReader {
     async fn refused(
         &self,
         account: &Account,
-        installation: i64,
+        installation: InstallationId,
         refused: Refused,
     ) -> Result<(), DirectoryError> {
         let reason = match refused {
@@ -234,13 +235,17 @@ impl DirectoryReader {
             Refused::Other(error) => return Err(error),
         };
         if self.db().turn_off(account.org_id, &reason).await? {
-            tracing::warn!(account = %account.login, installation, %reason,
+            tracing::warn!(account = %account.login, %installation, %reason,
                 "GitHub refused to show the organisation's teams or members: owner checking is off for this installation until the App has the members: read permission (docs/github-app.md)");
         }
         Ok(())
     }
 
-    async fn read_teams(&self, installation: i64, account: &Account) -> Result<(), Refused> {
+    async fn read_teams(
+        &self,
+        installation: InstallationId,
+        account: &Account,
+    ) -> Result<(), Refused> {
         let started = self
             .db()
             .read_started()
@@ -281,7 +286,11 @@ impl DirectoryReader {
         Err(too_many(account))
     }
 
-    async fn read_members(&self, installation: i64, account: &Account) -> Result<(), Refused> {
+    async fn read_members(
+        &self,
+        installation: InstallationId,
+        account: &Account,
+    ) -> Result<(), Refused> {
         let started = self
             .db()
             .read_started()
@@ -325,7 +334,7 @@ impl DirectoryReader {
     /// keeps by id.
     async fn page<T: serde::de::DeserializeOwned>(
         &self,
-        installation: i64,
+        installation: InstallationId,
         account: &Account,
         query: &str,
         after: Option<String>,

@@ -51,7 +51,7 @@ pub async fn record(pool: &PgPool, installations: &[Installation]) -> Result<(),
         .execute(&mut *tx)
         .await?;
     }
-    let listed: Vec<i64> = installations.iter().map(|i| i.id).collect();
+    let listed: Vec<i64> = installations.iter().map(|i| i.id.0).collect();
     sqlx::query("delete from installation_grants where installation_id <> all($1)")
         .bind(&listed)
         .execute(&mut *tx)

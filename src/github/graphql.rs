@@ -177,13 +177,13 @@ pub struct Blob {
 impl RepoNode {
     /// What the listing observed about this repository, as the storage
     /// would report it; `None` without a database id (cannot be keyed).
-    pub fn observe(self, installation: i64) -> Option<(RepoId, Observed)> {
+    pub fn observe(self, installation: InstallationId) -> Option<(RepoId, Observed)> {
         let id = RepoId(self.database_id?);
         let branch = self.default_branch_ref;
         let repo = RepoInfo {
             owner: self.owner.login,
             name: self.name,
-            installation_id: Some(InstallationId(installation)),
+            installation_id: Some(installation),
             default_branch: branch.as_ref().map(|b| b.name.clone()).unwrap_or_default(),
             html_url: self.url,
         };
@@ -281,7 +281,7 @@ mod tests {
                 "byteSize": 5, "isBinary": false, "isTruncated": false, "text": "name:"
             })),
         )
-        .observe(3)
+        .observe(InstallationId(3))
         .unwrap();
         assert_eq!(id, RepoId(7));
         let Observed::Present { repo, file } = observed else {
@@ -300,7 +300,9 @@ mod tests {
 
     #[test]
     fn an_archived_repository_should_be_removed_with_its_info() {
-        let (_, observed) = repo(true, serde_json::Value::Null).observe(3).unwrap();
+        let (_, observed) = repo(true, serde_json::Value::Null)
+            .observe(InstallationId(3))
+            .unwrap();
         assert!(
             matches!(observed, Observed::Removed { repo: Some(_), ref reason } if reason == "archived")
         );
@@ -308,7 +310,9 @@ mod tests {
 
     #[test]
     fn an_empty_repository_or_a_missing_file_should_be_absent() {
-        let (_, empty) = repo(false, serde_json::Value::Null).observe(3).unwrap();
+        let (_, empty) = repo(false, serde_json::Value::Null)
+            .observe(InstallationId(3))
+            .unwrap();
         assert!(matches!(
             empty,
             Observed::Present {
@@ -317,7 +321,7 @@ mod tests {
             }
         ));
         let no_file = serde_json::json!({"name": "main", "target": {"oid": "abc", "file": null}});
-        let (_, missing) = repo(false, no_file).observe(3).unwrap();
+        let (_, missing) = repo(false, no_file).observe(InstallationId(3)).unwrap();
         assert!(matches!(
             missing,
             Observed::Present {
@@ -332,7 +336,7 @@ mod tests {
         let large = with_blob(serde_json::json!({
             "byteSize": 300_000, "isBinary": false, "isTruncated": true, "text": "x"
         }));
-        let (_, observed) = repo(false, large).observe(3).unwrap();
+        let (_, observed) = repo(false, large).observe(InstallationId(3)).unwrap();
         let Observed::Present {
             file: FileState::Unreadable { message, .. },
             ..
@@ -345,7 +349,7 @@ mod tests {
         let binary = with_blob(serde_json::json!({
             "byteSize": 10, "isBinary": true, "isTruncated": false, "text": null
         }));
-        let (_, observed) = repo(false, binary).observe(3).unwrap();
+        let (_, observed) = repo(false, binary).observe(InstallationId(3)).unwrap();
         assert!(matches!(
             observed,
             Observed::Present {
@@ -358,7 +362,7 @@ mod tests {
     #[test]
     fn a_directory_at_the_path_should_be_unreadable() {
         let (_, observed) = repo(false, with_blob(serde_json::json!({})))
-            .observe(3)
+            .observe(InstallationId(3))
             .unwrap();
         let Observed::Present {
             file: FileState::Unreadable { message, .. },

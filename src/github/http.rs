@@ -17,6 +17,7 @@ use super::error::GithubError;
 use super::rate_limit::{Admission, Bucket, RateHeaders, RateLimits, Who};
 use crate::controller::Failure;
 use crate::metrics::Metrics;
+use crate::source::InstallationId;
 
 /// The REST API version Roster is written against.
 const API_VERSION: &str = "2022-11-28";
@@ -90,9 +91,9 @@ pub enum CallError {
     },
     /// The installation is gone (the App was uninstalled): a definite answer.
     #[error("installation {0} no longer exists")]
-    InstallationGone(i64),
+    InstallationGone(InstallationId),
     #[error("installation suspended")]
-    Suspended(i64),
+    Suspended(InstallationId),
     #[error("GitHub answered {status} to {what}: {message}")]
     Status {
         what: String,

@@ -75,7 +75,7 @@ impl GithubLister {
                     return self.suspended(id, partition, found).await;
                 }
                 Err(error) => {
-                    tracing::warn!(installation = installation.id, %error, "listing stopped part-way");
+                    tracing::warn!(installation = %installation.id, %error, "listing stopped part-way");
                     return Listed {
                         partition,
                         items,
@@ -170,7 +170,7 @@ impl GithubLister {
     /// suspension, and an `Err` outcome so none is swept.
     async fn suspended(
         &self,
-        installation: i64,
+        installation: InstallationId,
         partition: source::Partition,
         found: &Found<RepoId>,
     ) -> Listed<RepoId, source::Partition> {
@@ -180,7 +180,7 @@ impl GithubLister {
             .tracked_ids(partition_of(installation))
             .await
             .unwrap_or_else(|error| {
-            tracing::warn!(installation, %error, "could not read the suspended installation's repositories");
+            tracing::warn!(%installation, %error, "could not read the suspended installation's repositories");
             Vec::new()
         });
         let items: Vec<_> = known
@@ -205,8 +205,7 @@ impl GithubLister {
                 return Vec::new();
             }
         };
-        let listed: BTreeSet<InstallationId> =
-            listed.iter().map(|i| InstallationId(i.id)).collect();
+        let listed: BTreeSet<InstallationId> = listed.iter().map(|i| i.id).collect();
         remembered
             .into_iter()
             .filter(|id| !listed.contains(id))
@@ -263,8 +262,8 @@ impl Lister for GithubLister {
 }
 
 /// The partition of an installation's repositories.
-fn partition_of(installation: i64) -> source::Partition {
-    source::Partition::Installation(InstallationId(installation))
+fn partition_of(installation: InstallationId) -> source::Partition {
+    source::Partition::Installation(installation)
 }
 
 /// A key with the observation it was listed with, and when its page was

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::source::InstallationId;
 use axum::http::HeaderMap;
 
 /// Below this share of the window's limit, requests are spread out.
@@ -43,7 +44,7 @@ pub enum Who {
     /// The App itself (JWT): installations, tokens, the delivery log.
     App,
     /// One installation's token.
-    Installation(i64),
+    Installation(InstallationId),
 }
 
 /// GitHub keeps separate budgets for REST (`core`) and GraphQL.
@@ -312,7 +313,7 @@ impl RateLimits {
     /// `(remaining, limit)` of the installation's bucket with the fewest
     /// requests left, the limit as GitHub reported it: 5,000 an hour is
     /// only the smallest budget; large organisations get more.
-    pub fn lowest_budget(&self, installation: i64) -> Option<(u64, u64)> {
+    pub fn lowest_budget(&self, installation: InstallationId) -> Option<(u64, u64)> {
         let state = self.state.lock().ok()?;
         state
             .windows
@@ -324,11 +325,11 @@ impl RateLimits {
 
     /// Each installation's scarcest budget whose window has not reset by
     /// `now`, for pacing reads by what is really left.
-    pub fn installation_budgets(&self, now: SystemTime) -> Vec<(i64, Budget)> {
+    pub fn installation_budgets(&self, now: SystemTime) -> Vec<(InstallationId, Budget)> {
         let Ok(state) = self.state.lock() else {
             return Vec::new();
         };
-        let mut scarcest: HashMap<i64, Budget> = HashMap::new();
+        let mut scarcest: HashMap<InstallationId, Budget> = HashMap::new();
         for (bucket, window) in &state.windows {
             let Who::Installation(id) = bucket.who else {
                 continue;
@@ -354,7 +355,7 @@ impl RateLimits {
     }
 
     /// The lowest remaining budget known for an installation (for the gauge).
-    pub fn remaining(&self, installation: i64) -> Option<u64> {
+    pub fn remaining(&self, installation: InstallationId) -> Option<u64> {
         let state = self.state.lock().ok()?;
         state
             .windows
@@ -411,5 +412,4 @@ impl RateLimits {
 }
 
 #[cfg(test)]
-#[path = "rate_limit_tests.rs"]
 mod tests;

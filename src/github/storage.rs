@@ -85,10 +85,10 @@ impl GithubStorage {
     /// The installations to ask, the recorded one first, then the others
     /// that are not suspended; none in `tried`.
     fn candidates(
-        recorded: Option<i64>,
+        recorded: Option<InstallationId>,
         installations: &[Installation],
-        tried: &[i64],
-    ) -> Vec<i64> {
+        tried: &[InstallationId],
+    ) -> Vec<InstallationId> {
         let others = installations
             .iter()
             .filter(|i| Some(i.id) != recorded && !i.suspended)
@@ -106,10 +106,10 @@ impl GithubStorage {
         &self,
         id: RepoId,
         record: &Recorded,
-        candidates: Vec<i64>,
-        tried: &mut Vec<i64>,
+        candidates: Vec<InstallationId>,
+        tried: &mut Vec<InstallationId>,
     ) -> Result<Option<Observed>, Failure> {
-        let recorded = record.installation.map(|i| i.0);
+        let recorded = record.installation;
         for installation in candidates {
             tried.push(installation);
             let guess = (Some(installation) == recorded).then_some(record);
@@ -135,7 +135,7 @@ impl GithubStorage {
     /// the head is asked for under the recorded name meanwhile.
     async fn read(
         &self,
-        installation: i64,
+        installation: InstallationId,
         id: RepoId,
         guess: Option<&Recorded>,
     ) -> Result<Option<Observed>, CallError> {
@@ -180,7 +180,7 @@ impl GithubStorage {
         let repo = RepoInfo {
             owner: rest.owner.login,
             name: rest.name,
-            installation_id: Some(InstallationId(installation)),
+            installation_id: Some(installation),
             default_branch: rest.default_branch.unwrap_or_default(),
             html_url: rest.html_url,
         };
@@ -199,7 +199,7 @@ impl GithubStorage {
     /// `GET /repos/{owner}/{name}/commits/{branch}`, the sha alone.
     async fn head(
         &self,
-        installation: i64,
+        installation: InstallationId,
         owner: &str,
         name: &str,
         branch: &str,
@@ -217,7 +217,7 @@ impl GithubStorage {
     /// the answer for that head when it was already asked for.
     async fn file(
         &self,
-        installation: i64,
+        installation: InstallationId,
         repo: &RepoInfo,
         early_head: Option<Result<Reply, CallError>>,
     ) -> Result<FileState, CallError> {
@@ -295,7 +295,7 @@ impl GithubStorage {
     /// then every other one, before calling it gone.
     pub(super) async fn read_one(&self, key: RepoId) -> Result<Observed, Failure> {
         let record = self.records(&[key]).await?.remove(&key).unwrap_or_default();
-        let recorded = record.installation.map(|i| i.0);
+        let recorded = record.installation;
         let mut tried = Vec::new();
         let known = self
             .client

@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 
 use super::check_runs::{self, CheckIntent};
 use super::RegistryError;
-use crate::source::RepoId;
+use crate::source::{InstallationId, RepoId};
 
 /// A request for a check run on one commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +20,7 @@ pub struct CheckRequest {
     /// `None` when a run was asked for again on a commit of no pull request.
     pub pull_request: Option<i32>,
     pub head_sha: String,
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub owner: String,
     pub name: String,
     /// Whether the repository is public: its checks then name no
@@ -45,7 +45,7 @@ pub struct ClaimedRequest {
     pub key: String,
     pub pull_request: Option<i32>,
     pub head_sha: String,
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub owner: String,
     pub name: String,
     pub requested_at: DateTime<Utc>,
@@ -72,7 +72,7 @@ pub async fn request_checks(
     let keys: Vec<&str> = unique.keys().map(|(_, key)| key.as_str()).collect();
     let numbers: Vec<Option<i32>> = unique.values().map(|r| r.pull_request).collect();
     let shas: Vec<&str> = unique.values().map(|r| r.head_sha.as_str()).collect();
-    let installations: Vec<i64> = unique.values().map(|r| r.installation_id).collect();
+    let installations: Vec<i64> = unique.values().map(|r| r.installation_id.0).collect();
     let owners: Vec<&str> = unique.values().map(|r| r.owner.as_str()).collect();
     let names: Vec<&str> = unique.values().map(|r| r.name.as_str()).collect();
     let public: Vec<bool> = unique.values().map(|r| r.public).collect();

@@ -13,7 +13,7 @@ use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use super::RegistryError;
-use crate::source::RepoId;
+use crate::source::{InstallationId, RepoId};
 
 /// What an evaluation says about one commit, to be shown on GitHub.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +21,7 @@ pub struct CheckIntent {
     pub repo_id: RepoId,
     pub sha: String,
     pub pull_request: Option<i32>,
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub owner: String,
     pub name: String,
     /// `success`, `failure` or `neutral`.
@@ -37,7 +37,7 @@ pub struct CheckIntent {
 pub struct DuePost {
     pub repo_id: RepoId,
     pub sha: String,
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub owner: String,
     pub name: String,
     pub conclusion: String,
@@ -253,7 +253,7 @@ pub async fn mark_refused(
 /// Returns `true` the first time (the caller says so in the log, once).
 pub async fn record_denied(
     pool: &PgPool,
-    installation: i64,
+    installation: InstallationId,
     message: &str,
 ) -> Result<bool, RegistryError> {
     let inserted = sqlx::query(
@@ -271,7 +271,7 @@ pub async fn record_denied(
 /// Runs in the webhook's transaction.
 pub async fn clear_denied<'e, E: PgExecutor<'e>>(
     executor: E,
-    installation: i64,
+    installation: InstallationId,
 ) -> Result<(), RegistryError> {
     sqlx::query(
         "with gone as (delete from check_permissions where installation_id = $1 returning 1)
@@ -286,7 +286,7 @@ pub async fn clear_denied<'e, E: PgExecutor<'e>>(
 /// An installation that refused the checks permission, for the dashboard.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 pub struct ChecksDenied {
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub denied_at: DateTime<Utc>,
     pub message: String,
 }

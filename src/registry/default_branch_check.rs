@@ -23,7 +23,7 @@ use crate::source::{FileState, InstallationId, Observed, RepoId};
 pub struct Pending {
     repo_id: RepoId,
     sha: String,
-    installation_id: i64,
+    installation_id: InstallationId,
     owner: String,
     name: String,
     verdict: Verdict,
@@ -66,7 +66,7 @@ pub async fn preview(
     let Observed::Present { repo, file } = observed else {
         return Ok(None);
     };
-    let Some(InstallationId(installation_id)) = repo.installation_id else {
+    let Some(installation_id) = repo.installation_id else {
         return Ok(None);
     };
     let (sha, head) = match file {

@@ -12,12 +12,13 @@ use crate::directory::OwnersMode;
 use crate::project::owners::{annotate, owner_notes};
 use crate::project::preview::RegisteredEntry;
 use crate::project::verdict::{Parsed, Verdict};
+use crate::source::InstallationId;
 
 /// Whose owners are checked, and how.
 #[derive(Debug, Clone, Copy)]
 pub struct OwnerCheck<'a> {
     /// The installation whose account's directory names the owners.
-    pub installation: i64,
+    pub installation: InstallationId,
     /// The project file's path, for the annotations.
     pub project_file: &'a str,
     pub mode: OwnersMode,
@@ -45,7 +46,7 @@ pub async fn add_owner_notes(
         .iter()
         .map(|p| p.fields.owner.as_str())
         .collect();
-    let Some(directory) = directory_for(conn, check.installation, &owners).await? else {
+    let Some(directory) = directory_for(conn, check.installation.0, &owners).await? else {
         return Ok(());
     };
     let (file_name, mode) = (check.project_file, check.mode);

@@ -131,7 +131,7 @@ pub async fn apply_batch(
             ids.extend(tracked_ids(&mut *conn, partition).await?);
         }
         if let Some(installation) = plan.permissions_changed {
-            check_runs::clear_denied(&mut *conn, installation.0).await?;
+            check_runs::clear_denied(&mut *conn, installation).await?;
         }
         if let Some(change) = &plan.directory {
             intakes.push(ask_directory(&mut *conn, change).await?);
@@ -260,7 +260,7 @@ fn check_request(check: RequestedCheck) -> check_requests::CheckRequest {
         repo_id: check.repo_id,
         pull_request: check.pull_request,
         head_sha: check.head_sha,
-        installation_id: check.installation_id.0,
+        installation_id: check.installation_id,
         owner: check.owner,
         name: check.name,
         public: check.public,

@@ -13,6 +13,7 @@ use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
 use crate::registry::query::{listing_times, queue_summary, ListingTimes, QueueSummary};
 use crate::registry::{self, RepoJson, Status};
+use crate::source::InstallationId;
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
 use crate::web::params::RepoParams;
@@ -88,7 +89,7 @@ enum Budget {
 }
 
 struct InstallationBudget {
-    installation: i64,
+    installation: InstallationId,
     remaining: i64,
     remaining_text: String,
     /// For the `<meter>`: GitHub's hourly budget of an installation, as it
@@ -271,7 +272,10 @@ pub async fn overview(
 }
 
 /// `size` gives each installation's hourly budget as GitHub reported it.
-fn budget(limits: Vec<(i64, i64)>, size: impl Fn(i64) -> Option<i64>) -> Budget {
+fn budget(
+    limits: Vec<(InstallationId, i64)>,
+    size: impl Fn(InstallationId) -> Option<i64>,
+) -> Budget {
     if limits.is_empty() {
         return Budget::NoAnswerYet;
     }
@@ -338,9 +342,10 @@ mod tests {
 
     #[test]
     fn the_budget_meter_should_use_the_limit_github_reported() {
-        let Budget::Installations(shown) =
-            budget(vec![(7, 9000), (8, 300)], |id| (id == 7).then_some(15_000))
-        else {
+        let Budget::Installations(shown) = budget(
+            vec![(InstallationId(7), 9000), (InstallationId(8), 300)],
+            |id| (id == InstallationId(7)).then_some(15_000),
+        ) else {
             panic!("no installations shown")
         };
         assert_eq!(

@@ -3,7 +3,7 @@
 use super::*;
 
 const CORE: Bucket = Bucket {
-    who: Who::Installation(1),
+    who: Who::Installation(InstallationId(1)),
     resource: Resource::Core,
 };
 
@@ -31,7 +31,7 @@ fn plenty_left_should_let_requests_go() {
     let limits = RateLimits::default();
     limits.observe(CORE, 200, &headers(5000, 4000, 4600), false, at(1000));
     assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
-    assert_eq!(limits.remaining(1), Some(3999));
+    assert_eq!(limits.remaining(InstallationId(1)), Some(3999));
 }
 
 #[test]
@@ -107,12 +107,12 @@ fn a_403_that_is_not_a_rate_limit_should_not_block() {
 }
 
 const GRAPHQL: Bucket = Bucket {
-    who: Who::Installation(1),
+    who: Who::Installation(InstallationId(1)),
     resource: Resource::Graphql,
 };
 
 const OTHER: Bucket = Bucket {
-    who: Who::Installation(2),
+    who: Who::Installation(InstallationId(2)),
     resource: Resource::Core,
 };
 
@@ -215,7 +215,7 @@ fn a_spent_budget_should_say_when_it_resets_and_a_secondary_limit_should_not() {
         None,
         "the window is over"
     );
-    assert_eq!(limits.lowest_budget(1), Some((0, 15000)));
+    assert_eq!(limits.lowest_budget(InstallationId(1)), Some((0, 15000)));
 
     let other = RateLimits::default();
     let secondary = RateHeaders {
@@ -226,7 +226,7 @@ fn a_spent_budget_should_say_when_it_resets_and_a_secondary_limit_should_not() {
         .observe(CORE, 403, &secondary, false, at(1000))
         .is_some());
     assert_eq!(other.spent_until(CORE, at(1000)), None);
-    assert_eq!(other.lowest_budget(1), Some((14000, 15000)));
+    assert_eq!(other.lowest_budget(InstallationId(1)), Some((14000, 15000)));
 }
 
 #[test]
