@@ -35,8 +35,19 @@ const FILE: &str = "project.yaml";
 const ORG: &str = "acme";
 const INSTALLATION: i64 = 1;
 const REPOS: usize = 20;
-/// Pull requests opened per second.
+/// Pull requests opened per second (`CHECKS_LATENCY_RATE` sets another:
+/// checks post at most one run a second per installation, so a rate above
+/// one measures that pacing more than the latency).
 const RATE: f64 = 10.0;
+
+/// `CHECKS_LATENCY_RATE`, or [`RATE`].
+fn rate() -> f64 {
+    std::env::var("CHECKS_LATENCY_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .filter(|r: &f64| *r > 0.0)
+        .unwrap_or(RATE)
+}
 
 type Failed = Box<dyn std::error::Error>;
 
@@ -45,7 +56,12 @@ fn main() -> Result<(), Failed> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(if full { 200 } else { 20 }, full))
+    // `CHECKS_LATENCY_PULLS` sets how many pull requests each round opens.
+    let pulls = std::env::var("CHECKS_LATENCY_PULLS")
+        .ok()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(if full { 200 } else { 20 });
+    runtime.block_on(run(pulls, full))
 }
 
 fn yaml(name: &str, description: &str) -> String {
@@ -68,8 +84,9 @@ async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
     let graphql = fake.graphql_url().to_string();
     let env = server_env(APP_ID, PRIVATE_KEY, &api, &graphql, &url);
     println!(
-        "checks_latency{}: {pulls} pull requests opened at {RATE}/s on {REPOS} repositories, {} ms added to every GitHub request",
+        "checks_latency{}: {pulls} pull requests opened at {}/s on {REPOS} repositories, {} ms added to every GitHub request",
         if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },
+        rate(),
         LATENCY.as_millis()
     );
     let roster = Roster::start(&env, dir.path()).await;
@@ -119,7 +136,7 @@ async fn run(pulls: usize, full: bool) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Opens `pulls` pull requests (numbered after `first`) at [`RATE`] a
+/// Opens `pulls` pull requests (numbered after `first`) at [`rate`] a
 /// second, each with the file `file(name, k)`, and prints how long each
 /// took to get its completed run and what GitHub requests they cost.
 async fn phase(
@@ -141,7 +158,7 @@ async fn phase(
     let started = Instant::now();
     let mut senders = Vec::with_capacity(pulls);
     for (k, (id, name, number, sha)) in heads.iter().cloned().enumerate() {
-        let at = started + Duration::from_secs_f64(k as f64 / RATE);
+        let at = started + Duration::from_secs_f64(k as f64 / rate());
         let base = base.to_owned();
         senders.push(tokio::spawn(async move {
             tokio::time::sleep_until(at.into()).await;

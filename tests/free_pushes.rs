@@ -464,3 +464,61 @@ async fn a_default_branch_check_run_should_be_posted_only_when_the_file_changed(
     );
     assert_eq!(env.fake.check_runs(id).len(), 1, "one run in all");
 }
+
+/// A worker that read the repository before a push, and writes after the
+/// push was decided without a read, would put the older commit back: the
+/// push makes it run again, and the run reads the push's commit.
+#[tokio::test]
+async fn a_free_push_while_a_worker_holds_the_repository_should_not_be_undone() {
+    let mut id = 0;
+    let env = start(|fake| {
+        id = fake.add_repo_with_file(ACME, "checkout", FILE, &yaml("checkout-api", "x"));
+        1
+    })
+    .await;
+    let repo = Repo::new(id, ACME, "acme", "checkout");
+    let recorded = sha(&env.detail("checkout").await);
+    // A resync: the worker reads the repository at once, and the answer
+    // reaches it three seconds later.
+    env.fake.reset_counts();
+    env.fake.inject(
+        Fault::next(FaultKind::LateAnswer(Duration::from_secs(3)), 1).on(routes::GRAPHQL_READ),
+    );
+    let answer = support::http::send(
+        axum::http::Method::POST,
+        &env.roster.url("/api/v1/repos/acme/checkout/resync"),
+        &[(
+            "authorization",
+            &format!("Bearer {}", github_app::API_TOKEN),
+        )],
+        Vec::new(),
+    )
+    .await
+    .expect("resync");
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    eventually("the worker's read", LIMIT, || async {
+        (env.reads() > 0).then_some(())
+    })
+    .await;
+    // Meanwhile a push that leaves the file alone.
+    let after = env.fake.push_file(id, "README.md", b"hello\n");
+    env.deliver(push_of_commits(
+        &repo,
+        &recorded,
+        &after,
+        &[(&after, &["README.md"])],
+    ))
+    .await;
+    // The worker's older read is written after the push was recorded; the
+    // repository is then read again and the push's commit is recorded.
+    eventually("a second read after the worker's", LIMIT, || async {
+        (env.reads() >= 2).then_some(())
+    })
+    .await;
+    let detail = env
+        .detail_until("checkout", "the push's commit recorded", |d| {
+            sha(d) == after
+        })
+        .await;
+    assert_eq!(detail["status"], "synced");
+}

@@ -39,5 +39,3 @@ pub use runner::Controller;
 pub use traits::{Failure, Found, Handler, Listed, Lister, Storage, Tracker};
 #[cfg(test)]
 mod flaky_queue;
-#[cfg(test)]
-mod runner_tests;

@@ -338,3 +338,6 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -412,5 +412,4 @@ impl RateLimits {
 }
 
 #[cfg(test)]
-#[path = "rate_limit_tests.rs"]
 mod tests;

@@ -36,10 +36,6 @@ pub(crate) mod tree;
 pub mod verdict;
 
 #[cfg(test)]
-mod bounds_tests;
-#[cfg(test)]
-mod nul_tests;
-#[cfg(test)]
 mod tests;
 
 pub use fields::{Fields, Link, OwnerStatus, ResolvedOwner};

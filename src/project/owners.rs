@@ -149,5 +149,4 @@ fn annotation(note: &OwnerNote) -> Value {
 }
 
 #[cfg(test)]
-#[path = "owners_tests.rs"]
 mod tests;

@@ -1,6 +1,9 @@
 //! The rules of docs/contract.md#the-project-file, one test (at least) per rule, each checking the
 //! exact line a user would read.
 
+mod bounds;
+mod nul;
+
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 

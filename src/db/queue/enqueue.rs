@@ -29,11 +29,14 @@ pub struct EnqueueRows {
 /// leaves them out, and enqueues the others as any push.
 pub const SETTLED: &str = "settled";
 
-/// [`ENQUEUE`] leaving out the ids the part named [`SETTLED`] returned.
+/// [`ENQUEUE`] leaving out the ids the part named [`SETTLED`] returned,
+/// unless a worker holds one: it may have read the repository before the
+/// push and would write that older state over the push's commit, so it
+/// runs again once done (the run reads afresh).
 static ENQUEUE_EXCEPT_SETTLED: LazyLock<String> = LazyLock::new(|| {
     ENQUEUE.replacen(
         "IS NOT TRUE\nON CONFLICT",
-        "IS NOT TRUE\n    AND batch.id NOT IN (SELECT id FROM settled)\nON CONFLICT",
+        "IS NOT TRUE\n    AND (batch.id NOT IN (SELECT id FROM settled)\n         OR EXISTS (SELECT 1 FROM queue c WHERE c.repo_id = batch.id AND c.claimed_by IS NOT NULL))\nON CONFLICT",
         1,
     )
 });

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::flaky_queue::{FlakyQueue, Renewals};
-use super::memory_queue::MemoryQueue;
-use super::*;
+use crate::controller::flaky_queue::{FlakyQueue, Renewals};
+use crate::controller::memory_queue::MemoryQueue;
+use crate::controller::*;
 
 type Key = i64;
 

@@ -2,7 +2,7 @@
 //! counting the rest, at most 100 projects, and no problem line that grows
 //! with the file.
 
-use super::*;
+use crate::project::*;
 
 fn problems(yaml: &str) -> Vec<String> {
     match parse("project.yaml", yaml.as_bytes()) {

@@ -1,7 +1,7 @@
 //! A NUL in a project file, written as is or as a YAML escape: PostgreSQL
 //! cannot store it, so the file is invalid at the NUL's spot.
 
-use super::*;
+use crate::project::*;
 
 fn problems(yaml: &[u8]) -> Vec<String> {
     match parse("project.yaml", yaml) {
