@@ -205,3 +205,68 @@ async fn a_page_of_ten_thousand_teams_should_stay_under_one_mebibyte() {
     assert_eq!(total, 10_002, "every visible team once");
     assert!(pages > 11, "{pages} pages: the byte bound never ended one");
 }
+
+fn dangling(page: &Value) -> Vec<String> {
+    page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| {
+            format!(
+                "{}:{}:{}={}",
+                o["status"].as_str().unwrap_or(""),
+                o["owner"].as_str().unwrap_or(""),
+                o["renamed_to"].as_str().unwrap_or("-"),
+                o["entries"]
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn owners_by_status_should_list_the_owners_that_name_nobody_current() {
+    let f = fixture().await;
+    let ask = |uri: &'static str| {
+        let app = f.app.clone();
+        async move {
+            let answer = get(&app, uri, None).await;
+            assert_eq!(answer.status, StatusCode::OK, "{uri}: {}", answer.body);
+            serde_json::from_str::<Value>(&answer.body).expect("json")
+        }
+    };
+    let renamed = ask("/api/v1/owners?status=renamed").await;
+    assert_eq!(
+        dangling(&renamed),
+        ["renamed:PAY:payments=1", "renamed:pay:payments=1"]
+    );
+    let unknown = ask("/api/v1/owners?status=unknown").await;
+    assert_eq!(dangling(&unknown), ["unknown:nobody:-=1"]);
+    assert_eq!(
+        dangling(&ask("/api/v1/owners?status=deleted").await).len(),
+        0
+    );
+
+    // Paged with a cursor like the teams.
+    let first = ask("/api/v1/owners?status=renamed&limit=1").await;
+    assert_eq!(dangling(&first), ["renamed:PAY:payments=1"]);
+    let cursor = first["next_cursor"].as_str().expect("a cursor").to_owned();
+    let uri = format!("/api/v1/owners?status=renamed&limit=1&cursor={cursor}");
+    let second: Value = serde_json::from_str(&get(&f.app, &uri, None).await.body).expect("json");
+    assert_eq!(dangling(&second), ["renamed:pay:payments=1"]);
+    assert_eq!(second["next_cursor"], Value::Null);
+
+    // A status it does not know: a clear 400, and nothing registered moved.
+    let bad = get(&f.app, "/api/v1/owners?status=gone", None).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(
+        bad.body
+            .contains("status: must be one of unknown, renamed, deleted"),
+        "{}",
+        bad.body
+    );
+    let entries: i64 = sqlx::query_scalar("select count(*) from entries")
+        .fetch_one(&f.pool)
+        .await
+        .expect("count");
+    assert_eq!(entries, 5);
+}

@@ -52,12 +52,44 @@ impl FromRequestParts<AppState> for Privileged {
     }
 }
 
-/// `?limit=&cursor=`.
+/// `?limit=&cursor=&status=`.
 #[derive(Debug, Default, Clone, Deserialize)]
 pub struct OwnerParams {
     pub limit: Option<String>,
     pub cursor: Option<String>,
+    /// `unknown`, `renamed` or `deleted`: list the owners, as the files
+    /// write them, that resolve so, instead of the teams and members.
+    pub status: Option<String>,
 }
+
+/// An owner as the files write it that names nobody current.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DanglingJson {
+    /// The organisation's login.
+    pub account: String,
+    /// The owner as written.
+    pub owner: String,
+    /// `unknown`, `renamed` or `deleted`.
+    pub status: &'static str,
+    /// A renamed team's slug now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renamed_to: Option<String>,
+    /// An unknown owner's nearest visible slugs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<String>,
+    /// Entries that name it.
+    pub entries: i64,
+}
+
+/// A page of dangling owners.
+#[derive(Debug, Clone, Serialize)]
+pub struct DanglingPage {
+    pub items: Vec<DanglingJson>,
+    pub next_cursor: Option<String>,
+}
+
+/// The statuses `?status=` takes.
+const DANGLING: [&str; 3] = ["unknown", "renamed", "deleted"];
 
 /// One team or member, with its entries.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -127,11 +159,102 @@ fn key_of(owner: &OwnerJson) -> Key {
     )
 }
 
+/// The teams and members, or with `?status=` the owners that name nobody
+/// current.
 pub async fn list(
-    Privileged(privileged): Privileged,
+    privileged: Privileged,
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<OwnerParams>,
-) -> Result<Json<OwnersPage>, ApiError> {
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let encode = |v: Result<serde_json::Value, serde_json::Error>| {
+        v.map(Json)
+            .map_err(|e| ApiError::unavailable("owners: cannot encode the answer", &e))
+    };
+    match params.status.as_deref().filter(|s| !s.is_empty()) {
+        Some(status) => {
+            let Some(status) = DANGLING.iter().find(|d| **d == status) else {
+                return Err(ApiError::BadRequest(format!(
+                    "status: must be one of unknown, renamed, deleted, found {status:?}"
+                )));
+            };
+            encode(serde_json::to_value(
+                dangling(&state, status, &params).await?,
+            ))
+        }
+        None => encode(serde_json::to_value(
+            teams_and_members(privileged, &state, &params).await?,
+        )),
+    }
+}
+
+/// Owners as the files write them that resolve to `status`, by account
+/// and owner; paged like the teams.
+async fn dangling(
+    state: &AppState,
+    status: &'static str,
+    params: &OwnerParams,
+) -> Result<DanglingPage, ApiError> {
+    let limit = parse_limit(params.limit.as_deref().filter(|l| !l.is_empty()))? as usize;
+    let after: Option<(String, String)> = params
+        .cursor
+        .as_deref()
+        .filter(|c| !c.is_empty())
+        .map(cursor::decode)
+        .transpose()?;
+    let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
+    let db = DirectoryDb::new(state.pool.clone());
+    let accounts = db.accounts().await.map_err(unavailable)?;
+    let counts = owner_counts(&state.pool).await?;
+    let mut found = Vec::new();
+    for account in &accounts {
+        let Some(dir) = db.load(account.org_id).await.map_err(unavailable)? else {
+            continue;
+        };
+        let resolver = Resolver::new(&dir);
+        let names_account = |login: &str| {
+            login.eq_ignore_ascii_case(&dir.login)
+                || dir.former_logins.contains(&login.to_lowercase())
+        };
+        for count in counts.iter().filter(|c| names_account(&c.account)) {
+            let resolution = resolver.resolve(&count.owner);
+            if resolution.status() != status {
+                continue;
+            }
+            let (renamed_to, suggestions) = match resolution {
+                Resolution::Renamed { to, .. } => (Some(to), Vec::new()),
+                Resolution::Unknown { suggestions } => (None, suggestions),
+                _ => (None, Vec::new()),
+            };
+            found.push(DanglingJson {
+                account: dir.login.clone(),
+                owner: count.owner.clone(),
+                status,
+                renamed_to,
+                suggestions,
+                entries: count.entries,
+            });
+        }
+    }
+    let key = |d: &DanglingJson| (d.account.to_lowercase(), d.owner.clone());
+    found.sort_by_cached_key(key);
+    let mut items: Vec<DanglingJson> = found
+        .into_iter()
+        .filter(|d| after.as_ref().is_none_or(|a| key(d) > *a))
+        .collect();
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let cut = crate::registry::budget::fit_json(&mut items);
+    let next_cursor = (more || cut)
+        .then(|| items.last().map(|d| cursor::encode(&key(d))))
+        .flatten();
+    Ok(DanglingPage { items, next_cursor })
+}
+
+async fn teams_and_members(
+    Privileged(privileged): Privileged,
+    state: &AppState,
+    params: &OwnerParams,
+) -> Result<OwnersPage, ApiError> {
     let limit = parse_limit(params.limit.as_deref().filter(|l| !l.is_empty()))? as usize;
     let after: Option<Key> = params
         .cursor
@@ -202,11 +325,11 @@ pub async fn list(
     }
     owners.sort_by_cached_key(key_of);
     let (items, next_cursor) = page(owners, after.as_ref(), limit);
-    Ok(Json(OwnersPage {
+    Ok(OwnersPage {
         accounts: accounts.into_iter().map(AccountJson::from).collect(),
         items,
         next_cursor,
-    }))
+    })
 }
 
 /// The owners after `after`, at most `limit` and about [`MAX_PAGE_BYTES`].
