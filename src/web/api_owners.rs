@@ -194,13 +194,7 @@ async fn dangling(
     status: &'static str,
     params: &OwnerParams,
 ) -> Result<DanglingPage, ApiError> {
-    let limit = parse_limit(params.limit.as_deref().filter(|l| !l.is_empty()))? as usize;
-    let after: Option<(String, String)> = params
-        .cursor
-        .as_deref()
-        .filter(|c| !c.is_empty())
-        .map(cursor::decode)
-        .transpose()?;
+    let (limit, after): (usize, Option<(String, String)>) = paging(params)?;
     let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
     let db = DirectoryDb::new(state.pool.clone());
     let accounts = db.accounts().await.map_err(unavailable)?;
@@ -250,18 +244,26 @@ async fn dangling(
     Ok(DanglingPage { items, next_cursor })
 }
 
-async fn teams_and_members(
-    Privileged(privileged): Privileged,
-    state: &AppState,
+/// `?limit=` and the key `?cursor=` goes on from.
+fn paging<K: serde::de::DeserializeOwned>(
     params: &OwnerParams,
-) -> Result<OwnersPage, ApiError> {
+) -> Result<(usize, Option<K>), ApiError> {
     let limit = parse_limit(params.limit.as_deref().filter(|l| !l.is_empty()))? as usize;
-    let after: Option<Key> = params
+    let after = params
         .cursor
         .as_deref()
         .filter(|c| !c.is_empty())
         .map(cursor::decode)
         .transpose()?;
+    Ok((limit, after))
+}
+
+async fn teams_and_members(
+    Privileged(privileged): Privileged,
+    state: &AppState,
+    params: &OwnerParams,
+) -> Result<OwnersPage, ApiError> {
+    let (limit, after): (usize, Option<Key>) = paging(params)?;
     let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
     let db = DirectoryDb::new(state.pool.clone());
     let accounts = db.accounts().await.map_err(unavailable)?;
