@@ -32,6 +32,7 @@ mod github_batch_read;
 mod github_batches;
 mod github_e2e;
 mod github_outages;
+mod github_patterns;
 mod github_read_pace;
 mod github_secondary_limit;
 mod github_source;

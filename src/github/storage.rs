@@ -252,6 +252,11 @@ impl GithubStorage {
             ));
         }
 
+        if let Some(files) = &self.client.file_query {
+            return files
+                .read_at(&self.client, installation, (owner, name), sha)
+                .await;
+        }
         let path = self.client.project_file.as_str();
         let mut url = join(
             &self.client.api_url,

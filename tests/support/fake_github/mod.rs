@@ -17,6 +17,7 @@ pub mod hook_deliveries;
 pub mod jwt;
 pub mod manifest;
 pub mod rest;
+pub mod trees;
 pub mod world;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -409,6 +410,22 @@ impl FakeGithub {
             .symlinks
             .insert((sha.clone(), path.to_owned()));
         sha
+    }
+
+    /// Pushes one commit that applies `change` to the head's files (paths
+    /// to bytes; a folder is the paths under it); the new head sha.
+    pub fn change_files(
+        &self,
+        repo: i64,
+        change: impl FnOnce(&mut std::collections::BTreeMap<String, Vec<u8>>),
+    ) -> String {
+        self.shared.world().commit(repo, change)
+    }
+
+    /// Makes GraphQL answers with more than `entries` tree entries fail as
+    /// GitHub fails a query that takes too long (`None`: never).
+    pub fn refuse_entries_over(&self, entries: Option<usize>) {
+        self.shared.world().refuse_entries_over = entries;
     }
 
     /// Pushes a commit that deletes `path`; the new head sha.
