@@ -50,6 +50,10 @@ struct Env {
 }
 
 async fn start(fake: FakeGithub) -> Env {
+    start_with(fake, PATTERNS).await
+}
+
+async fn start_with(fake: FakeGithub, patterns: &str) -> Env {
     let (_pool, url) = roster::db::testing::fresh_database()
         .await
         .expect("test database");
@@ -61,7 +65,7 @@ async fn start(fake: FakeGithub) -> Env {
         fake.graphql_url().as_str(),
         &url,
     );
-    env.push(("ROSTER_PROJECT_FILES", PATTERNS.to_owned()));
+    env.push(("ROSTER_PROJECT_FILES", patterns.to_owned()));
     let roster = Roster::start(&env, dir.path()).await;
     Env {
         fake,

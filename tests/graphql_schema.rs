@@ -73,10 +73,30 @@ fn the_queries_for_several_project_files_should_be_valid() {
     )
     .expect("patterns");
     let files = roster::github::file_query::FileQuery::new(&patterns).expect("patterns");
+    let asks = [
+        roster::github::blob_query::BlobAsk {
+            owner: "acme",
+            name: "api",
+            expression: "abc:services/a/project.yaml".into(),
+        },
+        roster::github::blob_query::BlobAsk {
+            owner: "acme",
+            name: "web",
+            expression: "def:project.yaml".into(),
+        },
+    ];
+    let (blobs, _) = roster::github::blob_query::blob_query(&asks);
     let queries = [
-        ("listing", files.listing()),
-        ("batch read", files.batch_read(0)),
-        ("batch read by name", files.batch_read(2)),
+        ("blobs", blobs),
+        ("listing", roster::github::graphql::list_query(&files)),
+        (
+            "batch read",
+            roster::github::read_query::read_query_for(&files, 0),
+        ),
+        (
+            "batch read by name",
+            roster::github::read_query::read_query_for(&files, 2),
+        ),
         ("at commit", files.at_commit()),
     ];
     for (name, query) in queries {

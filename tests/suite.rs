@@ -37,6 +37,7 @@ mod github_read_pace;
 mod github_secondary_limit;
 mod github_source;
 mod github_start;
+mod github_trees;
 mod graphql_schema;
 mod holds;
 mod hostile_file_e2e;

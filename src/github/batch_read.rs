@@ -14,10 +14,12 @@ use futures_util::future::{join_all, BoxFuture};
 use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 
+use super::file_query::FileQuery;
 use super::http::CallError;
-use super::read_query::{read_query, slot_of, ReadData, Slot, MAX_PER_QUERY};
+use super::read_query::{read_query, read_query_for, slot_of, ReadData, Slot, MAX_PER_QUERY};
 use super::refusal::{is_refusal, is_refusing, refused};
 use super::storage::{GithubStorage, Recorded, SUSPENDED_RETRY};
+use super::tree_walk::{self, Pending};
 use crate::controller::Failure;
 use crate::source::{InstallationId, Observed, RepoId};
 
@@ -193,7 +195,7 @@ impl GithubStorage {
             variables[format!("n{k}")] = json!(name);
         }
         let query = match files {
-            Some(files) => files.batch_read(names.len()),
+            Some(files) => read_query_for(files, names.len()),
             None => read_query(names.len()),
         };
         let answer = self
@@ -234,31 +236,69 @@ impl GithubStorage {
                 }
             }
         }
-        let verdicts = asked
+        let mut verdicts: Vec<_> = asked
             .iter()
             .map(|a| {
                 if spoiled.contains(&a.slot) {
-                    return (a.index, Verdict::Open, None);
+                    return (a.index, Verdict::Open, None, None);
                 }
                 let Some(node) = data.repository(a.slot) else {
-                    return (a.index, Verdict::Open, None);
+                    return (a.index, Verdict::Open, None, None);
                 };
                 // A name can point at another repository since (a rename,
                 // then a new repository under the old name).
                 if node.database_id != Some(a.id.0) {
-                    return (a.index, Verdict::Open, None);
+                    return (a.index, Verdict::Open, None, None);
                 }
                 let learnt = node
                     .id
                     .clone()
                     .filter(|n| records.get(&a.id).and_then(|r| r.node_id.as_ref()) != Some(n));
+                let tree = node.tree_oid();
                 match node.observe(installation, files) {
-                    Some((_, observed)) => (a.index, Verdict::Decided(Ok(observed)), learnt),
-                    None => (a.index, Verdict::Open, None),
+                    Some((_, observed)) => (a.index, Verdict::Decided(Ok(observed)), learnt, tree),
+                    None => (a.index, Verdict::Open, None, None),
                 }
             })
             .collect();
-        Ok(verdicts)
+        if let Some(files) = files {
+            self.walk_trees(files, installation, items, &mut verdicts)
+                .await;
+        }
+        Ok(verdicts
+            .into_iter()
+            .map(|(index, verdict, learnt, _)| (index, verdict, learnt))
+            .collect())
+    }
+
+    /// Adds what `**` patterns find (the Git trees API) to the decided
+    /// verdicts.
+    async fn walk_trees(
+        &self,
+        files: &FileQuery,
+        installation: InstallationId,
+        items: &[(RepoId, Option<&[u8]>)],
+        verdicts: &mut [(usize, Verdict, Option<String>, Option<String>)],
+    ) {
+        let mut pending = Vec::new();
+        let mut at = Vec::new();
+        for (k, (index, verdict, _, tree)) in verdicts.iter_mut().enumerate() {
+            if let Verdict::Decided(Ok(_)) = verdict {
+                let Verdict::Decided(observed) = std::mem::replace(verdict, Verdict::Open) else {
+                    continue;
+                };
+                pending.push(Pending {
+                    id: items[*index].0,
+                    tree: tree.take(),
+                    observed,
+                });
+                at.push(k);
+            }
+        }
+        tree_walk::complete(&self.client, files, installation, &mut pending).await;
+        for (k, done) in at.into_iter().zip(pending) {
+            verdicts[k].1 = Verdict::Decided(done.observed);
+        }
     }
 
     /// Reads the `open` keys one by one over REST, a few at a time.

@@ -40,7 +40,7 @@ pub struct Client {
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
     /// Where what the installations granted is kept ([`super::grants`]).
-    pool: PgPool,
+    pub(super) pool: PgPool,
     /// Pages (GraphQL requests) each installation's latest listing took:
     /// what the next one needs, kept in reserve by the read pace.
     listing_pages: Mutex<HashMap<InstallationId, usize>>,

@@ -17,13 +17,11 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::client::Client;
-use super::graphql::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
-use super::http::CallError;
+use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
 use super::MAX_FILE_BYTES;
 use crate::project::patterns::{too_many_files, MAX_FILES_PER_REPO};
 use crate::project::ProjectFiles;
-use crate::source::{FileContent, FileState, InstallationId, PathFile};
+use crate::source::{FileContent, FileState, PathFile};
 
 /// The blob's fields, as every query asks them.
 const BLOB_FIELDS: &str = "... on Blob { byteSize isBinary isTruncated text }";
@@ -111,23 +109,6 @@ impl FileQuery {
         fields
     }
 
-    /// The listing query asking these files, with `$first` repositories a
-    /// page (fewer after GitHub refused a page for its size).
-    pub fn listing(&self) -> String {
-        with_fields(super::graphql::LIST_REPOSITORIES, &self.commit_fields())
-            .replace("$after: String)", "$after: String, $first: Int!)")
-            .replace("repositories(first: 100,", "repositories(first: $first,")
-    }
-
-    /// The batch read asking these files, with `by_name` repositories asked
-    /// for by name.
-    pub fn batch_read(&self, by_name: usize) -> String {
-        with_fields(
-            &super::read_query::read_query(by_name),
-            &self.commit_fields(),
-        )
-    }
-
     /// The files at one commit of one repository: what a read over REST
     /// asks once it knows the head (`$owner`, `$name`, `$oid`).
     pub fn at_commit(&self) -> String {
@@ -143,26 +124,6 @@ impl FileQuery {
 ",
             self.commit_fields()
         )
-    }
-
-    /// The files of `owner/name` at commit `sha`, with [`Self::at_commit`].
-    pub(super) async fn read_at(
-        &self,
-        client: &Client,
-        installation: InstallationId,
-        (owner, name): (&str, &str),
-        sha: String,
-    ) -> Result<FileState, CallError> {
-        let variables = serde_json::json!({ "owner": owner, "name": name, "oid": sha });
-        let answer: AtCommit = client
-            .graphql(installation, &self.at_commit(), variables)
-            .await?;
-        let what = format!("the files of {owner}/{name} at {sha}");
-        let commit = answer
-            .repository
-            .and_then(|r| r.object)
-            .ok_or_else(|| CallError::unexpected(what, "GitHub does not know the commit"))?;
-        Ok(self.state(sha, &commit))
     }
 
     /// What the answer inside the commit (`commit`, at `sha`) says: the
@@ -278,17 +239,6 @@ pub fn with_fields(query: &str, fields: &str) -> String {
     out.replace(", $path: String!", "")
 }
 
-/// The answer to [`FileQuery::at_commit`].
-#[derive(Debug, Deserialize)]
-struct AtCommit {
-    repository: Option<AtCommitRepository>,
-}
-
-#[derive(Debug, Deserialize)]
-struct AtCommitRepository {
-    object: Option<serde_json::Map<String, Value>>,
-}
-
 /// One tree entry as asked: its name, kind, mode and blob fields.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -303,9 +253,10 @@ struct Entry {
     object: Option<BlobFields>,
 }
 
+/// A blob's fields, as every query asks them.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct BlobFields {
+pub(super) struct BlobFields {
     byte_size: Option<u64>,
     is_binary: Option<bool>,
     is_truncated: Option<bool>,
@@ -328,9 +279,15 @@ fn content(path: &str, entry: &Entry) -> FileContent {
     if entry.kind == "tree" || entry.mode == Some(0o040_000) {
         return problem("the path is a folder, not a file");
     }
-    let Some(blob) = entry.object.as_ref().filter(|b| b.byte_size.is_some()) else {
-        return problem("the path is not a file");
-    };
+    match entry.object.as_ref().filter(|b| b.byte_size.is_some()) {
+        Some(blob) => file_content(path, blob),
+        None => problem("the path is not a file"),
+    }
+}
+
+/// What a blob at `path` holds: its text, or why it cannot be used.
+pub(super) fn file_content(path: &str, blob: &BlobFields) -> FileContent {
+    let problem = |message: &str| FileContent::Unreadable(format!("{path}: file: {message}"));
     let size = blob.byte_size.unwrap_or(0);
     if size > MAX_FILE_BYTES {
         return problem(&too_large(size));
@@ -392,7 +349,7 @@ mod tests {
     #[test]
     fn a_query_for_one_path_should_take_the_fields_instead() {
         let fields = query("services/*/project.yaml").commit_fields();
-        let listing = with_fields(crate::github::LIST_REPOSITORIES, &fields);
+        let listing = with_fields("query Q($owner: String!, $path: String!) {\n  x {\n    file(path: $path) { mode object { id } }\n    isArchived\n  }\n}", &fields);
         assert!(!listing.contains("$path"), "{listing}");
         assert!(
             listing.contains("t0: file(path: \"services\")"),

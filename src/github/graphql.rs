@@ -11,7 +11,8 @@
 
 use serde::Deserialize;
 
-use super::file_query::FileQuery;
+pub use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
+use super::file_query::{with_fields, FileQuery};
 use super::MAX_FILE_BYTES;
 use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 
@@ -161,15 +162,6 @@ pub struct TreeEntry {
     pub object: Option<Blob>,
 }
 
-/// Git's mode of a symbolic link.
-pub const MODE_SYMLINK: u64 = 0o120_000;
-
-/// What a project file that is a symbolic link reads as, on every source:
-/// an edit to its target would never touch its path, so no push could be
-/// trusted to show a change of it.
-pub const SYMLINK_MESSAGE: &str =
-    "the file is a symbolic link; Roster reads only a regular file at this path";
-
 /// A blob; every field is absent when the path names a tree or a submodule.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -181,6 +173,14 @@ pub struct Blob {
 }
 
 impl RepoNode {
+    /// The head commit's root tree oid, when the query asked it (patterns
+    /// with `**` walk the tree only when it changed).
+    pub fn tree_oid(&self) -> Option<String> {
+        let target = self.default_branch_ref.as_ref()?.target.as_ref()?;
+        let oid = target.fields.get("tree")?.get("oid")?.as_str()?;
+        Some(oid.to_owned())
+    }
+
     /// What the listing observed about this repository, as the storage
     /// would report it, its files read by `files` when the patterns are
     /// more than one path; `None` without a database id (cannot be keyed).
@@ -263,9 +263,13 @@ fn file_state(sha: String, blob: Option<Blob>) -> FileState {
     }
 }
 
-/// The message for a file over the size limit.
-pub fn too_large(size: u64) -> String {
-    format!("the file is {size} bytes, over the limit of {MAX_FILE_BYTES} bytes (256 KiB)")
+/// [`LIST_REPOSITORIES`] asking the fields of `files` instead of one
+/// path, with `$first` repositories a page (fewer after GitHub refused a
+/// page for its size).
+pub fn list_query(files: &FileQuery) -> String {
+    with_fields(LIST_REPOSITORIES, &files.commit_fields())
+        .replace("$after: String)", "$after: String, $first: Int!)")
+        .replace("repositories(first: 100,", "repositories(first: $first,")
 }
 
 #[cfg(test)]

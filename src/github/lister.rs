@@ -23,10 +23,11 @@ use futures_util::future::join_all;
 use super::auth::Installation;
 use super::client::Client;
 use super::directory::DirectoryReader;
-use super::graphql::{ListData, LIST_REPOSITORIES};
+use super::graphql::{list_query, ListData, LIST_REPOSITORIES};
 use super::http::CallError;
 use super::refusal::{is_refusal, is_refusing, refused};
 use super::storage::Hint;
+use super::tree_walk::{self, Pending};
 use crate::controller::{Enqueue, Failure, Found, Listed, Lister, Trigger};
 use crate::source::{self, InstallationId, Observed, RepoId};
 
@@ -113,16 +114,32 @@ impl GithubLister {
                     };
                 }
             };
-            let mut page_items = Vec::new();
+            let mut pending = Vec::new();
             for node in connection.nodes.into_iter().flatten() {
+                let tree = node.tree_oid();
                 let Some((id, observed)) =
                     node.observe(installation.id, self.client.file_query.as_ref())
                 else {
                     continue;
                 };
                 items.push(Enqueue::because(id, Trigger::Listing));
-                page_items.push(hinted(id, observed, read_at));
+                pending.push(Pending {
+                    id,
+                    tree,
+                    observed: Ok(observed),
+                });
             }
+            if let Some(files) = &self.client.file_query {
+                tree_walk::complete(&self.client, files, installation.id, &mut pending).await;
+            }
+            let page_items: Vec<_> = pending
+                .into_iter()
+                .map(|p| match p.observed {
+                    Ok(observed) => hinted(p.id, observed, read_at),
+                    // The worker reads it afresh, and retries what fails.
+                    Err(_) => Enqueue::because(p.id, Trigger::Listing),
+                })
+                .collect();
             // The receiver only goes away when the controller stops.
             let _ = found.send(page_items);
             match (
@@ -175,7 +192,7 @@ impl GithubLister {
             let what = format!("POST {} (GraphQL)", self.client.graphql_url.path());
             let (data, errors) = self
                 .client
-                .graphql_partial(installation.id, &files.listing(), variables)
+                .graphql_partial(installation.id, &list_query(files), variables)
                 .await?;
             if errors.iter().any(is_refusing) {
                 return Err(refused(&what, &errors));

@@ -7,13 +7,16 @@
 
 pub mod auth;
 mod batch_read;
+pub mod blob_query;
 pub mod checks_api;
 mod client;
 mod contents;
 pub mod directory;
 pub mod error;
 pub mod etag;
+mod file_problems;
 pub mod file_query;
+mod files_at_commit;
 pub mod grants;
 pub mod graphql;
 pub mod http;
@@ -26,6 +29,8 @@ mod refusal;
 pub mod settings;
 pub mod source;
 pub mod storage;
+pub mod tree_walk;
+mod walked_trees;
 pub mod webhook;
 
 pub use auth::Installation;

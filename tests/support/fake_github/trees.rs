@@ -6,7 +6,7 @@
 //! a Blob inside `... on Tree`: `{}`). The tree oid is a digest of the
 //! commit's files, so an unchanged tree keeps its oid across commits.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -74,12 +74,26 @@ fn block(text: &str) -> &str {
     &text[start..]
 }
 
-/// A digest of the commit's files (paths and contents).
+/// A digest of the commit's files (paths and contents): its root tree oid.
 pub fn tree_oid(commit: &Commit) -> String {
+    folder_oid(commit, "")
+}
+
+/// A digest of the files under folder `dir` (relative paths and
+/// contents): the same folder content has the same oid in every commit.
+pub fn folder_oid(commit: &Commit, dir: &str) -> String {
     use sha2::{Digest, Sha256};
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
     let mut digest = Sha256::new();
     for (path, bytes) in &commit.files {
-        digest.update(path.as_bytes());
+        let Some(rest) = path.strip_prefix(&prefix) else {
+            continue;
+        };
+        digest.update(rest.as_bytes());
         digest.update([0]);
         digest.update(bytes);
         digest.update([0]);
@@ -87,6 +101,109 @@ pub fn tree_oid(commit: &Commit) -> String {
     let mut hex = hex::encode(digest.finalize());
     hex.truncate(40);
     hex
+}
+
+/// `GET /repos/{o}/{n}/git/trees/{sha}[?recursive=1]`: the folder whose
+/// oid is `sha` in any commit of `repo`, its entries (all below it when
+/// `recursive`), `truncated` past the world's `tree_entry_cap`.
+pub fn git_tree(
+    world: &World,
+    repo: &super::world::Repo,
+    sha: &str,
+    recursive: bool,
+) -> super::rest::Answer {
+    use super::rest::Answer;
+    let found = repo.commits.values().find_map(|commit| {
+        let mut dirs: BTreeSet<String> = BTreeSet::from([String::new()]);
+        for path in commit.files.keys() {
+            let mut at = 0;
+            while let Some(slash) = path[at..].find('/') {
+                dirs.insert(path[..at + slash].to_owned());
+                at += slash + 1;
+            }
+        }
+        dirs.into_iter()
+            .find(|dir| folder_oid(commit, dir) == sha)
+            .map(|dir| (commit, dir))
+    });
+    let Some((commit, dir)) = found else {
+        return Answer::not_found();
+    };
+    let prefix = if dir.is_empty() {
+        String::new()
+    } else {
+        format!("{dir}/")
+    };
+    let mut entries: BTreeMap<String, Value> = BTreeMap::new();
+    for (path, bytes) in &commit.files {
+        let Some(rest) = path.strip_prefix(&prefix) else {
+            continue;
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        let depth = if recursive { parts.len() } else { 1 };
+        for k in 1..=depth.min(parts.len()) {
+            let relative = parts[..k].join("/");
+            let is_file = k == parts.len();
+            let entry = if is_file {
+                json!({"path": relative, "mode": if mode(world, commit, path) == 40960 { "120000" } else { "100644" },
+                       "type": "blob", "sha": super::rest::blob_sha(bytes), "size": bytes.len()})
+            } else {
+                let full = format!("{prefix}{relative}");
+                json!({"path": relative, "mode": "040000", "type": "tree", "sha": folder_oid(commit, &full)})
+            };
+            entries.entry(relative).or_insert(entry);
+        }
+    }
+    let cap = world.tree_entry_cap;
+    let truncated = entries.len() > cap;
+    let tree: Vec<Value> = entries.into_values().take(cap).collect();
+    Answer::json(
+        200,
+        json!({"sha": sha, "url": "", "tree": tree, "truncated": truncated}),
+    )
+}
+
+/// Whether `query` reads blobs by `object(expression:)`.
+pub fn is_blobs(query: &str) -> bool {
+    query.contains("object(expression:")
+}
+
+/// `rK: repository(owner:, name:) { fJ: object(expression: "<sha>:<path>") … }`.
+pub fn blobs(world: &World, installation: i64, query: &str) -> super::rest::Answer {
+    static REPO: OnceLock<Regex> = OnceLock::new();
+    static BLOB: OnceLock<Regex> = OnceLock::new();
+    let repo_re = REPO.get_or_init(|| {
+        Regex::new(r#"(\w+): repository\(owner: ("(?:[^"\\]|\\.)*"), name: ("(?:[^"\\]|\\.)*")\)"#)
+            .expect("a regex")
+    });
+    let blob_re = BLOB.get_or_init(|| {
+        Regex::new(r#"(\w+): object\(expression: ("(?:[^"\\]|\\.)*")\)"#).expect("a regex")
+    });
+    let mut data = Map::new();
+    for caps in repo_re.captures_iter(query) {
+        let alias = caps[1].to_owned();
+        let owner: String = serde_json::from_str(&caps[2]).unwrap_or_default();
+        let name: String = serde_json::from_str(&caps[3]).unwrap_or_default();
+        let at = caps.get(0).map_or(0, |m| m.end());
+        let body = block(&query[at..]);
+        let Some(repo) = super::rest::visible_by_name(world, installation, &owner, &name) else {
+            data.insert(alias, Value::Null);
+            continue;
+        };
+        let mut fields = Map::new();
+        for blob in blob_re.captures_iter(body) {
+            let expression: String = serde_json::from_str(&blob[2]).unwrap_or_default();
+            let (sha, path) = expression.split_once(':').unwrap_or_default();
+            let value = repo
+                .commits
+                .get(sha)
+                .and_then(|c| c.files.get(path))
+                .map_or(Value::Null, |bytes| super::graphql::blob(bytes));
+            fields.insert(blob[1].to_owned(), value);
+        }
+        data.insert(alias, Value::Object(fields));
+    }
+    super::rest::Answer::json(200, json!({ "data": data }))
 }
 
 fn is_dir(commit: &Commit, dir: &str) -> bool {

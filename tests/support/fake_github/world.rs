@@ -113,6 +113,9 @@ pub struct World {
     /// GraphQL answers with more tree entries than this are refused as
     /// GitHub refuses a query that takes too long.
     pub refuse_entries_over: Option<usize>,
+    /// Entries the Git trees API returns before it says `truncated`
+    /// (GitHub's is 100,000).
+    pub tree_entry_cap: usize,
     /// Each installation's organisation: teams and members.
     pub directories: BTreeMap<i64, super::directory::OrgDirectory>,
     next_id: i64,
@@ -140,6 +143,7 @@ impl World {
             checks_forbidden: Default::default(),
             symlinks: Default::default(),
             refuse_entries_over: None,
+            tree_entry_cap: 100_000,
             next_id: 100_000,
             next_sha: 1,
         }
