@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use futures_util::stream::{self, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -27,6 +28,9 @@ use crate::source::{FileContent, FileState, InstallationId, Observed, PathFile, 
 /// Trees API requests one repository's walk may take when GitHub truncated
 /// its tree.
 pub const MAX_TREE_REQUESTS: usize = 100;
+
+/// Trees API requests of one batch in flight at once.
+const TREE_CONCURRENCY: usize = 8;
 
 /// Blobs read per GraphQL query.
 const BLOBS_PER_QUERY: usize = 100;
@@ -85,7 +89,8 @@ pub async fn complete(
         });
     let mut walks = Vec::new();
     let mut found: HashMap<usize, Found> = HashMap::new();
-    for (index, item) in pending.iter_mut().enumerate() {
+    let mut to_walk = Vec::new();
+    for (index, item) in pending.iter().enumerate() {
         let (Ok(Observed::Present { repo, file }), Some(tree)) = (&item.observed, &item.tree)
         else {
             continue;
@@ -93,20 +98,33 @@ pub async fn complete(
         if sha_of(file).is_none() {
             continue;
         }
-        if let Some(walk) = known
+        match known
             .get(&item.id)
             .filter(|w| &w.tree_oid == tree && w.patterns == patterns)
         {
-            found.insert(index, Found::Entries(walk.entries.clone()));
-            continue;
+            Some(walk) => {
+                found.insert(index, Found::Entries(walk.entries.clone()));
+            }
+            None => to_walk.push((index, repo.owner.clone(), repo.name.clone(), tree.clone())),
         }
-        match walk_tree(client, files, installation, (&repo.owner, &repo.name), tree).await {
+    }
+    let walked: Vec<_> = stream::iter(to_walk)
+        .map(|(index, owner, name, tree)| async move {
+            let result = walk_tree(client, files, installation, (&owner, &name), &tree).await;
+            (index, tree, result)
+        })
+        .buffer_unordered(TREE_CONCURRENCY)
+        .collect()
+        .await;
+    for (index, tree, result) in walked {
+        let item = &mut pending[index];
+        match result {
             Ok(Found::Entries(entries)) => {
                 walks.push((
                     item.id,
                     Walk {
                         patterns: patterns.clone(),
-                        tree_oid: tree.clone(),
+                        tree_oid: tree,
                         entries: entries.clone(),
                     },
                 ));
