@@ -10,6 +10,7 @@ pub mod fake_github;
 pub mod github_app;
 pub mod github_server;
 pub mod http;
+pub mod monorepo_server;
 pub mod pg_proxy;
 pub mod pull_requests;
 pub mod receiver;

@@ -115,6 +115,12 @@ pub struct World {
     pub parents: HashMap<String, String>,
     /// (repository, pull request number) → head sha.
     pub pulls: BTreeMap<(i64, i64), String>,
+    /// GraphQL answers with more tree entries than this are refused as
+    /// GitHub refuses a query that takes too long.
+    pub refuse_entries_over: Option<usize>,
+    /// Entries the Git trees API returns before it says `truncated`
+    /// (GitHub's is 100,000).
+    pub tree_entry_cap: usize,
     /// Each installation's organisation: teams and members.
     pub directories: BTreeMap<i64, super::directory::OrgDirectory>,
     next_id: i64,
@@ -143,6 +149,8 @@ impl World {
             symlinks: Default::default(),
             parents: HashMap::new(),
             pulls: BTreeMap::new(),
+            refuse_entries_over: None,
+            tree_entry_cap: 100_000,
             next_id: 100_000,
             next_sha: 1,
         }
