@@ -29,19 +29,16 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
-#[path = "support/free_pushes.rs"]
-mod free_pushes;
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::fake_github;
-use support::github_app;
+use roster_testkit::fake_github;
+use roster_testkit::free_pushes;
+use roster_testkit::github_app;
 
 use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, installation_created, push, resync, server_env, Repo};
+use roster_testkit::server::Roster;
 use sqlx::PgPool;
-use support::server::Roster;
 
 const LATENCY: Duration = Duration::from_millis(50);
 const FILE: &str = "project.yaml";
