@@ -19,6 +19,7 @@ use roster::github::webhook::free_push::FreePushes;
 use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource, GithubStorage};
 use roster::metrics::Metrics;
+use roster::project::fields::file_keys;
 use roster::registry::RegistryHandler;
 use roster::source::RepoId;
 use secrecy::SecretString;
@@ -240,7 +241,13 @@ async fn problems_should_fail_with_one_annotation_each_sent_fifty_at_a_time() {
     assert_eq!(first["start_line"], 3);
     assert_eq!(first["start_column"], 1);
     assert_eq!(first["annotation_level"], "failure");
-    assert_eq!(first["message"], "k0: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels)");
+    assert_eq!(
+        first["message"],
+        format!(
+            "k0: unknown field (expected one of {})",
+            file_keys().join(", ")
+        )
+    );
 }
 
 #[tokio::test]

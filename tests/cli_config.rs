@@ -154,7 +154,7 @@ fn serve_with_both_project_file_settings_or_a_bad_pattern_should_name_the_settin
         let output = serve_with(&[("ROSTER_SOURCE", &source), ("ROSTER_PROJECT_FILES", bad)]);
         assert_stops_naming(&output, "ROSTER_PROJECT_FILES");
     }
-    // The GitHub source reads one path per repository.
-    let github = serve_with(&[("ROSTER_PROJECT_FILES", "services/*/project.yaml")]);
+    // The GitHub source refuses a bad pattern too.
+    let github = serve_with(&[("ROSTER_PROJECT_FILES", "services/[ab]/project.yaml")]);
     assert_stops_naming(&github, "ROSTER_PROJECT_FILES");
 }

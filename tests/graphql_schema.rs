@@ -64,3 +64,44 @@ fn the_batch_read_with_repositories_asked_by_name_should_be_valid() {
         }
     }
 }
+
+#[test]
+fn the_queries_for_several_project_files_should_be_valid() {
+    let schema = github_schema();
+    let patterns = roster::project::ProjectFiles::parse(
+        "project.yaml,services/*/project.yaml,*/x.yaml,a/b/*/*/c.yaml,**/project.yaml",
+    )
+    .expect("patterns");
+    let files = roster::github::file_query::FileQuery::new(&patterns).expect("patterns");
+    let asks = [
+        roster::github::blob_query::BlobAsk {
+            owner: "acme",
+            name: "api",
+            expression: "abc:services/a/project.yaml".into(),
+        },
+        roster::github::blob_query::BlobAsk {
+            owner: "acme",
+            name: "web",
+            expression: "def:project.yaml".into(),
+        },
+    ];
+    let (blobs, _) = roster::github::blob_query::blob_query(&asks);
+    let queries = [
+        ("blobs", blobs),
+        ("listing", roster::github::graphql::list_query(&files)),
+        (
+            "batch read",
+            roster::github::read_query::read_query_for(&files, 0),
+        ),
+        (
+            "batch read by name",
+            roster::github::read_query::read_query_for(&files, 2),
+        ),
+        ("at commit", files.at_commit()),
+    ];
+    for (name, query) in queries {
+        if let Err(invalid) = ExecutableDocument::parse_and_validate(&schema, &query, name) {
+            panic!("{name} is not valid:\n{}\n{query}", invalid.errors);
+        }
+    }
+}

@@ -28,6 +28,7 @@ const OWNERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("redelivery_schedule", &["github/redelivery.rs"]),
+    ("walked_trees", &["github/walked_trees.rs"]),
     ("revoked_sessions", &["web/revocation.rs"]),
     ("changes", &["registry/changes/"]),
     ("change_head", &["registry/changes/"]),

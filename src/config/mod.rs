@@ -330,13 +330,6 @@ impl ServeArgs {
         )?;
         let source = parse_source(non_empty(self.source))?;
         let project_files = parse_project_files(self.project_file, non_empty(self.project_files))?;
-        if project_files.single_path().is_none() && source == SourceSetting::Github {
-            return Err(ConfigError::new(
-                "ROSTER_PROJECT_FILES",
-                "the github source reads one project file path per repository; \
-                 patterns with * or several paths need a dir: source",
-            ));
-        }
         let resync_interval = parse_resync_interval(&self.resync_interval)?;
         let workers = parse_workers(&self.workers)?;
         let batch_size = parse_batch_size(&self.batch_size)?;

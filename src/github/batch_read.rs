@@ -10,13 +10,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use futures_util::future::join_all;
+use futures_util::future::{join_all, BoxFuture};
 use futures_util::stream::{self, StreamExt};
 use serde_json::json;
 
+use super::file_query::FileQuery;
 use super::http::CallError;
-use super::read_query::{read_query, slot_of, ReadData, Slot, MAX_PER_QUERY};
+use super::read_query::{read_query, read_query_for, slot_of, ReadData, Slot, MAX_PER_QUERY};
+use super::refusal::{is_refusal, is_refusing, refused};
 use super::storage::{GithubStorage, Recorded, SUSPENDED_RETRY};
+use super::tree_walk::{self, Pending};
 use crate::controller::Failure;
 use crate::source::{InstallationId, Observed, RepoId};
 
@@ -116,14 +119,43 @@ impl GithubStorage {
     }
 
     /// One query for `chunk` (keys of `installation`): each key's verdict,
-    /// and its node id when the registry did not have that one yet.
-    async fn query(
+    /// and its node id when the registry did not have that one yet. A
+    /// query GitHub refuses for its size or time is asked again as two
+    /// halves, down to one repository.
+    fn query<'a>(
+        &'a self,
+        installation: InstallationId,
+        items: &'a [(RepoId, Option<&[u8]>)],
+        chunk: &'a [usize],
+        records: &'a HashMap<RepoId, Recorded>,
+    ) -> BoxFuture<'a, Vec<(usize, Verdict, Option<String>)>> {
+        Box::pin(async move {
+            match self.query_once(installation, items, chunk, records).await {
+                Ok(verdicts) => verdicts,
+                Err(_) if chunk.len() > 1 => {
+                    let (first, second) = chunk.split_at(chunk.len() / 2);
+                    tracing::info!(%installation, repositories = chunk.len(), "GitHub refused a batch read; asking in halves");
+                    let mut verdicts = self.query(installation, items, first, records).await;
+                    verdicts.extend(self.query(installation, items, second, records).await);
+                    verdicts
+                }
+                Err(failure) => chunk
+                    .iter()
+                    .map(|&index| (index, Verdict::Decided(Err(failure.clone())), None))
+                    .collect(),
+            }
+        })
+    }
+
+    /// [`Self::query`] asked once; `Err` when GitHub refused it for its
+    /// size or time (only with patterns: one file never needs less).
+    async fn query_once(
         &self,
         installation: InstallationId,
         items: &[(RepoId, Option<&[u8]>)],
         chunk: &[usize],
         records: &HashMap<RepoId, Recorded>,
-    ) -> Vec<(usize, Verdict, Option<String>)> {
+    ) -> Result<Vec<(usize, Verdict, Option<String>)>, Failure> {
         let mut node_ids = Vec::new();
         let mut names = Vec::new();
         let mut asked = Vec::new();
@@ -151,14 +183,21 @@ impl GithubStorage {
                 .collect::<Vec<_>>()
         };
         if self.client.is_suspended(installation) {
-            return every(&suspended);
+            return Ok(every(&suspended));
         }
-        let mut variables = json!({ "ids": node_ids, "path": self.client.project_file });
+        let files = self.client.file_query.as_ref();
+        let mut variables = json!({ "ids": node_ids });
+        if files.is_none() {
+            variables["path"] = json!(self.client.project_file);
+        }
         for (k, (owner, name)) in names.iter().enumerate() {
             variables[format!("o{k}")] = json!(owner);
             variables[format!("n{k}")] = json!(name);
         }
-        let query = read_query(names.len());
+        let query = match files {
+            Some(files) => read_query_for(files, names.len()),
+            None => read_query(names.len()),
+        };
         let answer = self
             .client
             .graphql_partial::<ReadData>(installation, &query, variables)
@@ -167,15 +206,21 @@ impl GithubStorage {
             Ok(answer) => answer,
             Err(CallError::Suspended(id)) => {
                 self.client.mark_suspended(id);
-                return every(&suspended);
+                return Ok(every(&suspended));
             }
             // The REST path tries the other installations, then decides.
-            Err(CallError::InstallationGone(_)) => return every(&|| Verdict::Open),
+            Err(CallError::InstallationGone(_)) => return Ok(every(&|| Verdict::Open)),
+            Err(error) if files.is_some() && is_refusal(&error) => {
+                return Err(error.into_failure());
+            }
             Err(error) => {
                 let failure = error.into_failure();
-                return every(&|| Verdict::Decided(Err(failure.clone())));
+                return Ok(every(&|| Verdict::Decided(Err(failure.clone()))));
             }
         };
+        if files.is_some() && errors.iter().any(is_refusing) {
+            return Err(refused("the batch read", &errors).into_failure());
+        }
         let mut spoiled = Vec::new();
         for error in &errors {
             match slot_of(error) {
@@ -187,34 +232,73 @@ impl GithubStorage {
                         "unexpected answer from GitHub to the batch read: {}",
                         error.message
                     ));
-                    return every(&|| Verdict::Decided(Err(failure.clone())));
+                    return Ok(every(&|| Verdict::Decided(Err(failure.clone()))));
                 }
             }
         }
-        asked
+        let mut verdicts: Vec<_> = asked
             .iter()
             .map(|a| {
                 if spoiled.contains(&a.slot) {
-                    return (a.index, Verdict::Open, None);
+                    return (a.index, Verdict::Open, None, None);
                 }
                 let Some(node) = data.repository(a.slot) else {
-                    return (a.index, Verdict::Open, None);
+                    return (a.index, Verdict::Open, None, None);
                 };
                 // A name can point at another repository since (a rename,
                 // then a new repository under the old name).
                 if node.database_id != Some(a.id.0) {
-                    return (a.index, Verdict::Open, None);
+                    return (a.index, Verdict::Open, None, None);
                 }
                 let learnt = node
                     .id
                     .clone()
                     .filter(|n| records.get(&a.id).and_then(|r| r.node_id.as_ref()) != Some(n));
-                match node.observe(installation) {
-                    Some((_, observed)) => (a.index, Verdict::Decided(Ok(observed)), learnt),
-                    None => (a.index, Verdict::Open, None),
+                let tree = node.tree_oid();
+                match node.observe(installation, files) {
+                    Some((_, observed)) => (a.index, Verdict::Decided(Ok(observed)), learnt, tree),
+                    None => (a.index, Verdict::Open, None, None),
                 }
             })
-            .collect()
+            .collect();
+        if let Some(files) = files {
+            self.walk_trees(files, installation, items, &mut verdicts)
+                .await;
+        }
+        Ok(verdicts
+            .into_iter()
+            .map(|(index, verdict, learnt, _)| (index, verdict, learnt))
+            .collect())
+    }
+
+    /// Adds what `**` patterns find (the Git trees API) to the decided
+    /// verdicts.
+    async fn walk_trees(
+        &self,
+        files: &FileQuery,
+        installation: InstallationId,
+        items: &[(RepoId, Option<&[u8]>)],
+        verdicts: &mut [(usize, Verdict, Option<String>, Option<String>)],
+    ) {
+        let mut pending = Vec::new();
+        let mut at = Vec::new();
+        for (k, (index, verdict, _, tree)) in verdicts.iter_mut().enumerate() {
+            if let Verdict::Decided(Ok(_)) = verdict {
+                let Verdict::Decided(observed) = std::mem::replace(verdict, Verdict::Open) else {
+                    continue;
+                };
+                pending.push(Pending {
+                    id: items[*index].0,
+                    tree: tree.take(),
+                    observed,
+                });
+                at.push(k);
+            }
+        }
+        tree_walk::complete(&self.client, files, installation, &mut pending).await;
+        for (k, done) in at.into_iter().zip(pending) {
+            verdicts[k].1 = Verdict::Decided(done.observed);
+        }
     }
 
     /// Reads the `open` keys one by one over REST, a few at a time.

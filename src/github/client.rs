@@ -10,10 +10,12 @@ use url::Url;
 
 use super::auth::{Auth, Installation};
 use super::etag::EtagCache;
+use super::file_query::FileQuery;
 use super::graphql::{Answer, GraphqlError};
 use super::http::{CallError, Http, Reply, Request};
 use super::rate_limit::{Bucket, RateHeaders, Resource, Who};
 use crate::directory::DirectoryDb;
+use crate::project::ProjectFiles;
 use crate::registry::RegistryDb;
 use crate::source::InstallationId;
 
@@ -24,8 +26,12 @@ pub struct Client {
     pub auth: Auth,
     pub api_url: Url,
     pub graphql_url: Url,
-    /// Path of the project file inside a repository (no leading `/`).
+    /// Path of the project file inside a repository (no leading `/`), or
+    /// the patterns (`ROSTER_PROJECT_FILES`) as written.
     pub project_file: String,
+    /// How the queries ask for the files when the patterns are more than
+    /// one path (`None`: the one file at `project_file`).
+    pub file_query: Option<FileQuery>,
     /// What the registry recorded, for reading GitHub the right way.
     pub registry: RegistryDb,
     /// The organisations' teams and members.
@@ -34,7 +40,7 @@ pub struct Client {
     /// The installations the last successful listing of them returned.
     installations: Mutex<Option<Vec<Installation>>>,
     /// Where what the installations granted is kept ([`super::grants`]).
-    pool: PgPool,
+    pub(super) pool: PgPool,
     /// Pages (GraphQL requests) each installation's latest listing took:
     /// what the next one needs, kept in reserve by the read pace.
     listing_pages: Mutex<HashMap<InstallationId, usize>>,
@@ -56,6 +62,7 @@ impl Client {
             api_url,
             graphql_url,
             project_file: project_file.trim_start_matches('/').to_owned(),
+            file_query: patterns_of(project_file).as_ref().and_then(FileQuery::new),
             directory: DirectoryDb::new(pool.clone()),
             pool: pool.clone(),
             registry: RegistryDb::new(pool),
@@ -285,6 +292,15 @@ impl Client {
             }
         }
     }
+}
+
+/// The patterns in `project_file` when it holds any (`*`, or several
+/// paths); a plain path is read as it is written.
+fn patterns_of(project_file: &str) -> Option<ProjectFiles> {
+    if !project_file.contains(['*', ',']) {
+        return None;
+    }
+    ProjectFiles::parse(project_file).ok()
 }
 
 /// A token minted before the installation was suspended answers 403

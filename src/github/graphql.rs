@@ -11,6 +11,8 @@
 
 use serde::Deserialize;
 
+pub use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
+use super::file_query::{with_fields, FileQuery};
 use super::MAX_FILE_BYTES;
 use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
 
@@ -144,7 +146,12 @@ pub struct BranchRef {
 #[derive(Debug, Deserialize)]
 pub struct Target {
     pub oid: String,
+    #[serde(default)]
     pub file: Option<TreeEntry>,
+    /// What the patterns' query asked inside the commit
+    /// ([`super::file_query`]).
+    #[serde(flatten)]
+    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,15 +161,6 @@ pub struct TreeEntry {
     pub mode: Option<u64>,
     pub object: Option<Blob>,
 }
-
-/// Git's mode of a symbolic link.
-pub const MODE_SYMLINK: u64 = 0o120_000;
-
-/// What a project file that is a symbolic link reads as, on every source:
-/// an edit to its target would never touch its path, so no push could be
-/// trusted to show a change of it.
-pub const SYMLINK_MESSAGE: &str =
-    "the file is a symbolic link; Roster reads only a regular file at this path";
 
 /// A blob; every field is absent when the path names a tree or a submodule.
 #[derive(Debug, Deserialize)]
@@ -175,9 +173,22 @@ pub struct Blob {
 }
 
 impl RepoNode {
+    /// The head commit's root tree oid, when the query asked it (patterns
+    /// with `**` walk the tree only when it changed).
+    pub fn tree_oid(&self) -> Option<String> {
+        let target = self.default_branch_ref.as_ref()?.target.as_ref()?;
+        let oid = target.fields.get("tree")?.get("oid")?.as_str()?;
+        Some(oid.to_owned())
+    }
+
     /// What the listing observed about this repository, as the storage
-    /// would report it; `None` without a database id (cannot be keyed).
-    pub fn observe(self, installation: InstallationId) -> Option<(RepoId, Observed)> {
+    /// would report it, its files read by `files` when the patterns are
+    /// more than one path; `None` without a database id (cannot be keyed).
+    pub fn observe(
+        self,
+        installation: InstallationId,
+        files: Option<&FileQuery>,
+    ) -> Option<(RepoId, Observed)> {
         let id = RepoId(self.database_id?);
         let branch = self.default_branch_ref;
         let repo = RepoInfo {
@@ -199,15 +210,19 @@ impl RepoNode {
         // No default branch: an empty repository, which has no file.
         let file = match branch.and_then(|b| b.target) {
             None => FileState::Absent { sha: None },
-            Some(target) => match target.file {
-                Some(TreeEntry {
-                    mode: Some(MODE_SYMLINK),
-                    ..
-                }) => FileState::Unreadable {
+            Some(target) => match (files, target.file) {
+                (Some(query), _) => query.state(target.oid, &target.fields),
+                (
+                    None,
+                    Some(TreeEntry {
+                        mode: Some(MODE_SYMLINK),
+                        ..
+                    }),
+                ) => FileState::Unreadable {
                     sha: Some(target.oid),
                     message: SYMLINK_MESSAGE.into(),
                 },
-                file => file_state(target.oid, file.and_then(|f| f.object)),
+                (None, file) => file_state(target.oid, file.and_then(|f| f.object)),
             },
         };
         Some((id, Observed::Present { repo, file }))
@@ -248,9 +263,13 @@ fn file_state(sha: String, blob: Option<Blob>) -> FileState {
     }
 }
 
-/// The message for a file over the size limit.
-pub fn too_large(size: u64) -> String {
-    format!("the file is {size} bytes, over the limit of {MAX_FILE_BYTES} bytes (256 KiB)")
+/// [`LIST_REPOSITORIES`] asking the fields of `files` instead of one
+/// path, with `$first` repositories a page (fewer after GitHub refused a
+/// page for its size).
+pub fn list_query(files: &FileQuery) -> String {
+    with_fields(LIST_REPOSITORIES, &files.commit_fields())
+        .replace("$after: String)", "$after: String, $first: Int!)")
+        .replace("repositories(first: 100,", "repositories(first: $first,")
 }
 
 #[cfg(test)]
@@ -281,7 +300,7 @@ mod tests {
                 "byteSize": 5, "isBinary": false, "isTruncated": false, "text": "name:"
             })),
         )
-        .observe(InstallationId(3))
+        .observe(InstallationId(3), None)
         .unwrap();
         assert_eq!(id, RepoId(7));
         let Observed::Present { repo, file } = observed else {
@@ -301,7 +320,7 @@ mod tests {
     #[test]
     fn an_archived_repository_should_be_removed_with_its_info() {
         let (_, observed) = repo(true, serde_json::Value::Null)
-            .observe(InstallationId(3))
+            .observe(InstallationId(3), None)
             .unwrap();
         assert!(
             matches!(observed, Observed::Removed { repo: Some(_), ref reason } if reason == "archived")
@@ -311,7 +330,7 @@ mod tests {
     #[test]
     fn an_empty_repository_or_a_missing_file_should_be_absent() {
         let (_, empty) = repo(false, serde_json::Value::Null)
-            .observe(InstallationId(3))
+            .observe(InstallationId(3), None)
             .unwrap();
         assert!(matches!(
             empty,
@@ -321,7 +340,9 @@ mod tests {
             }
         ));
         let no_file = serde_json::json!({"name": "main", "target": {"oid": "abc", "file": null}});
-        let (_, missing) = repo(false, no_file).observe(InstallationId(3)).unwrap();
+        let (_, missing) = repo(false, no_file)
+            .observe(InstallationId(3), None)
+            .unwrap();
         assert!(matches!(
             missing,
             Observed::Present {
@@ -336,7 +357,7 @@ mod tests {
         let large = with_blob(serde_json::json!({
             "byteSize": 300_000, "isBinary": false, "isTruncated": true, "text": "x"
         }));
-        let (_, observed) = repo(false, large).observe(InstallationId(3)).unwrap();
+        let (_, observed) = repo(false, large).observe(InstallationId(3), None).unwrap();
         let Observed::Present {
             file: FileState::Unreadable { message, .. },
             ..
@@ -349,7 +370,9 @@ mod tests {
         let binary = with_blob(serde_json::json!({
             "byteSize": 10, "isBinary": true, "isTruncated": false, "text": null
         }));
-        let (_, observed) = repo(false, binary).observe(InstallationId(3)).unwrap();
+        let (_, observed) = repo(false, binary)
+            .observe(InstallationId(3), None)
+            .unwrap();
         assert!(matches!(
             observed,
             Observed::Present {
@@ -362,7 +385,7 @@ mod tests {
     #[test]
     fn a_directory_at_the_path_should_be_unreadable() {
         let (_, observed) = repo(false, with_blob(serde_json::json!({})))
-            .observe(InstallationId(3))
+            .observe(InstallationId(3), None)
             .unwrap();
         let Observed::Present {
             file: FileState::Unreadable { message, .. },

@@ -23,14 +23,19 @@ use futures_util::future::join_all;
 use super::auth::Installation;
 use super::client::Client;
 use super::directory::DirectoryReader;
-use super::graphql::{ListData, LIST_REPOSITORIES};
+use super::graphql::{list_query, ListData, LIST_REPOSITORIES};
 use super::http::CallError;
+use super::refusal::{is_refusal, is_refusing, refused};
 use super::storage::Hint;
+use super::tree_walk::{self, Pending};
 use crate::controller::{Enqueue, Failure, Found, Listed, Lister, Trigger};
 use crate::source::{self, InstallationId, Observed, RepoId};
 
 /// At most this many pages (100 repositories each) per installation.
 const MAX_PAGES: usize = 10_000;
+
+/// Repositories a listing page asks for (GitHub's most for a connection).
+const PAGE_SIZE: usize = 100;
 
 /// Pause before the one retry of a page that failed for a passing reason.
 const PAGE_RETRY_DELAY: Duration = Duration::from_millis(500);
@@ -62,14 +67,26 @@ impl GithubLister {
         // all held at once.
         let mut items = Vec::new();
         let mut after: Option<String> = None;
+        // Repositories a page; fewer while GitHub refuses a page's size.
+        let mut size = PAGE_SIZE;
         for pages in 1..=MAX_PAGES {
             self.client
                 .record_listing_pages(installation.id, pages, false);
             // Taken before the request: whatever is applied after it is
             // at least as new as what this page reads.
             let read_at = chrono::Utc::now();
-            let page = match self.page(installation, after.as_deref()).await {
-                Ok(page) => page,
+            let page = match self.page(installation, after.as_deref(), size).await {
+                Ok(page) => {
+                    size = (size * 2).min(PAGE_SIZE);
+                    page
+                }
+                Err(error)
+                    if size > 1 && self.client.file_query.is_some() && is_refusal(&error) =>
+                {
+                    size /= 2;
+                    tracing::info!(installation = %installation.id, %error, size, "GitHub refused a listing page; asking for fewer repositories");
+                    continue;
+                }
                 Err(CallError::Suspended(id)) => {
                     self.client.mark_suspended(id);
                     return self.suspended(id, partition, found).await;
@@ -97,14 +114,32 @@ impl GithubLister {
                     };
                 }
             };
-            let mut page_items = Vec::new();
+            let mut pending = Vec::new();
             for node in connection.nodes.into_iter().flatten() {
-                let Some((id, observed)) = node.observe(installation.id) else {
+                let tree = node.tree_oid();
+                let Some((id, observed)) =
+                    node.observe(installation.id, self.client.file_query.as_ref())
+                else {
                     continue;
                 };
                 items.push(Enqueue::because(id, Trigger::Listing));
-                page_items.push(hinted(id, observed, read_at));
+                pending.push(Pending {
+                    id,
+                    tree,
+                    observed: Ok(observed),
+                });
             }
+            if let Some(files) = &self.client.file_query {
+                tree_walk::complete(&self.client, files, installation.id, &mut pending).await;
+            }
+            let page_items: Vec<_> = pending
+                .into_iter()
+                .map(|p| match p.observed {
+                    Ok(observed) => hinted(p.id, observed, read_at),
+                    // The worker reads it afresh, and retries what fails.
+                    Err(_) => Enqueue::because(p.id, Trigger::Listing),
+                })
+                .collect();
             // The receiver only goes away when the controller stops.
             let _ = found.send(page_items);
             match (
@@ -140,12 +175,34 @@ impl GithubLister {
 
     /// One page, retried once when it failed for a passing reason (GitHub's
     /// GraphQL endpoint answers the odd 502 under load); never after a rate
-    /// limit.
+    /// limit. With patterns, `size` repositories, and a refusal for size or
+    /// time is the caller's to answer (with a smaller page).
     async fn page(
         &self,
         installation: &Installation,
         after: Option<&str>,
+        size: usize,
     ) -> Result<ListData, CallError> {
+        if let Some(files) = &self.client.file_query {
+            let variables = serde_json::json!({
+                "owner": installation.account,
+                "after": after,
+                "first": size,
+            });
+            let what = format!("POST {} (GraphQL)", self.client.graphql_url.path());
+            let (data, errors) = self
+                .client
+                .graphql_partial(installation.id, &list_query(files), variables)
+                .await?;
+            if errors.iter().any(is_refusing) {
+                return Err(refused(&what, &errors));
+            }
+            if !errors.is_empty() {
+                let messages: Vec<&str> = errors.iter().map(|e| e.message.as_str()).collect();
+                return Err(CallError::unexpected(what, messages.join("; ")));
+            }
+            return Ok(data);
+        }
         let variables = serde_json::json!({
             "owner": installation.account,
             "after": after,

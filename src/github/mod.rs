@@ -7,12 +7,16 @@
 
 pub mod auth;
 mod batch_read;
+pub mod blob_query;
 pub mod checks_api;
 mod client;
 mod contents;
 pub mod directory;
 pub mod error;
 pub mod etag;
+mod file_problems;
+pub mod file_query;
+mod files_at_commit;
 pub mod grants;
 pub mod graphql;
 pub mod http;
@@ -21,9 +25,12 @@ pub mod rate_limit;
 pub mod read_pace;
 pub mod read_query;
 pub mod redelivery;
+mod refusal;
 pub mod settings;
 pub mod source;
 pub mod storage;
+pub mod tree_walk;
+mod walked_trees;
 pub mod webhook;
 
 pub use auth::Installation;

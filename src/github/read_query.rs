@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::file_query::{with_fields, FileQuery};
 use super::graphql::{GraphqlError, RepoNode, LIST_REPOSITORIES};
 
 /// The fields read per repository; the file at the head commit itself, so
@@ -103,6 +104,11 @@ pub fn read_query(by_name: usize) -> String {
         rate_limit!(),
         repository_state!()
     )
+}
+
+/// [`read_query`] asking the fields of `files` instead of one path.
+pub fn read_query_for(files: &FileQuery, by_name: usize) -> String {
+    with_fields(&read_query(by_name), &files.commit_fields())
 }
 
 /// The answer's data: `nodes` in the order of `$ids`, and one field per

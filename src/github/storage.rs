@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::Installation;
 use super::client::Client;
 use super::contents::{file_state, Contents};
+use super::files_at_commit;
 use super::http::{join, CallError, Reply};
 use super::read_pace;
 use crate::controller::{Failure, ReadPace, Storage};
@@ -192,7 +193,7 @@ impl GithubStorage {
         }
         // The early head counts only if it was asked where the repository is.
         let early_head = early_head.filter(|_| guess.is_some_and(|g| g.matches(&repo)));
-        let file = self.file(installation, &repo, early_head).await?;
+        let file = self.file(installation, id, &repo, early_head).await?;
         Ok(Some(Observed::Present { repo, file }))
     }
 
@@ -218,6 +219,7 @@ impl GithubStorage {
     async fn file(
         &self,
         installation: InstallationId,
+        repo_id: RepoId,
         repo: &RepoInfo,
         early_head: Option<Result<Reply, CallError>>,
     ) -> Result<FileState, CallError> {
@@ -252,6 +254,17 @@ impl GithubStorage {
             ));
         }
 
+        if let Some(files) = &self.client.file_query {
+            return files_at_commit::read_at(
+                files,
+                &self.client,
+                installation,
+                repo_id,
+                (owner, name),
+                sha,
+            )
+            .await;
+        }
         let path = self.client.project_file.as_str();
         let mut url = join(
             &self.client.api_url,

@@ -144,6 +144,35 @@ impl ProjectFiles {
             .any(|p| p.segments.contains(&Segment::AnyDepth))
     }
 
+    /// For each pattern without `**`, where a reader can start looking:
+    /// the folders before its first `*` (`""` for the root), and how many
+    /// names follow them (`0` for a pattern that is one fixed path, given
+    /// whole as the prefix). Patterns with `**` are left out: only a walk
+    /// of the whole tree finds their files.
+    pub fn fixed_prefixes(&self) -> Vec<(String, usize)> {
+        let mut found = Vec::new();
+        for pattern in &self.patterns {
+            if pattern.segments.contains(&Segment::AnyDepth) {
+                continue;
+            }
+            let literal = pattern
+                .segments
+                .iter()
+                .take_while(|s| matches!(s, Segment::Literal(_)))
+                .count();
+            let entry = if literal == pattern.segments.len() {
+                (pattern.text.clone(), 0)
+            } else {
+                let prefix: Vec<&str> = pattern.text.split('/').take(literal).collect();
+                (prefix.join("/"), pattern.segments.len() - literal)
+            };
+            if !found.contains(&entry) {
+                found.push(entry);
+            }
+        }
+        found
+    }
+
     /// Sorts `paths`, drops duplicates and those no pattern matches.
     pub fn select(&self, paths: impl IntoIterator<Item = String>) -> Vec<String> {
         let mut kept: Vec<String> = paths.into_iter().filter(|p| self.matches(p)).collect();
@@ -298,6 +327,23 @@ fn star_matches(pieces: &[String], name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_prefixes_should_name_the_folders_before_the_first_star() {
+        let files = ProjectFiles::parse(
+            "project.yaml,services/*/project.yaml,a/b/*/*/x.yaml,*/p.yaml,**/q.yaml",
+        )
+        .expect("patterns");
+        assert_eq!(
+            files.fixed_prefixes(),
+            vec![
+                ("project.yaml".to_owned(), 0),
+                ("services".to_owned(), 2),
+                ("a/b".to_owned(), 3),
+                (String::new(), 2),
+            ]
+        );
+    }
 
     fn files(raw: &str) -> ProjectFiles {
         ProjectFiles::parse(raw).unwrap()

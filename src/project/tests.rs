@@ -9,6 +9,17 @@ use std::time::{Duration, Instant};
 
 use super::*;
 
+/// `lines` with `{KNOWN}` standing for the list of fields an unknown key is
+/// told about: the list is checked once, beside the table of fields, so a
+/// new field does not rewrite these tests.
+fn known(lines: &[&str]) -> Vec<String> {
+    let listed = format!("(expected one of {})", fields::file_keys().join(", "));
+    lines
+        .iter()
+        .map(|l| l.replace("{KNOWN}", &listed))
+        .collect()
+}
+
 /// The problems of `yaml` as printed, one string per problem.
 fn problems(yaml: &str) -> Vec<String> {
     problems_of(yaml.as_bytes())
@@ -379,7 +390,7 @@ fn links_should_refuse_unknown_fields_and_non_mappings() {
 fn unknown_keys_should_be_named() {
     assert_eq!(
         problems("name: a\nowner: b\ncolour: red\n"),
-        ["project.yaml:3:1: colour: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels)"]
+        known(&["project.yaml:3:1: colour: unknown field {KNOWN}"])
     );
 }
 
@@ -446,14 +457,14 @@ fn every_problem_should_be_reported_in_document_order() {
     let yaml = "projects:\n  - name: Checkout\n    colour: red\n  - owner: x\n    lifecycle: old\n    tags: [ok, No]\n";
     assert_eq!(
         problems(yaml),
-        [
+        known(&[
             "project.yaml:2:5: projects[0].owner: missing required field",
             "project.yaml:2:11: projects[0].name: must contain only lowercase letters, digits and '-', found \"Checkout\"",
-            "project.yaml:3:5: projects[0].colour: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels)",
+            "project.yaml:3:5: projects[0].colour: unknown field {KNOWN}",
             "project.yaml:4:5: projects[1].name: missing required field",
             "project.yaml:5:16: projects[1].lifecycle: must be one of experimental, production, deprecated, found \"old\"",
             "project.yaml:6:16: projects[1].tags[1]: must contain only lowercase letters, digits and '-', found \"No\"",
-        ]
+        ])
     );
 }
 
@@ -486,7 +497,9 @@ fn a_bracket_never_closed_should_be_reported_where_it_opens() {
 fn a_misspelt_field_should_be_answered_with_did_you_mean() {
     assert_eq!(
         problems("name: a\nowner: b\ndescripton: hi\n"),
-        ["project.yaml:3:1: descripton: unknown field, did you mean `description`? (expected one of name, owner, description, lifecycle, tags, links, labels)"]
+        known(&[
+            "project.yaml:3:1: descripton: unknown field, did you mean `description`? {KNOWN}"
+        ])
     );
 }
 

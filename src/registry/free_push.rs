@@ -13,9 +13,8 @@ use std::collections::BTreeSet;
 
 use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
-use sqlx::{Arguments, PgConnection};
+use sqlx::Arguments;
 
-use super::RegistryError;
 use crate::db::queue::SETTLED;
 use crate::db::together::Part;
 use crate::directory::OwnersMode;
@@ -170,22 +169,6 @@ impl Part for FreePushRows<'_> {
     fn returns(&self) -> Option<(&'static str, &'static str)> {
         Some((SETTLED, "r.id"))
     }
-}
-
-/// Runs the compare-and-set alone, on the caller's transaction (a group
-/// that is written in one): the ids it moved, which need no run.
-pub async fn settle_free_pushes(
-    conn: &mut PgConnection,
-    rows: &FreePushRows<'_>,
-) -> Result<BTreeSet<RepoId>, RegistryError> {
-    if rows.is_empty() {
-        return Ok(BTreeSet::new());
-    }
-    let mut args = PgArguments::default();
-    rows.add_to(&mut args).map_err(sqlx::Error::Encode)?;
-    let sql = format!("{} returning r.id", rows.sql());
-    let moved: Vec<RepoId> = sqlx::query_scalar_with(&sql, args).fetch_all(conn).await?;
-    Ok(moved.into_iter().collect())
 }
 
 /// Git's blob id of `bytes` (what GitHub names a file's content by):

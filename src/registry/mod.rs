@@ -44,7 +44,7 @@ pub mod tracker;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use db::{RegistryDb, RepoRecord};
 pub use error::RegistryError;
-pub use free_push::{blob_id, settle_free_pushes, Fingerprint, FreePush, FreePushRows};
+pub use free_push::{blob_id, Fingerprint, FreePush, FreePushRows};
 pub use guard::DeletionGuard;
 pub use handler::RegistryHandler;
 pub use holds::{active_hold_count, active_holds, release_hold};

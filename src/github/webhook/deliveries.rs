@@ -10,7 +10,7 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 use sqlx::{Arguments, PgExecutor, PgPool};
 
-use crate::db::together::{self, Part};
+use crate::db::together::Part;
 use crate::registry::Page;
 
 /// The most items one page holds (docs/contract.md#http-routes).
@@ -71,24 +71,9 @@ where
     Ok(())
 }
 
-/// Records a group of deliveries with one statement, as [`record`] would
-/// one by one: an id given twice keeps its last outcome.
-pub async fn record_many<'e, E>(
-    executor: E,
-    deliveries: &[NewDelivery<'_>],
-) -> Result<(), DeliveriesError>
-where
-    E: PgExecutor<'e>,
-{
-    let rows = DeliveryRows::new(deliveries);
-    if !rows.ids.is_empty() {
-        together::execute_one(executor, &rows).await?;
-    }
-    Ok(())
-}
-
-/// [`record_many`] as a [`Part`], so that a webhook group records its
-/// deliveries in the statement that writes their effects.
+/// A group's delivery records, as a [`Part`]: a webhook group records its
+/// deliveries in the statement that writes their effects, as [`record`]
+/// would one by one (an id given twice keeps its last outcome).
 pub struct DeliveryRows<'a> {
     ids: Vec<&'a str>,
     events: Vec<&'a str>,

@@ -9,11 +9,10 @@
 //! once per delivery. While one writer commits, the deliveries arriving
 //! meanwhile gather for the next, so groups grow with the load by themselves
 //! and a lone delivery is written at once (a fixed wait for more only
-//! delayed every answer: docs/performance.md). A group of pushes is one
-//! statement ([`together`]); a group with an event that needs a read first
-//! (an installation's tracked repositories) is one transaction. Every
-//! request of the group hears the same verdict: 202 after the commit, or
-//! 503 when the group failed, so nothing answered 202 is lost.
+//! delayed every answer: docs/performance.md). Whatever events it holds, a
+//! group is written by [`intake::write`]. Every request of the group hears
+//! the same verdict: 202 after the commit, or 503 when the group failed, so
+//! nothing answered 202 is lost.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,14 +23,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::deliveries::{self, DeliveryRows, NewDelivery};
-use super::event::WebhookEvent;
 use super::free_push::FreePushes;
 use super::gate::Accepted;
-use super::intake::{self, Direct, Intake};
-use crate::db::queue::{self, EnqueueRows, PgQueue};
-use crate::db::together::{self, Part};
-use crate::registry::{FreePushRows, KnownRows};
+use super::intake::{self, Intake};
+use crate::db::queue::PgQueue;
 use crate::shutdown::Shutdown;
 
 /// How deliveries are grouped.
@@ -174,10 +169,17 @@ impl Writers {
         while running.join_next().await.is_some() {}
     }
 
-    /// Takes groups and writes them until every sender is gone.
+    /// Takes groups and writes them ([`intake::write`]) until every sender
+    /// is gone; refuses to write once the server's pool is closed.
     async fn run(self: Arc<Self>) {
         while let Some(group) = self.next_group().await {
-            let verdicts = match self.write(&group).await {
+            let accepted: Vec<&Accepted> = group.iter().map(|j| &j.accepted).collect();
+            let written = if self.shared.is_closed() {
+                Err(sqlx::Error::PoolClosed.into())
+            } else {
+                intake::write(&self.pool, &self.queue, self.free.as_ref(), &accepted).await
+            };
+            let verdicts = match written {
                 Ok(intakes) => intakes.into_iter().map(Ok).collect(),
                 Err(e) => {
                     tracing::error!(deliveries = group.len(), error = %e,
@@ -213,87 +215,6 @@ impl Writers {
         }
         Some(group)
     }
-
-    /// Writes the group: in one statement when no event needs a read
-    /// first (pushes: the common case, one round trip), else in one
-    /// transaction. Workers are woken after the commit.
-    async fn write(&self, group: &[Job]) -> Result<Vec<Intake>, WriteError> {
-        if self.shared.is_closed() {
-            return Err(sqlx::Error::PoolClosed.into());
-        }
-        let events: Vec<_> = group.iter().map(|j| &j.accepted.parsed.event).collect();
-        match intake::direct(&events) {
-            Some(direct) => self.write_at_once(group, direct).await,
-            None => self.write_in_transaction(group, &events).await,
-        }
-    }
-
-    /// Repositories made known, ids enqueued and deliveries recorded by one
-    /// statement, which commits by itself.
-    async fn write_at_once(
-        &self,
-        group: &[Job],
-        direct: Direct,
-    ) -> Result<Vec<Intake>, WriteError> {
-        let Direct {
-            intakes,
-            known,
-            enqueue,
-        } = direct;
-        let repos: Vec<_> = known
-            .iter()
-            .map(|r| (r.id, &r.info, r.node_id.as_deref()))
-            .collect();
-        let mut known = KnownRows::new(&repos);
-        let events: Vec<&WebhookEvent> = group.iter().map(|j| &j.accepted.parsed.event).collect();
-        let (moves, fingerprint) = match &self.free {
-            Some(free) => (free.moves(&events), Some(free.fingerprint())),
-            None => (Vec::new(), None),
-        };
-        let settle = fingerprint
-            .filter(|_| !moves.is_empty())
-            .map(|fingerprint| {
-                FreePushRows::new(&moves, fingerprint).locking(repos.iter().map(|r| r.0))
-            });
-        let mut enqueue = EnqueueRows::new(enqueue);
-        if settle.is_some() {
-            known = known.except_settled();
-            enqueue = enqueue.except_settled();
-        }
-        let records = records(group, &intakes);
-        let deliveries = DeliveryRows::new(&records);
-        // Workers, here and in the other replicas, hear of the ids with the
-        // commit, and only when the enqueue changed a row: an id already
-        // waiting as asked, or marked to run again, has nothing new to claim.
-        // Pushes decided without a read move their repositories' recorded
-        // commits first; the upsert and the enqueue leave those out.
-        let mut parts: Vec<&dyn Part> = Vec::with_capacity(4);
-        if let Some(settle) = &settle {
-            parts.push(settle);
-        }
-        parts.push(&known);
-        let enqueue_part = parts.len();
-        parts.extend([&enqueue as &dyn Part, &deliveries]);
-        let wrote =
-            together::execute_and_notify(&self.pool, &parts, queue::CHANNEL, enqueue_part).await?;
-        self.queue.enqueued_and_notified(enqueue.added(), wrote);
-        Ok(intakes)
-    }
-
-    /// What the events imply (with the reads some need), then the delivery
-    /// records, in one transaction.
-    async fn write_in_transaction(
-        &self,
-        group: &[Job],
-        events: &[&WebhookEvent],
-    ) -> Result<Vec<Intake>, WriteError> {
-        let mut tx = self.pool.begin().await?;
-        let batch = intake::apply_batch(&mut tx, &self.queue, events, self.free.as_ref()).await?;
-        deliveries::record_many(&mut *tx, &records(group, &batch.intakes)).await?;
-        tx.commit().await?;
-        self.queue.enqueued(batch.enqueued as u64);
-        Ok(batch.intakes)
-    }
 }
 
 /// The writers' own connections, one per writer, closed when the writers
@@ -310,32 +231,6 @@ fn own_connections(shared: &PgPool, writers: usize) -> PgPool {
         .max_connections(u32::try_from(writers).unwrap_or(u32::MAX))
         .acquire_timeout(Duration::from_secs(10))
         .connect_lazy_with(options)
-}
-
-/// The delivery records of a group, each with its event's outcome.
-fn records<'a>(group: &'a [Job], intakes: &[Intake]) -> Vec<NewDelivery<'a>> {
-    group
-        .iter()
-        .zip(intakes)
-        .map(|(job, intake)| NewDelivery {
-            id: &job.accepted.delivery_id,
-            event: &job.accepted.event,
-            action: job.accepted.parsed.action.as_deref(),
-            repo: job.accepted.parsed.repo.as_deref(),
-            outcome: intake.outcome(),
-        })
-        .collect()
-}
-
-/// Why a group's transaction failed.
-#[derive(Debug, thiserror::Error)]
-enum WriteError {
-    #[error(transparent)]
-    Intake(#[from] intake::IntakeError),
-    #[error(transparent)]
-    Deliveries(#[from] deliveries::DeliveriesError),
-    #[error("webhook transaction: {0}")]
-    Database(#[from] sqlx::Error),
 }
 
 #[cfg(test)]

@@ -49,39 +49,11 @@ pub const MAX_NAMED_REPOS: usize = 1_000;
 /// has read as they are (one batch read); more ask for a listing.
 pub const MAX_ADDED_READ_DIRECTLY: usize = 100;
 
-/// Decides what `event` asks for (pure: no I/O).
+/// Decides what `event` asks for (pure: no I/O), repository by repository,
+/// within [`MAX_NAMED_REPOS`].
 pub fn plan(event: &WebhookEvent) -> Plan {
-    let plan = plan_each(event);
-    // Added repositories are only made known, removed ones only enqueued:
-    // the bound is on the repositories named, whichever way.
-    let named: BTreeSet<RepoId> = plan
-        .known
-        .iter()
-        .map(|r| r.id)
-        .chain(plan.enqueue.iter().copied())
-        .collect();
-    if named.len() <= MAX_NAMED_REPOS {
-        return plan;
-    }
-    match plan.tracked_of_installation {
-        Some(_) => Plan {
-            known: Vec::new(),
-            enqueue: Vec::new(),
-            ..plan
-        },
-        None => Plan {
-            listing: true,
-            listing_seen_after: plan.listing_seen_after,
-            ..Plan::default()
-        },
-    }
-}
-
-/// What `event` asks for, repository by repository.
-fn plan_each(event: &WebhookEvent) -> Plan {
-    match event {
+    let plan = match event {
         WebhookEvent::Ping => ignore("ping"),
-        WebhookEvent::DefaultBranchPush { repo, .. } => make_known_and_enqueue(vec![repo.clone()]),
         // A deleted repository is not made known: if Roster never tracked
         // it, there is nothing to show; if it did, the enqueue is enough.
         WebhookEvent::Repository {
@@ -91,7 +63,13 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             enqueue: vec![repo.id],
             ..Plan::default()
         },
-        WebhookEvent::Repository { repo, .. } => make_known_and_enqueue(vec![repo.clone()]),
+        WebhookEvent::DefaultBranchPush { repo, .. } | WebhookEvent::Repository { repo, .. } => {
+            Plan {
+                enqueue: vec![repo.id],
+                known: vec![repo.clone()],
+                ..Plan::default()
+            }
+        }
         WebhookEvent::Installation {
             action,
             installation_id,
@@ -160,20 +138,35 @@ fn plan_each(event: &WebhookEvent) -> Plan {
             directory: Some(change.clone()),
             ..Plan::default()
         },
+    };
+    // Added repositories are only made known, removed ones only enqueued:
+    // the bound is on the repositories named, whichever way.
+    let named: BTreeSet<RepoId> = plan
+        .known
+        .iter()
+        .map(|r| r.id)
+        .chain(plan.enqueue.iter().copied())
+        .collect();
+    if named.len() <= MAX_NAMED_REPOS {
+        return plan;
+    }
+    match plan.tracked_of_installation {
+        Some(_) => Plan {
+            known: Vec::new(),
+            enqueue: Vec::new(),
+            ..plan
+        },
+        None => Plan {
+            listing: true,
+            listing_seen_after: plan.listing_seen_after,
+            ..Plan::default()
+        },
     }
 }
 
 fn ignore(reason: &str) -> Plan {
     Plan {
         ignored: Some(reason.to_owned()),
-        ..Plan::default()
-    }
-}
-
-fn make_known_and_enqueue(repos: Vec<PayloadRepo>) -> Plan {
-    Plan {
-        enqueue: repos.iter().map(|r| r.id).collect(),
-        known: repos,
         ..Plan::default()
     }
 }

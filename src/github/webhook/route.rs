@@ -14,8 +14,7 @@ use serde_json::json;
 
 use super::admission::Admission;
 use super::answer;
-use super::gate::Accepted;
-use super::group::{GroupCommit, GroupError, GroupLimits};
+use super::group::{GroupCommit, GroupLimits};
 use super::state::{Route, WebhookState};
 use super::verified::VerifiedDelivery;
 
@@ -47,62 +46,39 @@ pub fn prepare(state: WebhookState) -> (Arc<Route>, Arc<Admission>) {
     (Arc::new(route), admission)
 }
 
-/// Records what a verified delivery implies and answers: 202 once it is
-/// committed, 503 when it could not be (GitHub then shows it failed).
+/// Hands a verified delivery to the group commit ([`GroupCommit`]), which
+/// enqueues what the event implies and records the delivery in one
+/// transaction shared with the deliveries that arrived at the same time,
+/// and answers: 202 only once that has committed; 503 when it could not
+/// be, or not within [`PERSIST_TIMEOUT`] (nothing enqueued, nothing
+/// recorded: GitHub shows the delivery failed). Workers are woken after
+/// the commit, so they find the rows.
+///
+/// The answer carries counts, never the ids: a payload may name hundreds
+/// of thousands of repositories.
 pub async fn receive(
     State(route): State<Arc<Route>>,
     VerifiedDelivery(accepted): VerifiedDelivery,
 ) -> Response {
     let (delivery_id, event) = (accepted.delivery_id.clone(), accepted.event.clone());
-    let persisted = tokio::time::timeout(PERSIST_TIMEOUT, persist(&route, accepted))
-        .await
-        .unwrap_or(Err(PersistError::TimedOut));
-    match persisted {
-        Ok(answer) => answer,
-        Err(e) => {
-            tracing::error!(delivery = %delivery_id, event,
-                error = %e, "webhook not persisted; GitHub will show it failed");
+    let (action, repo) = (accepted.parsed.action.clone(), accepted.parsed.repo.clone());
+    let submitted = tokio::time::timeout(PERSIST_TIMEOUT, route.group.submit(accepted)).await;
+    let intake = match submitted {
+        Ok(Ok(intake)) => intake,
+        failed => {
+            let error = match failed {
+                Ok(Err(e)) => e.to_string(),
+                _ => format!("database did not answer within {PERSIST_TIMEOUT:?}"),
+            };
+            tracing::error!(delivery = %delivery_id, event, error,
+                "webhook not persisted; GitHub will show it failed");
             route.state.metrics.webhook(&event, "error");
-            answer::error(
+            return answer::error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "could not persist the delivery; redeliver it later",
-            )
+            );
         }
-    }
-}
-
-/// Why a delivery could not be persisted (answers 503).
-#[derive(Debug, thiserror::Error)]
-enum PersistError {
-    #[error(transparent)]
-    Group(#[from] GroupError),
-    #[error("database did not answer within {PERSIST_TIMEOUT:?}")]
-    TimedOut,
-}
-
-/// Enqueues what the event implies and records the delivery in one
-/// transaction, shared with the deliveries that arrived at the same time
-/// ([`GroupCommit`]); answers 202 only once it has committed. Workers are
-/// woken after the commit, so they find the rows; a failure or a timeout
-/// rolls the group back: nothing enqueued, nothing recorded.
-///
-/// The answer carries counts, never the ids: a payload may name hundreds
-/// of thousands of repositories.
-async fn persist(route: &Route, accepted: Accepted) -> Result<Response, PersistError> {
-    let Accepted {
-        delivery_id,
-        event,
-        parsed,
-    } = accepted;
-    let (action, repo) = (parsed.action.clone(), parsed.repo.clone());
-    let intake = route
-        .group
-        .submit(Accepted {
-            delivery_id: delivery_id.clone(),
-            event: event.clone(),
-            parsed,
-        })
-        .await?;
+    };
     let outcome = intake.outcome();
     route.state.metrics.webhook(&event, outcome);
     tracing::info!(delivery = %delivery_id, event, action = ?action,
@@ -116,7 +92,7 @@ async fn persist(route: &Route, accepted: Accepted) -> Result<Response, PersistE
             "listing_requested": intake.listing_requested,
         }),
     };
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+    (StatusCode::ACCEPTED, Json(body)).into_response()
 }
 
 #[cfg(test)]

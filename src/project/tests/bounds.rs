@@ -22,8 +22,9 @@ fn unknown_keys(count: usize) -> String {
 
 fn unknown_key_line(n: usize) -> String {
     format!(
-        "project.yaml:{}:1: k{n}: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels)",
-        n + 3
+        "project.yaml:{}:1: k{n}: unknown field (expected one of {})",
+        n + 3,
+        super::fields::file_keys().join(", ")
     )
 }
 

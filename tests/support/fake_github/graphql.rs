@@ -45,7 +45,7 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
         return read(world, installation, query, request, budget);
     }
     if is_file_at_commit(query) {
-        return file_at_commit(world, installation, request);
+        return file_at_commit(world, installation, query, request);
     }
     if !query.contains("repositoryOwner") {
         return Answer::json(
@@ -78,12 +78,20 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
         .values()
         .filter(|r| r.installation == installation && r.owner.eq_ignore_ascii_case(owner))
         .collect();
+    let first = request
+        .pointer("/variables/first")
+        .and_then(Value::as_u64)
+        .map_or(PAGE_SIZE, |n| usize::try_from(n).unwrap_or(PAGE_SIZE));
+    let mut entries = 0;
     let nodes: Vec<Value> = repos
         .iter()
         .skip(offset)
-        .take(PAGE_SIZE)
-        .map(|r| node(world, r, path))
+        .take(first.min(PAGE_SIZE))
+        .map(|r| node(world, r, path, query, &mut entries))
         .collect();
+    if let Some(refused) = refusal(world, entries) {
+        return refused;
+    }
     let end = offset + nodes.len();
     let has_next = end < repos.len();
     Answer::json(
@@ -101,8 +109,14 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
     )
 }
 
-fn node(world: &World, repo: &Repo, path: &str) -> Value {
+fn node(world: &World, repo: &Repo, path: &str, query: &str, entries: &mut usize) -> Value {
     let branch = repo.head().map(|commit| {
+        if super::trees::asks_files(query) {
+            let (mut fields, count) = super::trees::commit_fields(world, commit, query);
+            *entries += count;
+            fields.insert("oid".into(), json!(commit.sha));
+            return json!({"name": repo.default_branch, "target": fields});
+        }
         let file = match commit.files.get(path) {
             Some(bytes) => {
                 let text = std::str::from_utf8(bytes)
@@ -167,7 +181,7 @@ pub fn is_file_at_commit(query: &str) -> bool {
 /// The file at a commit: `repository(owner:, name:) { object(oid:) { …
 /// on Commit { file(path:) { mode object { … on Blob } } } } }`. An
 /// unknown commit is `object: null`, as GitHub answers it.
-fn file_at_commit(world: &World, installation: i64, request: &Value) -> Answer {
+fn file_at_commit(world: &World, installation: i64, query: &str, request: &Value) -> Answer {
     let var = |name: &str| {
         request
             .pointer(&format!("/variables/{name}"))
@@ -188,6 +202,13 @@ fn file_at_commit(world: &World, installation: i64, request: &Value) -> Answer {
     let Some(commit) = repo.commits.get(&oid) else {
         return Answer::json(200, json!({"data": {"repository": {"object": null}}}));
     };
+    if super::trees::asks_files(query) {
+        let (fields, entries) = super::trees::commit_fields(world, commit, query);
+        if let Some(refused) = refusal(world, entries) {
+            return refused;
+        }
+        return Answer::json(200, json!({"data": {"repository": {"object": fields}}}));
+    }
     let file = match commit.files.get(&path) {
         Some(bytes) if world.symlinks.contains(&(oid.clone(), path.clone())) => {
             json!({"mode": 40960, "object": blob(bytes)})
@@ -210,7 +231,7 @@ fn file_at_commit(world: &World, installation: i64, request: &Value) -> Answer {
 
 /// A blob as GitHub describes it: no text for binary content (GitHub
 /// takes bytes that are not UTF-8, or that hold NUL, as binary).
-fn blob(bytes: &[u8]) -> Value {
+pub(super) fn blob(bytes: &[u8]) -> Value {
     let text = std::str::from_utf8(bytes)
         .ok()
         .filter(|t| !t.contains('\0'));
@@ -239,6 +260,7 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
         .unwrap_or("project.yaml");
     let visible = |repo: &&Repo| repo.installation == installation;
     let mut errors = Vec::new();
+    let mut entries = 0;
     let ids: Vec<&str> = variables
         .get("ids")
         .and_then(Value::as_array)
@@ -260,7 +282,7 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
                 .and_then(|n| world.repos.get(&n))
                 .filter(visible);
             match found {
-                Some(repo) => with_id(world, repo, path),
+                Some(repo) => with_id(world, repo, path, query, &mut entries),
                 None => {
                     errors.push(json!({
                         "type": "NOT_FOUND",
@@ -290,7 +312,7 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
         }
         data[alias.as_str()] = match super::rest::visible_by_name(world, installation, owner, name)
         {
-            Some(repo) => with_id(world, repo, path),
+            Some(repo) => with_id(world, repo, path, query, &mut entries),
             None => {
                 errors.push(json!({
                     "type": "NOT_FOUND",
@@ -302,6 +324,9 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
             }
         };
     }
+    if let Some(refused) = refusal(world, entries) {
+        return refused;
+    }
     let mut body = json!({ "data": data });
     if !errors.is_empty() {
         body["errors"] = Value::Array(errors);
@@ -309,8 +334,8 @@ fn read(world: &World, installation: i64, query: &str, request: &Value, budget: 
     Answer::json(200, body)
 }
 
-fn with_id(world: &World, repo: &Repo, path: &str) -> Value {
-    let mut value = node(world, repo, path);
+fn with_id(world: &World, repo: &Repo, path: &str, query: &str, entries: &mut usize) -> Value {
+    let mut value = node(world, repo, path, query, entries);
     value["id"] = json!(node_id(repo));
     value
 }
@@ -321,6 +346,20 @@ fn truncate(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
+}
+
+/// GitHub's answer to a query that took too long, when the world refuses
+/// answers with more than `refuse_entries_over` tree entries.
+fn refusal(world: &World, entries: usize) -> Option<Answer> {
+    let over = world.refuse_entries_over?;
+    (entries > over).then(|| {
+        Answer::json(
+            200,
+            json!({"data": null, "errors": [{
+                "message": "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug. Please include `C0DE:1234` when reporting this issue.",
+            }]}),
+        )
+    })
 }
 
 /// GitHub's answer to a rate-limited GraphQL query: 200 with an error.

@@ -17,6 +17,7 @@ pub mod hook_deliveries;
 pub mod jwt;
 pub mod manifest;
 pub mod rest;
+pub mod trees;
 pub mod world;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -64,6 +65,10 @@ pub mod routes {
     pub const CHECK_RUNS_FOR_REF: &str = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
     /// The GraphQL reads of an organisation's teams and members.
     pub const GRAPHQL_DIRECTORY: &str = "POST /graphql (directory)";
+    /// The Git trees API.
+    pub const GIT_TREE: &str = "GET /repos/{owner}/{repo}/git/trees/{sha}";
+    /// The GraphQL read of blobs by `object(expression:)`.
+    pub const GRAPHQL_BLOBS: &str = "POST /graphql (blobs)";
 }
 
 /// Whether `route` is one of the GraphQL routes.
@@ -72,6 +77,7 @@ fn is_graphql(route: &str) -> bool {
         || route == routes::GRAPHQL_READ
         || route == routes::GRAPHQL_FILE
         || route == routes::GRAPHQL_DIRECTORY
+        || route == routes::GRAPHQL_BLOBS
 }
 
 struct Shared {
@@ -406,6 +412,27 @@ impl FakeGithub {
         sha
     }
 
+    /// Pushes one commit that applies `change` to the head's files (paths
+    /// to bytes; a folder is the paths under it); the new head sha.
+    pub fn change_files(
+        &self,
+        repo: i64,
+        change: impl FnOnce(&mut std::collections::BTreeMap<String, Vec<u8>>),
+    ) -> String {
+        self.shared.world().commit(repo, change)
+    }
+
+    /// Makes the Git trees API truncate trees of more than `entries`.
+    pub fn set_tree_entry_cap(&self, entries: usize) {
+        self.shared.world().tree_entry_cap = entries;
+    }
+
+    /// Makes GraphQL answers with more than `entries` tree entries fail as
+    /// GitHub fails a query that takes too long (`None`: never).
+    pub fn refuse_entries_over(&self, entries: Option<usize>) {
+        self.shared.world().refuse_entries_over = entries;
+    }
+
     /// Pushes a commit that deletes `path`; the new head sha.
     pub fn delete_file(&self, repo: i64, path: &str) -> String {
         self.shared.world().commit(repo, |files| {
@@ -550,6 +577,7 @@ impl FakeGithub {
         self.count(routes::GRAPHQL)
             + self.count(routes::GRAPHQL_READ)
             + self.count(routes::GRAPHQL_FILE)
+            + self.count(routes::GRAPHQL_BLOBS)
     }
 
     // ---- pull requests and checks ----
@@ -687,6 +715,7 @@ fn classify(method: &Method, path: &str) -> Option<(&'static str, Vec<String>)> 
         ("GET", ["repos", _, _]) => routes::REPO,
         ("GET", ["repos", _, _, "commits", _, ..]) => routes::COMMIT,
         ("GET", ["repos", _, _, "contents", _, ..]) => routes::CONTENTS,
+        ("GET", ["repos", _, _, "git", "trees", _]) => routes::GIT_TREE,
         _ => return None,
     };
     Some((route, segments))
@@ -749,7 +778,13 @@ async fn answer_request(
     } else {
         page
     };
-    let route = if route == routes::GRAPHQL && is_directory {
+    let is_blobs = graphql_request
+        .as_ref()
+        .and_then(|r| r.get("query")?.as_str())
+        .is_some_and(trees::is_blobs);
+    let route = if route == routes::GRAPHQL && is_blobs {
+        routes::GRAPHQL_BLOBS
+    } else if route == routes::GRAPHQL && is_directory {
         routes::GRAPHQL_DIRECTORY
     } else if route == routes::GRAPHQL && is_read {
         routes::GRAPHQL_READ
@@ -980,6 +1015,13 @@ fn dispatch(
             (Some(request), Some(budget)) if route == routes::GRAPHQL_DIRECTORY => {
                 directory::answer(world, installation, request, budget)
             }
+            (Some(request), Some(_)) if route == routes::GRAPHQL_BLOBS => {
+                let query = request
+                    .get("query")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                trees::blobs(world, installation, query)
+            }
             (Some(request), Some(budget)) => graphql::answer(world, installation, request, budget),
             _ => Answer::message(400, "Problems parsing JSON"),
         };
@@ -1008,6 +1050,16 @@ fn dispatch(
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.contains("application/vnd.github.sha"));
             rest::commit(repo, &rest_of_path, sha_only)
+        }
+        r if r == routes::GIT_TREE => {
+            let recursive = url::form_urlencoded::parse(query.as_bytes())
+                .any(|(k, v)| k == "recursive" && v == "1");
+            trees::git_tree(
+                world,
+                repo,
+                segments.get(5).map_or("", String::as_str),
+                recursive,
+            )
         }
         r if r == routes::CONTENTS => {
             let reference = url::form_urlencoded::parse(query.as_bytes())

@@ -110,6 +110,12 @@ pub struct World {
     pub checks_forbidden: std::collections::BTreeSet<i64>,
     /// (commit sha, path) that are symbolic links.
     pub symlinks: std::collections::BTreeSet<(String, String)>,
+    /// GraphQL answers with more tree entries than this are refused as
+    /// GitHub refuses a query that takes too long.
+    pub refuse_entries_over: Option<usize>,
+    /// Entries the Git trees API returns before it says `truncated`
+    /// (GitHub's is 100,000).
+    pub tree_entry_cap: usize,
     /// Each installation's organisation: teams and members.
     pub directories: BTreeMap<i64, super::directory::OrgDirectory>,
     next_id: i64,
@@ -136,6 +142,8 @@ impl World {
             next_check_run: 7_000_000,
             checks_forbidden: Default::default(),
             symlinks: Default::default(),
+            refuse_entries_over: None,
+            tree_entry_cap: 100_000,
             next_id: 100_000,
             next_sha: 1,
         }

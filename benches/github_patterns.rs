@@ -1,0 +1,260 @@
+//! Several project files per repository on GitHub, against the real
+//! `roster serve` (release build under `cargo bench`) and the fake GitHub
+//! with 50 ms added to every request, on a fresh PostgreSQL database per
+//! round. Each round installs the App on an organisation of 10,000
+//! repositories (3,000 with project files) through the `installation`
+//! `created` webhook naming all of them, and waits until every repository
+//! has a final status; then 20 pushes, one at a time, each changing one
+//! project file of a different repository.
+//!
+//! - one file: `project.yaml` (the figures to compare with);
+//! - `services/*/project.yaml`, 1 to 5 service files per repository.
+//!   Targets: <= 210 GitHub requests (twice the one-file figure), <= 20 s;
+//! - `**/project.yaml`, the same files: requests per 100 repositories and
+//!   per push, and whether the first sync fits one hour of GitHub's
+//!   smallest budget (5,000 requests). The fake's budget is raised for
+//!   this round so that the walk is timed, not the wait for a reset.
+//!
+//! `cargo bench --bench github_patterns` runs the full size; without
+//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! the suite fast.
+
+use github_counts::{check_requests, github_requests, rest_reads, settle, verdict, wait_for_log};
+use roster_testkit::fake_github;
+use roster_testkit::github_app;
+use roster_testkit::github_counts;
+
+use std::time::{Duration, Instant};
+
+use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
+use github_app::{deliver, installation_created, push, server_env, Repo};
+use roster_testkit::server::Roster;
+use sqlx::PgPool;
+
+const LATENCY: Duration = Duration::from_millis(50);
+const ORG: &str = "acme";
+const INSTALLATION: i64 = 1;
+/// GitHub's smallest hourly budget of an installation.
+const HOURLY_BUDGET: u64 = 5_000;
+/// Pushes measured one at a time after each install.
+const PUSHES: usize = 20;
+
+struct Size {
+    repos: usize,
+    with_files: usize,
+}
+
+const FULL: Size = Size {
+    repos: 10_000,
+    with_files: 3_000,
+};
+
+const SMOKE: Size = Size {
+    repos: 300,
+    with_files: 90,
+};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    /// `project.yaml` at the root.
+    One,
+    /// `services/*/project.yaml`.
+    Services,
+    /// `**/project.yaml`, the same files as `Services`.
+    AnyDepth,
+}
+
+impl Layout {
+    fn patterns(self) -> Option<&'static str> {
+        match self {
+            Layout::One => None,
+            Layout::Services => Some("services/*/project.yaml"),
+            Layout::AnyDepth => Some("**/project.yaml"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        self.patterns().unwrap_or("project.yaml (one file)")
+    }
+}
+
+type Failed = Box<dyn std::error::Error>;
+
+fn main() -> Result<(), Failed> {
+    let full = std::env::args().any(|a| a == "--bench");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let size = if full { &FULL } else { &SMOKE };
+    println!(
+        "github_patterns{}: {} repositories ({} with project files), {} ms added to every GitHub request",
+        if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },
+        size.repos,
+        size.with_files,
+        LATENCY.as_millis()
+    );
+    runtime.block_on(async {
+        let one = round(size, Layout::One, None).await?;
+        round(size, Layout::Services, Some(one)).await?;
+        round(size, Layout::AnyDepth, Some(one)).await?;
+        Ok(())
+    })
+}
+
+fn yaml(name: &str, version: &str) -> Vec<u8> {
+    format!("name: {name}\nowner: team-{name}\ndescription: {version}\n").into_bytes()
+}
+
+/// One install and its pushes under `layout`; the install's GitHub
+/// requests.
+async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Failed> {
+    let fake = FakeGithub::start().await;
+    let (pool, url) = roster::db::testing::fresh_database().await?;
+    let dir = tempfile::tempdir()?;
+    let api = fake.api_url().to_string();
+    let graphql = fake.graphql_url().to_string();
+    let mut env = server_env(APP_ID, PRIVATE_KEY, &api, &graphql, &url);
+    if let Some(patterns) = layout.patterns() {
+        env.push(("ROSTER_PROJECT_FILES", patterns.to_owned()));
+    }
+    let roster = Roster::start(&env, dir.path()).await;
+    wait_for_log(&roster, "listing done", Duration::from_secs(30)).await?;
+
+    fake.add_installation(INSTALLATION, ORG);
+    if layout == Layout::AnyDepth {
+        fake.set_budget_limit(INSTALLATION, 1_000_000);
+    }
+    let step = size.repos / size.with_files;
+    let mut repos = Vec::with_capacity(size.repos);
+    let mut with_files = Vec::new();
+    let mut files_total = 0;
+    for n in 0..size.repos {
+        let name = format!("service-{n:05}");
+        let id = fake.add_repo(INSTALLATION, &name);
+        let has_files = n % step == 0 && with_files.len() < size.with_files;
+        let services = 1 + n % 5;
+        fake.change_files(id, |files| {
+            files.insert("README.md".into(), b"# a service".to_vec());
+            files.insert("src/main.rs".into(), b"fn main() {}".to_vec());
+            if !has_files {
+                return;
+            }
+            match layout {
+                Layout::One => {
+                    files.insert("project.yaml".into(), yaml(&name, "v0"));
+                }
+                Layout::Services | Layout::AnyDepth => {
+                    for k in 0..services {
+                        let path = format!("services/s{k}/project.yaml");
+                        files.insert(path, yaml(&format!("{name}-s{k}"), "v0"));
+                        files.insert(format!("services/s{k}/main.go"), b"package s".to_vec());
+                    }
+                }
+            }
+        });
+        if has_files {
+            files_total += if layout == Layout::One { 1 } else { services };
+            with_files.push((id, name.clone()));
+        }
+        repos.push(Repo::new(id, INSTALLATION, ORG, &name));
+    }
+    fake.set_latency(LATENCY);
+    fake.reset_counts();
+
+    let body = installation_created(INSTALLATION, ORG, &repos);
+    let started = Instant::now();
+    let answer = deliver(&roster.base, "installation", body).await;
+    if answer.status != 202 {
+        return Err(format!("the installation webhook was answered {}", answer.status).into());
+    }
+    settle(&pool, size.repos, Duration::from_secs(1_800)).await?;
+    let took = started.elapsed();
+    let used = github_requests(&fake);
+    let entries: i64 = sqlx::query_scalar("select count(*) from entries")
+        .fetch_one(&pool)
+        .await?;
+    println!("{}", layout.label());
+    println!(
+        "  install: {:.2} s, {used} GitHub requests, {:.2} per 100 repositories; {entries} entries of {files_total} files",
+        took.as_secs_f64(),
+        used as f64 * 100.0 / size.repos as f64
+    );
+    println!(
+        "    listing pages {}, batch reads {}, trees {}, blob queries {}, files at a commit {}, REST reads {}, installation lists {}, tokens {}",
+        fake.count(routes::GRAPHQL),
+        fake.count(routes::GRAPHQL_READ),
+        fake.count(routes::GIT_TREE),
+        fake.count(routes::GRAPHQL_BLOBS),
+        fake.count(routes::GRAPHQL_FILE),
+        rest_reads(&fake),
+        fake.count(routes::INSTALLATIONS),
+        fake.token_creations()
+    );
+    match (layout, one) {
+        (Layout::Services, Some(one)) => println!(
+            "    targets: <= {} requests (2 x one file) {}, <= 210 {}, <= 20 s {}",
+            2 * one,
+            verdict(used <= 2 * one),
+            verdict(used <= 210),
+            verdict(took <= Duration::from_secs(20))
+        ),
+        (Layout::AnyDepth, _) => println!(
+            "    first sync: {:.2} hours of a {HOURLY_BUDGET}-request budget {}",
+            used as f64 / HOURLY_BUDGET as f64,
+            verdict(used <= HOURLY_BUDGET)
+        ),
+        _ => {}
+    }
+
+    // Pushes, one at a time, each changing one project file.
+    let mut requests = 0;
+    let mut times = Vec::new();
+    for (id, name) in with_files.iter().take(PUSHES) {
+        let before = fake.head(*id).unwrap_or_default();
+        let (path, entry) = match layout {
+            Layout::One => ("project.yaml".to_owned(), name.clone()),
+            _ => ("services/s0/project.yaml".to_owned(), format!("{name}-s0")),
+        };
+        let after = fake.push_file(*id, &path, &yaml(&entry, "v1"));
+        let repo = Repo::new(*id, INSTALLATION, ORG, name);
+        fake.reset_counts();
+        let sent = Instant::now();
+        let answer = deliver(&roster.base, "push", push(&repo, &before, &after)).await;
+        if !answer.status.is_success() {
+            return Err(format!("a push was answered {}", answer.status).into());
+        }
+        applied(&pool, &after, Duration::from_secs(60)).await?;
+        times.push(sent.elapsed());
+        requests += github_requests(&fake) - check_requests(&fake);
+    }
+    times.sort();
+    let pushes = times.len().max(1);
+    println!(
+        "  {} pushes changing one file: {:.2} GitHub reads per push (check runs aside), p50 {} ms",
+        times.len(),
+        requests as f64 / pushes as f64,
+        times.get(times.len() / 2).map_or(0, Duration::as_millis)
+    );
+    drop(roster);
+    drop(pool);
+    Ok(used)
+}
+
+/// Waits until some repository's synced commit is `head`.
+async fn applied(pool: &PgPool, head: &str, limit: Duration) -> Result<(), Failed> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let done: bool =
+            sqlx::query_scalar("select exists (select 1 from repositories where synced_sha = $1)")
+                .bind(head)
+                .fetch_one(pool)
+                .await?;
+        if done {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("the push of {head} not applied after {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
