@@ -29,19 +29,18 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
-#[path = "support/free_pushes.rs"]
-mod free_pushes;
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::fake_github;
-use support::github_app;
+use roster_testkit::fake_github;
+use roster_testkit::free_pushes;
+use roster_testkit::github_app;
+use roster_testkit::github_counts;
 
 use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, installation_created, push, resync, server_env, Repo};
+use github_counts::{check_requests, github_requests, rest_reads, settle, verdict, wait_for_log};
+use roster_testkit::server::Roster;
 use sqlx::PgPool;
-use support::server::Roster;
 
 const LATENCY: Duration = Duration::from_millis(50);
 const FILE: &str = "project.yaml";
@@ -430,82 +429,6 @@ fn check_sent(joined: Option<Result<u16, tokio::task::JoinError>>) -> Result<(),
         Some(Ok(202)) | None => Ok(()),
         Some(Ok(status)) => Err(format!("a push was answered {status}").into()),
         Some(Err(e)) => Err(e.into()),
-    }
-}
-
-/// Requests to GitHub for the installation's sake: everything but the
-/// App's delivery log, which the redelivery loop reads on its own schedule.
-fn github_requests(fake: &FakeGithub) -> u64 {
-    fake.total() - fake.count(routes::HOOK_DELIVERIES) - fake.count(routes::HOOK_ATTEMPTS)
-}
-
-/// Requests that post or look up `Roster` check runs: writes, one per new
-/// commit, which no batching can share (GitHub's checks API takes one run
-/// per request).
-fn check_requests(fake: &FakeGithub) -> u64 {
-    [
-        routes::CHECK_RUN_CREATE,
-        routes::CHECK_RUN_UPDATE,
-        routes::CHECK_RUNS_FOR_REF,
-    ]
-    .iter()
-    .map(|r| fake.count(r))
-    .sum()
-}
-
-fn rest_reads(fake: &FakeGithub) -> u64 {
-    [
-        routes::REPO_BY_ID,
-        routes::REPO,
-        routes::COMMIT,
-        routes::CONTENTS,
-    ]
-    .iter()
-    .map(|r| fake.count(r))
-    .sum()
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "[met]"
-    } else {
-        "[MISSED]"
-    }
-}
-
-async fn wait_for_log(roster: &Roster, marker: &str, limit: Duration) -> Result<(), Failed> {
-    let deadline = Instant::now() + limit;
-    while !roster.logs().contains(marker) {
-        if Instant::now() > deadline {
-            return Err(format!("no {marker:?} in the log after {limit:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
-}
-
-/// Waits until `total` repositories are known, none pending and the queue
-/// empty; polls every 50 ms, counting only once the queue is empty.
-async fn settle(pool: &PgPool, total: usize, limit: Duration) -> Result<(), Failed> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let queued: bool = sqlx::query_scalar("select exists (select 1 from queue)")
-            .fetch_one(pool)
-            .await?;
-        if !queued {
-            let (pending, known): (i64, i64) = sqlx::query_as(
-                "select count(*) filter (where status = 'pending'), count(*) from repositories",
-            )
-            .fetch_one(pool)
-            .await?;
-            if pending == 0 && usize::try_from(known).unwrap_or(0) == total {
-                return Ok(());
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(format!("not settled after {limit:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

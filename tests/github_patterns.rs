@@ -6,23 +6,13 @@
 
 use crate::support;
 use support::fake_github;
-use support::github_app;
 
-use std::time::Duration;
+use fake_github::{routes, FakeGithub};
+use support::github_app::resync;
+use support::monorepo_server::{names, yaml, Env};
 
-use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
-use github_app::{resync, server_env};
-use serde_json::Value;
-use support::http::get;
-use support::server::{eventually, Roster};
-
-const LIMIT: Duration = Duration::from_secs(60);
 const PATTERNS: &str = "project.yaml,services/*/project.yaml";
 const ACME: i64 = 1;
-
-fn yaml(name: &str) -> Vec<u8> {
-    format!("name: {name}\nowner: team-{name}\n").into_bytes()
-}
 
 /// A repository `name` whose head holds `services/s{k}/project.yaml`
 /// declaring `{name}-s{k}` for each k below `services`, and other files
@@ -43,77 +33,8 @@ fn monorepo(fake: &FakeGithub, name: &str, services: usize) -> i64 {
     id
 }
 
-struct Env {
-    fake: FakeGithub,
-    roster: Roster,
-    _dir: tempfile::TempDir,
-}
-
 async fn start(fake: FakeGithub) -> Env {
-    start_with(fake, PATTERNS).await
-}
-
-async fn start_with(fake: FakeGithub, patterns: &str) -> Env {
-    let (_pool, url) = roster::db::testing::fresh_database()
-        .await
-        .expect("test database");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut env = server_env(
-        APP_ID,
-        PRIVATE_KEY,
-        fake.api_url().as_str(),
-        fake.graphql_url().as_str(),
-        &url,
-    );
-    env.push(("ROSTER_PROJECT_FILES", patterns.to_owned()));
-    let roster = Roster::start(&env, dir.path()).await;
-    Env {
-        fake,
-        roster,
-        _dir: dir,
-    }
-}
-
-impl Env {
-    async fn repo(&self, name: &str) -> Option<Value> {
-        let answer = get(&self.roster.url(&format!("/api/v1/repos/acme/{name}")))
-            .await
-            .ok()?;
-        answer.status.is_success().then(|| answer.json())
-    }
-
-    async fn repo_until(&self, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        eventually(&format!("{name}: {what}"), LIMIT, || async {
-            self.repo(name).await.filter(|r| check(r))
-        })
-        .await
-    }
-
-    async fn project(&self, name: &str) -> Value {
-        get(&self.roster.url(&format!("/api/v1/projects/{name}")))
-            .await
-            .expect("project")
-            .json()
-    }
-
-    /// Requests that read one repository over REST.
-    fn rest_reads(&self) -> u64 {
-        [routes::REPO_BY_ID, routes::COMMIT, routes::CONTENTS]
-            .iter()
-            .map(|r| self.fake.count(r))
-            .sum()
-    }
-}
-
-fn names(repo: &Value) -> Vec<String> {
-    repo["projects"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| p.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+    Env::start(fake, PATTERNS).await
 }
 
 #[tokio::test]
@@ -126,6 +47,8 @@ async fn a_listing_should_find_the_service_files_of_each_repository_in_its_pages
     let root = fake.add_repo_with_file(ACME, "root", "project.yaml", "name: root\nowner: x\n");
     fake.push_file(root, "services/api/project.yaml", &yaml("root-api"));
     fake.add_repo_with_file(ACME, "none", "docs/project.yaml", "name: nope\nowner: x\n");
+    // A file where the pattern has a folder: nothing matches under it.
+    fake.add_repo_with_file(ACME, "flat", "services", "name: flat\nowner: x\n");
     let env = start(fake).await;
 
     for services in 1..=5 {
@@ -140,8 +63,10 @@ async fn a_listing_should_find_the_service_files_of_each_repository_in_its_pages
         .repo_until("root", "synced", |r| r["status"] == "synced")
         .await;
     assert_eq!(names(&root), ["root", "root-api"], "{root}");
-    env.repo_until("none", "no file", |r| r["status"] == "no_file")
-        .await;
+    for name in ["none", "flat"] {
+        env.repo_until(name, "no file", |r| r["status"] == "no_file")
+            .await;
+    }
     assert_eq!(
         env.project("mono3-s2").await["path"],
         "services/s2/project.yaml"

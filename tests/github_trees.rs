@@ -8,77 +8,19 @@
 use crate::support;
 use support::fake_github;
 
-use std::time::Duration;
-
-use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
+use fake_github::{routes, FakeGithub};
 use serde_json::Value;
-use support::github_app::{resync, server_env};
+use support::github_app::resync;
 use support::http::get;
-use support::server::{eventually, Roster};
+use support::monorepo_server::{names, yaml, Env};
 
-const LIMIT: Duration = Duration::from_secs(60);
 const ACME: i64 = 1;
 
-fn yaml(name: &str) -> Vec<u8> {
-    format!("name: {name}\nowner: team-{name}\n").into_bytes()
-}
-
-struct Env {
-    fake: FakeGithub,
-    roster: Roster,
-    _dir: tempfile::TempDir,
-}
-
-async fn start(fake: FakeGithub, patterns: &str) -> Env {
-    let (_pool, url) = roster::db::testing::fresh_database()
+/// Resyncs and waits until `acme/{name}` shows commit `sha` applied.
+async fn resync_until(env: &Env, name: &str, sha: &str) -> Value {
+    assert!(resync(&env.roster.url("")).await.status.is_success());
+    env.repo_until(name, "the new head", |r| r["synced_sha"] == sha)
         .await
-        .expect("test database");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut env = server_env(
-        APP_ID,
-        PRIVATE_KEY,
-        fake.api_url().as_str(),
-        fake.graphql_url().as_str(),
-        &url,
-    );
-    env.push(("ROSTER_PROJECT_FILES", patterns.to_owned()));
-    let roster = Roster::start(&env, dir.path()).await;
-    Env {
-        fake,
-        roster,
-        _dir: dir,
-    }
-}
-
-impl Env {
-    async fn repo_until(&self, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        eventually(&format!("{name}: {what}"), LIMIT, || async {
-            let answer = get(&self.roster.url(&format!("/api/v1/repos/acme/{name}")))
-                .await
-                .ok()?;
-            let repo = answer.status.is_success().then(|| answer.json())?;
-            check(&repo).then_some(repo)
-        })
-        .await
-    }
-
-    /// Resyncs and waits until the listing's work is done (`sha` applied).
-    async fn resync_until(&self, name: &str, sha: &str) -> Value {
-        assert!(resync(&self.roster.url("")).await.status.is_success());
-        self.repo_until(name, "the new head", |r| r["synced_sha"] == sha)
-            .await
-    }
-}
-
-fn names(repo: &Value) -> Vec<String> {
-    repo["projects"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|p| p.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[tokio::test]
@@ -94,7 +36,7 @@ async fn any_depth_should_walk_a_tree_once_until_it_changes() {
     });
     let plain = fake.add_repo(ACME, "plain");
     fake.push_file(plain, "src/lib.rs", b"fn main() {}");
-    let env = start(fake, "**/project.yaml").await;
+    let env = Env::start(fake, "**/project.yaml").await;
 
     let synced = env
         .repo_until("deep", "synced", |r| r["status"] == "synced")
@@ -119,14 +61,14 @@ async fn any_depth_should_walk_a_tree_once_until_it_changes() {
     let head = env.fake.head(plain).expect("head");
     let plain_sha = env.fake.change_files(plain, |_| {});
     assert_ne!(plain_sha, head);
-    env.resync_until("plain", &plain_sha).await;
+    resync_until(&env, "plain", &plain_sha).await;
     assert_eq!(env.fake.count(routes::GIT_TREE), 2);
 
     // A change anywhere in the tree: that repository's tree again.
     let sha = env.fake.change_files(deep, |files| {
         files.insert("a/b/project.yaml".into(), yaml("deep-b"));
     });
-    let changed = env.resync_until("deep", &sha).await;
+    let changed = resync_until(&env, "deep", &sha).await;
     assert_eq!(
         names(&changed),
         ["deep-b", "deep-c", "deep-root", "deep-x"],
@@ -160,7 +102,7 @@ async fn a_truncated_tree_should_be_walked_by_folder_or_fail_clearly() {
         files.insert("svc/project.yaml".into(), yaml("crowded-svc"));
     });
     fake.set_tree_entry_cap(50);
-    let env = start(fake, "**/project.yaml").await;
+    let env = Env::start(fake, "**/project.yaml").await;
 
     let wide = env
         .repo_until("wide", "synced", |r| r["status"] == "synced")

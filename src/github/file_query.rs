@@ -159,20 +159,7 @@ impl FileQuery {
                 }
             }
         }
-        if found.len() > MAX_FILES_PER_REPO {
-            return FileState::Unreadable {
-                sha: Some(sha),
-                message: format!("file: {}", too_many_files()),
-            };
-        }
-        if found.is_empty() {
-            return FileState::Absent { sha: Some(sha) };
-        }
-        let files = found
-            .into_iter()
-            .map(|(path, content)| PathFile { path, content })
-            .collect();
-        FileState::Files { sha, files }
+        files_state(sha, found)
     }
 
     /// Walks `tree`'s entries `depth` levels down under the folder `dir`,
@@ -268,6 +255,25 @@ fn entry_of(value: &Value) -> Option<Entry> {
         return None;
     }
     Entry::deserialize(value).ok()
+}
+
+/// The files found at commit `sha`, by path: sorted, `Absent` when none,
+/// unreadable as a whole past the bound of files.
+pub(super) fn files_state(sha: String, found: BTreeMap<String, FileContent>) -> FileState {
+    if found.len() > MAX_FILES_PER_REPO {
+        return FileState::Unreadable {
+            sha: Some(sha),
+            message: format!("file: {}", too_many_files()),
+        };
+    }
+    if found.is_empty() {
+        return FileState::Absent { sha: Some(sha) };
+    }
+    let files = found
+        .into_iter()
+        .map(|(path, content)| PathFile { path, content })
+        .collect();
+    FileState::Files { sha, files }
 }
 
 /// What one matching entry holds; a problem line names its path.

@@ -18,12 +18,12 @@ use serde_json::Value;
 use super::blob_query::{blob_query, BlobAsk};
 use super::client::Client;
 use super::file_problems::SYMLINK_MESSAGE;
-use super::file_query::{file_content, BlobFields, FileQuery};
+use super::file_query::{file_content, files_state, BlobFields, FileQuery};
 use super::http::{join, CallError};
 use super::walked_trees::{self, Walk, WalkedEntry};
 use crate::controller::Failure;
 use crate::project::patterns::{too_many_files, MAX_FILES_PER_REPO};
-use crate::source::{FileContent, FileState, InstallationId, Observed, PathFile, RepoId};
+use crate::source::{FileContent, FileState, InstallationId, Observed, RepoId};
 
 /// Trees API requests one repository's walk may take when GitHub truncated
 /// its tree.
@@ -201,20 +201,7 @@ fn merged(
         let content = entry_content(entry, blobs.get(&entry.path));
         all.insert(entry.path.clone(), content);
     }
-    if all.len() > MAX_FILES_PER_REPO {
-        return FileState::Unreadable {
-            sha: Some(sha),
-            message: format!("file: {}", too_many_files()),
-        };
-    }
-    if all.is_empty() {
-        return FileState::Absent { sha: Some(sha) };
-    }
-    let files = all
-        .into_iter()
-        .map(|(path, content)| PathFile { path, content })
-        .collect();
-    FileState::Files { sha, files }
+    files_state(sha, all)
 }
 
 fn entry_content(entry: &WalkedEntry, blob: Option<&BlobFields>) -> FileContent {

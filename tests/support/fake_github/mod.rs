@@ -105,7 +105,6 @@ impl Shared {
 /// A running fake GitHub; stops when dropped.
 pub struct FakeGithub {
     shared: Arc<Shared>,
-    addr: std::net::SocketAddr,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -142,11 +141,7 @@ impl FakeGithub {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeGithub {
-            shared,
-            addr,
-            server,
-        }
+        FakeGithub { shared, server }
     }
 
     /// GitHub's web address for this fake (the manifest flow's pages).
