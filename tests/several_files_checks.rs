@@ -10,9 +10,7 @@ use crate::support::registry::installed_repo;
 
 use roster::controller::Handler;
 use roster::project::ProjectFiles;
-use roster::source::{
-    FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo,
-};
+use roster::source::{FileContent, FileState, Observed, PathFile, RepoId};
 
 const PATTERN: &str = "services/*/project.yaml";
 
