@@ -69,6 +69,7 @@ mod secrets_in_logs;
 mod sessions;
 mod setup;
 mod setup_browser;
+mod several_files_checks;
 mod shutdown;
 mod slow_clients;
 mod spec_citations;

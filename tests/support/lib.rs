@@ -20,6 +20,7 @@ pub mod pg_proxy;
 pub mod pgbench;
 pub mod pull_requests;
 pub mod receiver;
+pub mod registry;
 pub mod router;
 pub mod seed;
 pub mod server;
