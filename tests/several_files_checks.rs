@@ -6,12 +6,11 @@
 
 use crate::checks::{env, Env, ACME};
 use crate::support::fake_github::routes;
+use crate::support::registry::installed_repo;
 
 use roster::controller::Handler;
 use roster::project::ProjectFiles;
-use roster::source::{
-    FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo,
-};
+use roster::source::{FileContent, FileState, Observed, PathFile, RepoId};
 
 const PATTERN: &str = "services/*/project.yaml";
 
@@ -47,13 +46,7 @@ async fn reconcile_files(env: &Env, repo: i64, name: &str) -> &'static str {
         })
         .collect();
     let observed = Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".into(),
-            name: name.into(),
-            installation_id: Some(InstallationId(ACME)),
-            default_branch: "main".into(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", name, ACME),
         file: FileState::Files { sha, files },
     };
     env.handler
