@@ -24,10 +24,14 @@ WORKDIR /build
 # file is missing, even for a plain build, so the awk program writes a
 # placeholder for each one too; those stay for the real build below, since
 # benches/ and tests/ are not part of the build context (.dockerignore).
+# The test kit's manifest is (a workspace member, which cargo reads even
+# when it builds only the binary), with an empty library in place of its
+# sources.
 COPY Cargo.toml Cargo.lock ./
+COPY tests/support/Cargo.toml ./tests/support/
 RUN mkdir src \
     && echo 'fn main() {}' > src/main.rs \
-    && touch src/lib.rs \
+    && touch src/lib.rs tests/support/lib.rs \
     && awk '/^\[\[(bench|test|example)\]\]/ { flush(); kind = $0; gsub(/[][]/, "", kind); name = ""; path = ""; next } \
             /^\[/ { flush(); next } \
             kind != "" && /^[ \t]*(name|path)[ \t]*=/ { match($0, /"[^"]*"/); value = substr($0, RSTART + 1, RLENGTH - 2); if ($0 ~ /^[ \t]*name/) name = value; else path = value } \

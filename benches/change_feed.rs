@@ -10,10 +10,8 @@
 //!
 //! Run with `cargo bench --bench change_feed`.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::http;
-use support::receiver;
+use roster_testkit::http;
+use roster_testkit::receiver;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

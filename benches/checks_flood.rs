@@ -19,9 +19,7 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::{fake_github, pull_requests};
+use roster_testkit::{fake_github, pull_requests};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -145,7 +143,7 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
             .header("x-github-delivery", format!("flood-{k}"))
             .header("x-hub-signature-256", webhook::sign(SECRET, &body))
             .body(Body::from(body))?;
-        let answer = support::router::send(&hooks, request).await;
+        let answer = roster_testkit::router::send(&hooks, request).await;
         if answer.status != 202 {
             return Err(format!("a delivery was answered {}", answer.status).into());
         }

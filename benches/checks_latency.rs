@@ -20,15 +20,13 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::{fake_github, github_app, pull_requests};
+use roster_testkit::{fake_github, github_app, pull_requests};
 
 use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, server_env};
-use support::server::Roster;
+use roster_testkit::server::Roster;
 
 const LATENCY: Duration = Duration::from_millis(50);
 const FILE: &str = "project.yaml";

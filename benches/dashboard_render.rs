@@ -6,9 +6,6 @@
 //! Run with `cargo bench --bench dashboard_render`; needs the server of
 //! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,8 +19,8 @@ use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::metrics::Metrics;
 use roster::web::{router, AppState};
+use roster_testkit::seed::Seed;
 use sqlx::PgPool;
-use support::seed::Seed;
 use tower::ServiceExt;
 
 const REPOS: i64 = 10_000;

@@ -2,13 +2,10 @@
 //! showing the change (median of 20), on the real binary and a fresh
 //! database. Run: `cargo bench --bench dir_edit_latency`.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::time::{Duration, Instant};
 
-use support::http::get;
-use support::server::{eventually, Roster};
+use roster_testkit::http::get;
+use roster_testkit::server::{eventually, Roster};
 
 #[tokio::main]
 async fn main() {

@@ -19,10 +19,8 @@
 //! `cargo bench --bench github_e2e` runs the full size; without `--bench`
 //! (as `cargo test --benches` runs it) a small smoke run keeps the suite fast.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::fake_github;
-use support::github_app;
+use roster_testkit::fake_github;
+use roster_testkit::github_app;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, push, server_env, Repo};
+use roster_testkit::server::Roster;
 use sqlx::PgPool;
-use support::server::Roster;
 
 const LATENCY: Duration = Duration::from_millis(50);
 const FILE: &str = "project.yaml";
@@ -392,7 +390,7 @@ async fn fake_round_trip(api: &str) -> Duration {
     let mut times = Vec::new();
     for _ in 0..5 {
         let at = Instant::now();
-        let _ = support::http::get(&url).await;
+        let _ = roster_testkit::http::get(&url).await;
         times.push(at.elapsed());
     }
     times.sort();

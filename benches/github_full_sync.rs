@@ -9,9 +9,7 @@
 //! Targets: at most 120 requests and 15 s. Run with
 //! `cargo bench --bench github_full_sync` (needs PostgreSQL, as the tests).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::fake_github;
+use roster_testkit::fake_github;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

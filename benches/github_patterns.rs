@@ -19,20 +19,17 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
-#[path = "support/github_counts.rs"]
-mod github_counts;
-#[path = "../tests/support/mod.rs"]
-mod support;
 use github_counts::{check_requests, github_requests, rest_reads, settle, verdict, wait_for_log};
-use support::fake_github;
-use support::github_app;
+use roster_testkit::fake_github;
+use roster_testkit::github_app;
+use roster_testkit::github_counts;
 
 use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, installation_created, push, resync, server_env, Repo};
+use roster_testkit::server::Roster;
 use sqlx::PgPool;
-use support::server::Roster;
 
 const LATENCY: Duration = Duration::from_millis(50);
 const ORG: &str = "acme";

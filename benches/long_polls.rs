@@ -12,9 +12,7 @@
 //! process and the machine, so figures are noisy: compare runs made one
 //! after the other.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-use support::http;
+use roster_testkit::http;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -21,9 +21,7 @@ use roster::db::testing::fresh_database;
 use roster::source::RepoId;
 use tokio::task::JoinSet;
 
-mod support {
-    pub mod pgbench;
-}
+use roster_testkit::pgbench;
 
 const IDS: u32 = 10_000;
 const WORKERS: u32 = 8;
@@ -70,10 +68,10 @@ async fn main() -> anyhow::Result<()> {
     let batched_drain = drain(&queue, CLAIM_BATCH).await?;
     println!("  claim + done, {CLAIM_BATCH} ids at a time: {batched_drain:>10.0} ids/s");
 
-    let tps = support::pgbench::upserts_per_second(&pool, &url, WORKERS).await?;
+    let tps = pgbench::upserts_per_second(&pool, &url, WORKERS).await?;
     println!(
         "pgbench: one upsert per transaction, {WORKERS} clients, {} s",
-        support::pgbench::SECONDS
+        pgbench::SECONDS
     );
     println!("  pgbench:                         {tps:>10.0} tps");
     println!("ratio of queue ops/s to pgbench tps:");

@@ -4,10 +4,6 @@
 //! transaction on the same server in the same run.
 //! Run: `cargo bench --bench webhook_intake` (needs PostgreSQL, as the tests).
 
-mod support {
-    pub mod pgbench;
-}
-
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,7 +98,7 @@ async fn main() -> anyhow::Result<()> {
         println!("(smoke run; `cargo bench` also runs pgbench for comparison)");
         return Ok(());
     }
-    let tps = support::pgbench::upserts_per_second(&pool, &url, SENDERS).await?;
+    let tps = roster_testkit::pgbench::upserts_per_second(&pool, &url, SENDERS).await?;
     println!("  pgbench, one upsert per txn:     {tps:>10.0} tps");
     println!("  ratio intake / pgbench:          {:>10.2}", rate / tps);
     Ok(())

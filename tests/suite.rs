@@ -2,7 +2,8 @@
 //! file, which is most of a test build's time on two cores. Each file is a
 //! module named after it; `cargo test --test suite NAME::` runs one file.
 
-mod support;
+/// The test kit (`tests/support`, the `roster-testkit` crate), as `crate::support`.
+use roster_testkit as support;
 
 mod app_docs;
 mod auth_throttle;
@@ -68,6 +69,7 @@ mod secrets_in_logs;
 mod sessions;
 mod setup;
 mod setup_browser;
+mod several_files_checks;
 mod shutdown;
 mod slow_clients;
 mod spec_citations;

@@ -6,6 +6,7 @@ they do on a real GitHub: installation tokens are granted, the batch read
 repository with a head commit and no project file, a repository asked for
 by id answers 200, check runs are accepted. Every answer carries GitHub's
 rate-limit headers with a full budget, so no read waits for a window.
+A repository asked for by its commits answers the head as a bare sha.
 Repositories are those of push_bodies.py: `repo-NNNN` is id 200000000 +
 NNNN, any other name is the fixture's id (186853002).
 
@@ -62,10 +63,10 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def answer(self, status, value):
-        body = json.dumps(value).encode()
+    def answer(self, status, value, content_type="application/json; charset=utf-8"):
+        body = value if isinstance(value, bytes) else json.dumps(value).encode()
         self.send_response(status)
-        self.send_header("content-type", "application/json; charset=utf-8")
+        self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(body)))
         self.send_header("x-ratelimit-limit", "5000")
         self.send_header("x-ratelimit-remaining", "4999")
@@ -88,6 +89,10 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, {"id": repo_id, "name": name, "full_name": f"Codertocat/{name}",
                               "owner": {"login": "Codertocat"}, "default_branch": "main",
                               "archived": False, "private": False})
+        elif re.fullmatch(r"/repos/[^/]+/[^/]+/commits/.+", path):
+            # A read by id (the payloads' node ids are the fixture's) asks
+            # for the head as `application/vnd.github.sha`: the bare sha.
+            self.answer(200, HEAD.encode(), "application/vnd.github.sha")
         else:
             self.answer(404, {"message": "Not Found"})
 
@@ -95,7 +100,12 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.body()
         path = self.path.split("?")[0]
         if re.fullmatch(r"/app/installations/\d+/access_tokens", path):
-            self.answer(201, {"token": "ghs_bench", "expires_at": "2099-01-01T00:00:00Z"})
+            # As GitHub answers (the client refuses a token without its
+            # permissions, and would then mint one, signing a JWT, per read).
+            self.answer(201, {"token": "ghs_bench", "expires_at": "2099-01-01T00:00:00Z",
+                              "permissions": {"metadata": "read", "contents": "read",
+                                              "checks": "write"},
+                              "repository_selection": "all"})
         elif path == "/graphql":
             request = json.loads(raw or b"{}")
             if "nodes(ids:" in request.get("query", ""):

@@ -91,7 +91,8 @@ pub async fn github(
     shutdown.spawn("directory", source.directory().run(shutdown.wait()));
     // Check runs on GitHub (docs/checks.md).
     let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks)
-        .with_owners(settings.owners);
+        .with_owners(settings.owners)
+        .with_files(settings.project_files.clone());
     shutdown.spawn("checks", checks.run(shutdown.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping
     // it half-way is safe: each redelivery is recorded once asked, and an

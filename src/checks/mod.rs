@@ -19,6 +19,7 @@
 pub mod budget;
 pub mod mode;
 pub mod post;
+mod several;
 pub mod worker;
 
 pub use budget::ChecksBudget;

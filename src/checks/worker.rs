@@ -22,7 +22,8 @@ use crate::directory::OwnersMode;
 use crate::github::checks_api::ChecksApi;
 use crate::github::http::CallError;
 use crate::github::rate_limit::Resource;
-use crate::project::verdict::{evaluate, Parsed};
+use crate::project::verdict::{evaluate, Parsed, Verdict};
+use crate::project::ProjectFiles;
 use crate::registry::check_requests::{self, ClaimedRequest};
 use crate::registry::check_runs::{self, CheckIntent};
 use crate::registry::owner_check::OwnerCheck;
@@ -54,6 +55,9 @@ pub struct ChecksWorker {
     pub budget: ChecksBudget,
     /// How the file's owners are checked (`ROSTER_OWNERS`).
     pub owners: OwnersMode,
+    /// The project files (`ROSTER_PROJECT_FILES`): with patterns, a pull
+    /// request's changed files are listed and each touched one previewed.
+    pub files: ProjectFiles,
 }
 
 impl ChecksWorker {
@@ -65,7 +69,14 @@ impl ChecksWorker {
             backoff: Backoff::default(),
             budget: ChecksBudget::default(),
             owners: OwnersMode::default(),
+            files: ProjectFiles::default(),
         }
+    }
+
+    /// Previews the files `files` matches (several with patterns).
+    pub fn with_files(mut self, files: ProjectFiles) -> Self {
+        self.files = files;
+        self
     }
 
     /// Checks the file's owners under `owners` (`ROSTER_OWNERS`).
@@ -192,6 +203,20 @@ impl ChecksWorker {
         if let Some(until) = self.held(request.installation_id, Resource::Graphql).await {
             return Err(Failure::Held(until));
         }
+        let verdict = match self.files.single_path() {
+            Some(_) => self.evaluate_one(request).await?,
+            None => {
+                if let Some(until) = self.held(request.installation_id, Resource::Core).await {
+                    return Err(Failure::Held(until));
+                }
+                super::several::evaluate(self, request).await?
+            }
+        };
+        self.store(request, verdict).await
+    }
+
+    /// The verdict on the one project file at the request's head.
+    async fn evaluate_one(&self, request: &ClaimedRequest) -> Result<Verdict, Failure> {
         let head = self
             .api
             .file_at(
@@ -225,6 +250,14 @@ impl ChecksWorker {
             .await
             .map_err(Failure::db)?;
         reader.finish().await.map_err(Failure::db)?;
+        Ok(verdict)
+    }
+}
+
+impl ChecksWorker {
+    /// Stores the intent of `verdict` while ending the request, then posts
+    /// it.
+    async fn store(&self, request: &ClaimedRequest, verdict: Verdict) -> Result<(), Failure> {
         let intent = CheckIntent {
             repo_id: request.repo_id,
             sha: request.head_sha.clone(),
@@ -255,7 +288,11 @@ impl ChecksWorker {
 impl ChecksWorker {
     /// When checks may spend `resource` of `installation` again, if they
     /// must leave it to the sync now (see [`ChecksBudget::held_until`]).
-    async fn held(&self, installation: InstallationId, resource: Resource) -> Option<SystemTime> {
+    pub(super) async fn held(
+        &self,
+        installation: InstallationId,
+        resource: Resource,
+    ) -> Option<SystemTime> {
         if !self.budget.reserve {
             return None;
         }
@@ -276,7 +313,7 @@ fn until_then(at: SystemTime) -> Duration {
 }
 
 /// Why an evaluation failed.
-enum Failure {
+pub(super) enum Failure {
     /// The budget left is the sync's until then: tried again after it,
     /// without counting as an attempt.
     Held(SystemTime),
@@ -285,7 +322,7 @@ enum Failure {
 }
 
 impl Failure {
-    fn db(error: crate::registry::RegistryError) -> Self {
+    pub(super) fn db(error: crate::registry::RegistryError) -> Self {
         Failure::Other(error.to_string())
     }
 }

@@ -19,6 +19,10 @@ use super::MAX_FILE_BYTES;
 use crate::project::verdict::HeadFile;
 use crate::source::InstallationId;
 
+mod pull_files;
+
+pub use pull_files::{ChangedPaths, MAX_PAGES, PER_PAGE};
+
 /// The check run's name on GitHub.
 pub const CHECK_NAME: &str = "Roster";
 
@@ -108,6 +112,21 @@ impl ChecksApi {
         name: &str,
         sha: &str,
     ) -> Result<HeadFile, CallError> {
+        let path = self.client.project_file.clone();
+        self.file_at_path(installation, owner, name, sha, &path)
+            .await
+    }
+
+    /// The file at `path` of commit `sha` of `owner/name`: one of several
+    /// project files.
+    pub async fn file_at_path(
+        &self,
+        installation: InstallationId,
+        owner: &str,
+        name: &str,
+        sha: &str,
+        path: &str,
+    ) -> Result<HeadFile, CallError> {
         #[derive(Deserialize)]
         struct Data {
             repository: Option<Repository>,
@@ -134,7 +153,7 @@ impl ChecksApi {
             text: Option<String>,
         }
         let variables = json!({
-            "owner": owner, "name": name, "oid": sha, "path": self.client.project_file,
+            "owner": owner, "name": name, "oid": sha, "path": path,
         });
         let (data, errors): (Data, _) = self
             .client

@@ -20,6 +20,7 @@
 //! cut (`…`), so that no problem line is longer than about 700 characters.
 
 pub mod fields;
+pub mod files_verdict;
 pub mod invisible;
 mod issues;
 mod model;

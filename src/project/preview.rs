@@ -11,6 +11,8 @@ use super::Project;
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RegisteredEntry {
     pub name: String,
+    /// The project file it came from.
+    pub path: String,
     #[sqlx(flatten)]
     pub fields: super::fields::Fields,
 }
@@ -201,6 +203,7 @@ mod tests {
     fn registered(name: &str, owner: &str) -> RegisteredEntry {
         RegisteredEntry {
             name: name.into(),
+            path: "project.yaml".into(),
             fields: crate::project::Fields {
                 owner: owner.into(),
                 description: None,

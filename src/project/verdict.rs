@@ -205,7 +205,7 @@ fn decide(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -
 
 /// How many problems the file has: the listed ones, and those the
 /// "… and N more problems" line counts.
-fn problem_count(problems: &[Problem]) -> usize {
+pub(crate) fn problem_count(problems: &[Problem]) -> usize {
     let more = problems.iter().find_map(|p| {
         p.message
             .strip_prefix(MORE_PREFIX)?
@@ -222,7 +222,7 @@ fn problem_count(problems: &[Problem]) -> usize {
 
 /// GitHub's annotation for one problem; a problem of the whole file sits
 /// on its first line.
-fn annotation(problem: &Problem) -> Value {
+pub(crate) fn annotation(problem: &Problem) -> Value {
     let line = problem.line.unwrap_or(1);
     let mut value = json!({
         "path": problem.file,

@@ -14,26 +14,29 @@ use super::owner_check::{add_owner_notes, OwnerCheck};
 use super::read_only::snapshot;
 use super::RegistryError;
 use crate::directory::OwnersMode;
-use crate::project::verdict::{evaluate, HeadFile, Parsed, Verdict};
+use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict};
 use crate::source::{FileState, InstallationId, Observed, RepoId};
 
 /// What a reconcile previewed before applying, to be posted once its
 /// outcome is known.
 #[derive(Debug)]
 pub struct Pending {
-    repo_id: RepoId,
-    sha: String,
-    installation_id: InstallationId,
-    owner: String,
-    name: String,
-    verdict: Verdict,
+    pub(super) repo_id: RepoId,
+    pub(super) sha: String,
+    pub(super) installation_id: InstallationId,
+    pub(super) owner: String,
+    pub(super) name: String,
+    pub(super) verdict: Verdict,
     /// The repository's first reconcile: only a failure is posted (see
     /// [`record`]).
-    first: bool,
+    pub(super) first: bool,
     /// Whether the file differs from the one the last reconcile read.
-    file_changed: bool,
+    pub(super) file_changed: bool,
     /// The status before the reconcile: a change of it posts too.
-    old_status: String,
+    pub(super) old_status: String,
+    /// Several project files: the reconcile's error (each failing file)
+    /// goes into a failure the changed files alone do not explain.
+    pub(super) several: bool,
 }
 
 /// The state a reconcile starts from, as far as the check run cares.
@@ -69,6 +72,15 @@ pub async fn preview(
     let Some(installation_id) = repo.installation_id else {
         return Ok(None);
     };
+    if let FileState::Files { sha, files } = file {
+        let at = super::default_branch_files::At {
+            id,
+            installation: installation_id,
+            repo,
+            sha,
+        };
+        return super::default_branch_files::preview(conn, at, files, before, owners).await;
+    }
     let (sha, head) = match file {
         FileState::Found { sha, bytes } => (sha, HeadFile::Found(bytes.clone())),
         FileState::Unreadable {
@@ -113,6 +125,7 @@ pub async fn preview(
         first,
         file_changed,
         old_status: old_status.to_owned(),
+        several: false,
     }))
 }
 
@@ -135,6 +148,16 @@ pub async fn record(
     match status {
         "synced" if pending.first && verdict.conclusion != "failure" => return Ok(()),
         "synced" => {}
+        "invalid" | "conflict" if pending.several && verdict.conclusion != "failure" => {
+            // Files the commit left as they are break a rule or lost a name.
+            verdict.conclusion = "failure";
+            verdict.title = status.into();
+            verdict.summary = clip_summary(format!(
+                "{}\nThe repository's files, as the registry applied them:\n\n```\n{}\n```\n",
+                verdict.summary,
+                error.unwrap_or(status)
+            ));
+        }
         "invalid" => verdict.conclusion = "failure",
         "conflict" if verdict.conclusion != "failure" => {
             // A name taken between the preview and the apply.

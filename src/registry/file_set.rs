@@ -46,6 +46,7 @@ pub(super) async fn decide(
     owners: (OwnersMode, Option<InstallationId>),
 ) -> Result<Decision, RegistryError> {
     let blob = Some(set_blob(files));
+    super::file_blobs::write(conn, id, &super::file_blobs::of(files)).await?;
     let old_paths = entries::paths(conn, id).await?;
     let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
     let texts: Vec<&str> = parsed
@@ -222,14 +223,10 @@ fn decision(
 /// One id for the whole set of files, as Git's blob id is for one: it
 /// changes when any file's path or bytes do, so a default-branch check is
 /// compared against what was read last.
-fn set_blob(files: &[PathFile]) -> String {
+pub(super) fn set_blob(files: &[PathFile]) -> String {
     let mut listing = String::new();
-    for file in files {
-        let id = match &file.content {
-            FileContent::Bytes(bytes) => blob_id(bytes),
-            FileContent::Unreadable(message) => blob_id(message.as_bytes()),
-        };
-        listing.push_str(&format!("{id} {}\n", file.path));
+    for (path, id) in super::file_blobs::of(files) {
+        listing.push_str(&format!("{id} {path}\n"));
     }
     blob_id(listing.as_bytes())
 }

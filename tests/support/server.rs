@@ -1,7 +1,7 @@
 //! Runs the real `roster` binary for end-to-end tests.
 
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,23 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
+/// The `roster` binary to run. ROSTER_BENCH_BINARY runs another build (an
+/// earlier commit's, to compare figures in one sitting); the tests never set
+/// it. Otherwise it is the one Cargo built next to the running test or
+/// benchmark (`target/<profile>/roster`, the test in `target/<profile>/deps/`):
+/// only the test's own crate is told that path at compile time.
+pub fn binary() -> PathBuf {
+    if let Some(binary) = std::env::var_os("ROSTER_BENCH_BINARY") {
+        return binary.into();
+    }
+    let test = std::env::current_exe().expect("the running test's path");
+    let profile = test
+        .parent()
+        .and_then(Path::parent)
+        .expect("the test runs from target/<profile>/deps");
+    profile.join(format!("roster{}", std::env::consts::EXE_SUFFIX))
+}
+
 impl Roster {
     /// Starts `roster serve` with `env` (plus a listen address) and waits
     /// until `/healthz` answers.
@@ -31,11 +48,7 @@ impl Roster {
     pub async fn start_on(port: u16, env: &[(&str, String)], log_dir: &Path) -> Roster {
         let log = log_dir.join(format!("roster-{port}.log"));
         let log_file = std::fs::File::create(&log).expect("log file");
-        // ROSTER_BENCH_BINARY runs another build (an earlier commit's, to
-        // compare figures in one sitting); the tests never set it.
-        let binary = std::env::var_os("ROSTER_BENCH_BINARY")
-            .unwrap_or_else(|| env!("CARGO_BIN_EXE_roster").into());
-        let mut cmd = Command::new(binary);
+        let mut cmd = Command::new(binary());
         cmd.arg("serve")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

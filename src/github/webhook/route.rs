@@ -10,7 +10,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 use super::admission::Admission;
 use super::answer;
@@ -83,16 +82,28 @@ pub async fn receive(
     route.state.metrics.webhook(&event, outcome);
     tracing::info!(delivery = %delivery_id, event, action = ?action,
         repo = ?repo, outcome, enqueued = intake.enqueued, "webhook");
-    let body = match &intake.ignored {
-        Some(reason) => json!({ "status": outcome, "event": event, "reason": reason }),
-        None => json!({
-            "status": outcome,
-            "event": event,
-            "enqueued": intake.enqueued,
-            "listing_requested": intake.listing_requested,
-        }),
+    let body = Answer {
+        status: outcome,
+        event: &event,
+        reason: intake.ignored.as_deref(),
+        enqueued: intake.ignored.is_none().then_some(intake.enqueued),
+        listing_requested: intake.ignored.is_none().then_some(intake.listing_requested),
     };
     (StatusCode::ACCEPTED, Json(body)).into_response()
+}
+
+/// The 202's body: the outcome, and the reason it was ignored or what was
+/// asked for (written straight from these fields: no JSON tree per answer).
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    status: &'static str,
+    event: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enqueued: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listing_requested: Option<bool>,
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ fn check(text: &str, mode: OwnersMode, registered: &[RegisteredEntry]) -> Verdic
 
 fn entry(name: &str, owner: &str) -> RegisteredEntry {
     RegisteredEntry {
+        path: "project.yaml".into(),
         name: name.to_owned(),
         fields: crate::project::Fields {
             owner: owner.to_owned(),

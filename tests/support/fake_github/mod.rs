@@ -16,6 +16,7 @@ pub mod graphql;
 pub mod hook_deliveries;
 pub mod jwt;
 pub mod manifest;
+pub mod pulls;
 pub mod rest;
 pub mod trees;
 pub mod world;
@@ -60,6 +61,8 @@ pub mod routes {
     pub const HOOK_ATTEMPTS: &str = "POST /app/hook/deliveries/{id}/attempts";
     /// The GraphQL read of the project file at one commit.
     pub const GRAPHQL_FILE: &str = "POST /graphql (file at commit)";
+    /// A pull request's changed files, a page of them.
+    pub const PULL_FILES: &str = "GET /repos/{owner}/{repo}/pulls/{number}/files";
     pub const CHECK_RUN_CREATE: &str = "POST /repos/{owner}/{repo}/check-runs";
     pub const CHECK_RUN_UPDATE: &str = "PATCH /repos/{owner}/{repo}/check-runs/{id}";
     pub const CHECK_RUNS_FOR_REF: &str = "GET /repos/{owner}/{repo}/commits/{ref}/check-runs";
@@ -105,7 +108,6 @@ impl Shared {
 /// A running fake GitHub; stops when dropped.
 pub struct FakeGithub {
     shared: Arc<Shared>,
-    addr: std::net::SocketAddr,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -142,11 +144,7 @@ impl FakeGithub {
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        FakeGithub {
-            shared,
-            addr,
-            server,
-        }
+        FakeGithub { shared, server }
     }
 
     /// GitHub's web address for this fake (the manifest flow's pages).
@@ -596,6 +594,54 @@ impl FakeGithub {
         })
     }
 
+    /// A pull request's head: the default branch's files with each
+    /// `(path, Some(bytes))` set and each `(path, None)` deleted, on a
+    /// commit of no branch whose parent is the default branch's head; its
+    /// sha.
+    pub fn pr_commit_files(&self, repo: i64, changes: &[(&str, Option<&[u8]>)]) -> String {
+        let changes: Vec<(String, Option<Vec<u8>>)> = changes
+            .iter()
+            .map(|(p, b)| ((*p).to_owned(), b.map(<[u8]>::to_vec)))
+            .collect();
+        let mut world = self.shared.world();
+        let parent = world
+            .repos
+            .get(&repo)
+            .and_then(|r| r.head().map(|c| c.sha.clone()));
+        let sha = world.side_commit(repo, move |files| {
+            for (path, bytes) in changes {
+                match bytes {
+                    Some(bytes) => files.insert(path, bytes),
+                    None => files.remove(&path),
+                };
+            }
+        });
+        if let Some(parent) = parent {
+            world.parents.insert(sha.clone(), parent);
+        }
+        sha
+    }
+
+    /// Opens (or moves) pull request `number` of `repo` at head `sha`: its
+    /// files list what `sha` changes from its parent.
+    pub fn open_pull(&self, repo: i64, number: i64, sha: &str) {
+        self.shared
+            .world()
+            .pulls
+            .insert((repo, number), sha.to_owned());
+    }
+
+    /// The files of commit `sha` of `repo`, by path.
+    pub fn files_at(&self, repo: i64, sha: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+        self.shared
+            .world()
+            .repos
+            .get(&repo)
+            .and_then(|r| r.commits.get(sha))
+            .map(|c| c.files.clone())
+            .unwrap_or_default()
+    }
+
     /// A pull request's head that deletes `path`; its sha.
     pub fn pr_commit_deleting(&self, repo: i64, path: &str) -> String {
         self.shared.world().side_commit(repo, |files| {
@@ -714,6 +760,8 @@ fn classify(method: &Method, path: &str) -> Option<(&'static str, Vec<String>)> 
         ("GET", ["app", "hook", "deliveries"]) => routes::HOOK_DELIVERIES,
         ("POST", ["app", "hook", "deliveries", _, "attempts"]) => routes::HOOK_ATTEMPTS,
         ("GET", ["repositories", _]) => routes::REPO_BY_ID,
+        ("GET", ["repositories", _, "pulls", _, "files"]) => routes::PULL_FILES,
+        ("GET", ["repos", _, _, "pulls", _, "files"]) => routes::PULL_FILES,
         ("POST", ["repos", _, _, "check-runs"]) => routes::CHECK_RUN_CREATE,
         ("PATCH", ["repos", _, _, "check-runs", _]) => routes::CHECK_RUN_UPDATE,
         ("GET", ["repos", _, _, "commits", _, "check-runs"]) => routes::CHECK_RUNS_FOR_REF,
@@ -1036,6 +1084,24 @@ fn dispatch(
         return match id.and_then(|id| rest::visible_by_id(world, installation, id)) {
             Some(repo) => Answer::json(200, rest::repo_json(base, repo)),
             None => Answer::not_found(),
+        };
+    }
+    if route == routes::PULL_FILES {
+        let repo = match segments.first().map(String::as_str) {
+            Some("repositories") => segments
+                .get(1)
+                .and_then(|s| s.parse::<i64>().ok())
+                .and_then(|id| rest::visible_by_id(world, installation, id)),
+            _ => rest::visible_by_name(
+                world,
+                installation,
+                segments.get(1).map(String::as_str).unwrap_or(""),
+                segments.get(2).map(String::as_str).unwrap_or(""),
+            ),
+        };
+        return match (repo, pulls::number(segments)) {
+            (Some(repo), Some(number)) => pulls::answer(world, base, repo, number, query),
+            _ => Answer::not_found(),
         };
     }
     let (owner, name) = (

@@ -110,6 +110,11 @@ pub struct World {
     pub checks_forbidden: std::collections::BTreeSet<i64>,
     /// (commit sha, path) that are symbolic links.
     pub symlinks: std::collections::BTreeSet<(String, String)>,
+    /// A commit's parent, for the commits that record one (pull
+    /// requests' heads): what a pull request's files compare against.
+    pub parents: HashMap<String, String>,
+    /// (repository, pull request number) → head sha.
+    pub pulls: BTreeMap<(i64, i64), String>,
     /// GraphQL answers with more tree entries than this are refused as
     /// GitHub refuses a query that takes too long.
     pub refuse_entries_over: Option<usize>,
@@ -142,6 +147,8 @@ impl World {
             next_check_run: 7_000_000,
             checks_forbidden: Default::default(),
             symlinks: Default::default(),
+            parents: HashMap::new(),
+            pulls: BTreeMap::new(),
             refuse_entries_over: None,
             tree_entry_cap: 100_000,
             next_id: 100_000,

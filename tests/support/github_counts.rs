@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::support::fake_github::{routes, FakeGithub};
-use crate::support::server::Roster;
+use crate::fake_github::{routes, FakeGithub};
+use crate::server::Roster;
 
 type Failed = Box<dyn std::error::Error>;
 

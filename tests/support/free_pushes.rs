@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::support::fake_github::{routes, FakeGithub};
-use crate::support::github_app::{deliver, push, push_of_commits, Repo};
+use crate::fake_github::{routes, FakeGithub};
+use crate::github_app::{deliver, push, push_of_commits, Repo};
 
 type Failed = Box<dyn std::error::Error>;
 

@@ -1,0 +1,99 @@
+//! A pull request's check with several project files
+//! (`ROSTER_PROJECT_FILES` with patterns): the paths it changes are listed
+//! (one request per 100 files), each matching one is read at the head
+//! (one GraphQL request each, at most [`MAX_READS`]), and all of them are
+//! evaluated together against one read-only snapshot of the registry.
+
+use super::worker::{ChecksWorker, Failure};
+use crate::github::checks_api::{MAX_PAGES, PER_PAGE};
+use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
+use crate::project::verdict::{clip_summary, Parsed, Verdict};
+use crate::registry::check_requests::ClaimedRequest;
+use crate::registry::owner_check::OwnerCheck;
+use crate::registry::read_only::RegistryReader;
+
+/// Project files one evaluation reads at most; the others a pull request
+/// touches are named as not previewed (the default branch's check shows
+/// them once merged).
+pub const MAX_READS: usize = 50;
+
+/// The verdict on the project files `request`'s pull request touches.
+pub(super) async fn evaluate(
+    worker: &ChecksWorker,
+    request: &ClaimedRequest,
+) -> Result<Verdict, Failure> {
+    let Some(number) = request.pull_request else {
+        return Ok(outside_a_pull_request());
+    };
+    let (installation, owner, name) = (request.installation_id, &request.owner, &request.name);
+    let changed = worker
+        .api
+        .pull_request_paths(installation, owner, name, number)
+        .await
+        .map_err(Failure::from)?;
+    let matching = worker.files.select(changed.paths);
+    let read = matching.len().min(MAX_READS);
+    let mut touched = Vec::with_capacity(read);
+    for path in &matching[..read] {
+        let head = worker
+            .api
+            .file_at_path(installation, owner, name, &request.head_sha, path)
+            .await
+            .map_err(Failure::from)?;
+        touched.push(TouchedFile {
+            path: path.clone(),
+            parsed: Parsed::read(path, head),
+        });
+    }
+    let mut reader = RegistryReader::begin(&worker.pool)
+        .await
+        .map_err(Failure::db)?;
+    let names = declared_names(&touched);
+    let snapshot = if request.public {
+        reader.snapshot_for_public(request.repo_id, &names).await
+    } else {
+        reader.snapshot(request.repo_id, &names).await
+    }
+    .map_err(Failure::db)?;
+    let mut verdict = evaluate_files(
+        &request.head_sha,
+        &touched,
+        &snapshot,
+        matching.len() - read,
+    );
+    if !changed.complete {
+        verdict.summary = clip_summary(format!(
+            "{}\nThe pull request changes more files than the {} a check lists; project \
+             files beyond them are not previewed here.\n",
+            verdict.summary,
+            PER_PAGE * MAX_PAGES
+        ));
+    }
+    for file in &touched {
+        let owners = OwnerCheck {
+            installation,
+            project_file: &file.path,
+            mode: worker.owners,
+        };
+        reader
+            .add_owner_notes(&owners, &file.parsed, &snapshot.entries, &mut verdict)
+            .await
+            .map_err(Failure::db)?;
+    }
+    reader.finish().await.map_err(Failure::db)?;
+    Ok(verdict)
+}
+
+/// A check asked again on a commit of no pull request: the default
+/// branch's own check (posted by the reconcile) says what it found.
+fn outside_a_pull_request() -> Verdict {
+    Verdict {
+        conclusion: "neutral",
+        title: "not a pull request".into(),
+        summary: "With several project files, Roster previews the files a pull request \
+                  changes; this commit belongs to none. The default branch's check shows \
+                  what the registry applied.\n"
+            .into(),
+        annotations: Vec::new(),
+    }
+}

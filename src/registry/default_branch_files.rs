@@ -1,0 +1,88 @@
+//! The default branch's run for a repository with several project files:
+//! posted when any matching file changed (its blob, or the file added or
+//! removed) or the status changed, naming each changed file; the changed
+//! files are previewed as a pull request's are, the others keep their
+//! entries.
+
+use sqlx::PgConnection;
+
+use super::default_branch_check::{Before, Pending};
+use super::file_blobs;
+use super::file_set::set_blob;
+use super::owner_check::{add_owner_notes, OwnerCheck};
+use super::read_only::snapshot;
+use super::RegistryError;
+use crate::directory::OwnersMode;
+use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
+use crate::project::verdict::{HeadFile, Parsed};
+use crate::source::{FileContent, InstallationId, PathFile, RepoId, RepoInfo};
+
+/// The repository and commit the run is about.
+pub(super) struct At<'a> {
+    pub id: RepoId,
+    pub installation: InstallationId,
+    pub repo: &'a RepoInfo,
+    pub sha: &'a str,
+}
+
+/// [`super::default_branch_check::preview`] of `files` at `at.sha`.
+pub(super) async fn preview(
+    conn: &mut PgConnection,
+    at: At<'_>,
+    files: &[PathFile],
+    before: Before<'_>,
+    owners: OwnersMode,
+) -> Result<Option<Pending>, RegistryError> {
+    let file_changed = before.blob != Some(set_blob(files).as_str());
+    if before.status == "synced" && !file_changed {
+        return Ok(None);
+    }
+    let old = file_blobs::read(conn, at.id).await?;
+    let changed = file_blobs::changed(old.as_ref(), &file_blobs::of(files));
+    let touched: Vec<TouchedFile> = changed
+        .iter()
+        .map(|path| {
+            let head = match files.iter().find(|f| &f.path == path).map(|f| &f.content) {
+                None => HeadFile::Absent,
+                Some(FileContent::Bytes(bytes)) => HeadFile::Found(bytes.clone()),
+                Some(FileContent::Unreadable(message)) => {
+                    // The source's line already names the path.
+                    let reason = message
+                        .strip_prefix(&format!("{path}: file: "))
+                        .unwrap_or(message);
+                    HeadFile::Unreadable(reason.to_owned())
+                }
+            };
+            TouchedFile {
+                path: path.clone(),
+                parsed: Parsed::read(path, head),
+            }
+        })
+        .collect();
+    let registry = snapshot(conn, at.id, &declared_names(&touched)).await?;
+    let first = before.sha.is_none() && before.status == "pending";
+    let mut verdict = evaluate_files(at.sha, &touched, &registry, 0);
+    // A first reconcile posts only a failure, which a warning never makes.
+    if !(first && owners == OwnersMode::Warn) {
+        for file in &touched {
+            let check = OwnerCheck {
+                installation: at.installation,
+                project_file: &file.path,
+                mode: owners,
+            };
+            add_owner_notes(conn, &check, &file.parsed, &registry.entries, &mut verdict).await?;
+        }
+    }
+    Ok(Some(Pending {
+        repo_id: at.id,
+        sha: at.sha.to_owned(),
+        installation_id: at.installation,
+        owner: at.repo.owner.clone(),
+        name: at.repo.name.clone(),
+        verdict,
+        first,
+        file_changed,
+        old_status: before.status.to_owned(),
+        several: true,
+    }))
+}

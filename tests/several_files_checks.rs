@@ -1,0 +1,259 @@
+//! The `Roster` check with several project files (`ROSTER_PROJECT_FILES`
+//! with patterns), end to end in process: a pull request's changed files
+//! listed by the fake GitHub (paged like GitHub), only the touched
+//! project files read at its head and previewed together; and the default
+//! branch's run posted only when a matching file changed, naming it.
+
+use crate::checks::{env, Env, ACME};
+use crate::support::fake_github::routes;
+
+use roster::controller::Handler;
+use roster::project::ProjectFiles;
+use roster::source::{
+    FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo,
+};
+
+const PATTERN: &str = "services/*/project.yaml";
+
+fn service(name: &str) -> String {
+    format!("services/{name}/project.yaml")
+}
+
+fn entry(name: &str, owner: &str) -> String {
+    format!("name: svc-{name}\nowner: team-{owner}\n")
+}
+
+/// The checks environment previewing `services/*/project.yaml`.
+async fn several() -> Env {
+    let mut env = env().await;
+    let files = ProjectFiles::parse(PATTERN).expect("pattern");
+    env.worker = env.worker.clone().with_files(files);
+    env
+}
+
+/// Reconciles `repo` at its head as a source reading every matching
+/// file would see it; the outcome.
+async fn reconcile_files(env: &Env, repo: i64, name: &str) -> &'static str {
+    let patterns = ProjectFiles::parse(PATTERN).expect("pattern");
+    let sha = env.fake.head(repo).expect("a head");
+    let files: Vec<PathFile> = env
+        .fake
+        .files_at(repo, &sha)
+        .into_iter()
+        .filter(|(path, _)| patterns.matches(path))
+        .map(|(path, bytes)| PathFile {
+            path,
+            content: FileContent::Bytes(bytes),
+        })
+        .collect();
+    let observed = Observed::Present {
+        repo: RepoInfo {
+            owner: "acme".into(),
+            name: name.into(),
+            installation_id: Some(InstallationId(ACME)),
+            default_branch: "main".into(),
+            html_url: None,
+        },
+        file: FileState::Files { sha, files },
+    };
+    env.handler
+        .apply(&RepoId(repo), Ok(observed))
+        .await
+        .unwrap_or("failed")
+}
+
+/// `acme/{name}` with services a to e, one entry each, reconciled.
+async fn monorepo(env: &Env, name: &str) -> i64 {
+    let repo = env.fake.add_repo(ACME, name);
+    for s in ["a", "b", "c", "d", "e"] {
+        env.fake
+            .push_file(repo, &service(s), entry(s, s).as_bytes());
+    }
+    assert_eq!(reconcile_files(env, repo, name).await, "synced");
+    env.quiet().await;
+    repo
+}
+
+async fn open(env: &Env, repo: i64, name: &str, number: i64, sha: &str) {
+    env.fake.open_pull(repo, number, sha);
+    env.open_pr(repo, name, number, sha).await;
+    env.settle().await;
+}
+
+#[tokio::test]
+async fn a_pull_request_touching_two_of_five_files_should_preview_both_and_their_conflict() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let a = "projects:\n  - name: svc-a\n    owner: team-new\n  - name: shared\n    owner: t\n";
+    let b = "projects:\n  - name: svc-b\n    owner: team-b\n  - name: shared\n    owner: t\n";
+    let (a_path, b_path) = (service("a"), service("b"));
+    let sha = env.fake.pr_commit_files(
+        repo,
+        &[
+            (&a_path, Some(a.as_bytes())),
+            (&b_path, Some(b.as_bytes())),
+            ("README.md", Some(b"hello\n")),
+        ],
+    );
+    open(&env, repo, "mono", 5, &sha).await;
+    let run = env.only_run(repo, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title.as_deref(), Some("1 problem"));
+    let summary = run.summary.unwrap_or_default();
+    assert!(
+        summary.contains("This commit touches 2 project files"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- `services/a/project.yaml`: 2 entries"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- `services/b/project.yaml`: 2 entries, 1 name taken"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("owner: `team-a` → `team-new`"),
+        "{summary}"
+    );
+    assert!(summary.contains("- **shared**"), "{summary}");
+    assert!(
+        !summary.contains("svc-c"),
+        "untouched files stay out: {summary}"
+    );
+    assert_eq!(run.annotations.len(), 1);
+    let note = &run.annotations[0];
+    assert_eq!(note["path"], "services/b/project.yaml");
+    assert_eq!(note["start_line"], 4);
+    assert_eq!(
+        note["message"],
+        "projects[1].name: \"shared\" is also declared in services/a/project.yaml"
+    );
+    // One listing of the changed files, the two touched files read.
+    assert_eq!(env.fake.count(routes::PULL_FILES), 1);
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 2);
+}
+
+#[tokio::test]
+async fn a_pull_request_removing_a_file_should_show_its_entries_removed() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let sha = env.fake.pr_commit_files(repo, &[(&service("c"), None)]);
+    open(&env, repo, "mono", 6, &sha).await;
+    let run = env.only_run(repo, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("success"));
+    assert_eq!(run.title.as_deref(), Some("adds 0, changes 0, removes 1"));
+    let summary = run.summary.unwrap_or_default();
+    assert!(
+        summary.contains("- `services/c/project.yaml`: removed"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("**Merging removes 1 entry from the registry: svc-c.**"),
+        "{summary}"
+    );
+}
+
+#[tokio::test]
+async fn a_moved_file_should_be_a_changed_path_and_no_file_touched_a_plain_success() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let text = entry("d", "d");
+    let sha = env.fake.pr_commit_files(
+        repo,
+        &[
+            (&service("d"), None),
+            (&service("d2"), Some(text.as_bytes())),
+        ],
+    );
+    open(&env, repo, "mono", 7, &sha).await;
+    let run = env.only_run(repo, &sha);
+    assert_eq!(run.title.as_deref(), Some("adds 0, changes 1, removes 0"));
+    let summary = run.summary.unwrap_or_default();
+    assert!(
+        summary.contains("path: `services/d/project.yaml` → `services/d2/project.yaml`"),
+        "{summary}"
+    );
+
+    env.fake.reset_counts();
+    let readme = env
+        .fake
+        .pr_commit_files(repo, &[("README.md", Some(b"x\n"))]);
+    open(&env, repo, "mono", 8, &readme).await;
+    let run = env.only_run(repo, &readme);
+    assert_eq!(run.conclusion.as_deref(), Some("success"));
+    assert_eq!(run.title.as_deref(), Some("adds 0, changes 0, removes 0"));
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 0, "nothing to read");
+}
+
+#[tokio::test]
+async fn a_long_list_of_changed_files_should_be_followed_page_by_page() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let paths: Vec<String> = (0..150).map(|k| format!("docs/page-{k:03}.md")).collect();
+    let broken = "name: svc-e\nowner: ''\n";
+    let mut changes: Vec<(&str, Option<&[u8]>)> = paths
+        .iter()
+        .map(|p| (p.as_str(), Some(&b"x\n"[..])))
+        .collect();
+    let e = service("e");
+    changes.push((&e, Some(broken.as_bytes())));
+    let sha = env.fake.pr_commit_files(repo, &changes);
+    open(&env, repo, "mono", 9, &sha).await;
+    // 151 files: two pages of 100, the project file on the second.
+    assert_eq!(env.fake.count(routes::PULL_FILES), 2);
+    let run = env.only_run(repo, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.annotations[0]["path"], "services/e/project.yaml");
+    assert_eq!(run.annotations[0]["message"], "owner: must not be empty");
+}
+
+#[tokio::test]
+async fn the_default_branch_should_get_a_run_only_when_a_project_file_changed() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let readme = env.fake.push_file(repo, "README.md", b"docs\n");
+    assert_eq!(reconcile_files(&env, repo, "mono").await, "synced");
+    env.settle().await;
+    assert!(
+        env.fake.check_runs_on(repo, &readme).is_empty(),
+        "no project file changed: no run"
+    );
+
+    let changed = env
+        .fake
+        .push_file(repo, &service("b"), entry("b", "new").as_bytes());
+    assert_eq!(reconcile_files(&env, repo, "mono").await, "synced");
+    env.settle().await;
+    let run = env.only_run(repo, &changed);
+    assert_eq!(run.conclusion.as_deref(), Some("success"));
+    assert_eq!(run.title.as_deref(), Some("adds 0, changes 1, removes 0"));
+    let summary = run.summary.unwrap_or_default();
+    assert!(
+        summary.contains("This commit touches 1 project file:"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- `services/b/project.yaml`: 1 entry"),
+        "{summary}"
+    );
+    assert!(!summary.contains("services/a"), "{summary}");
+
+    let removed = env.fake.delete_file(repo, &service("a"));
+    let broken = env.fake.push_file(repo, &service("c"), b"name: [\n");
+    assert_ne!(removed, broken);
+    assert_eq!(reconcile_files(&env, repo, "mono").await, "invalid");
+    env.settle().await;
+    let run = env.only_run(repo, &broken);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    let summary = run.summary.unwrap_or_default();
+    assert!(
+        summary.contains("- `services/a/project.yaml`: removed"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- `services/c/project.yaml`: 1 problem"),
+        "{summary}"
+    );
+    assert_eq!(run.annotations[0]["path"], "services/c/project.yaml");
+}
