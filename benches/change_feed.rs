@@ -12,17 +12,17 @@
 
 use roster_testkit::http;
 use roster_testkit::receiver;
+use roster_testkit::registry::{self, installed_repo};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use roster::controller::Handler;
-use roster::db::queue::PgQueue;
 use roster::notify::{outbox, Delivery, NotifyMetrics};
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use roster::web::api_changes::ChangesState;
 use roster::web::router::changes as routes;
 use secrecy::SecretString;
@@ -48,13 +48,7 @@ fn main() -> Result<()> {
 
 fn found(id: i64, round: usize) -> Observed {
     Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".to_string(),
-            name: format!("service-{id:05}"),
-            installation_id: Some(InstallationId(1)),
-            default_branch: "main".to_string(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", format!("service-{id:05}"), 1),
         file: FileState::Found {
             sha: format!("{round:040x}"),
             bytes: format!(
@@ -67,8 +61,7 @@ fn found(id: i64, round: usize) -> Observed {
 }
 
 fn handler(pool: &PgPool, log: bool) -> Arc<RegistryHandler> {
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let handler = registry::handler(pool, registry::queue(pool));
     Arc::new(if log {
         handler
     } else {

@@ -19,6 +19,7 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
+use roster_testkit::registry::queue;
 use roster_testkit::{fake_github, pull_requests};
 
 use std::sync::Arc;
@@ -30,7 +31,6 @@ use fake_github::{routes, FakeGithub};
 use prometheus_client::registry::Registry;
 use roster::checks::{ChecksMode, ChecksWorker};
 use roster::controller::{Handler, Storage};
-use roster::db::queue::PgQueue;
 use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
@@ -84,7 +84,7 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
         GithubOptions::default(),
     )
     .await?;
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let queue = queue(&pool);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE);
     let storage = source.storage();
     let hooks = roster::web::router::webhook(WebhookState {

@@ -6,6 +6,7 @@
 //! Run with `cargo bench --bench dashboard_render`; needs the server of
 //! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
 
+use roster_testkit::registry::queue;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,6 @@ use axum::http::{Request, StatusCode};
 use axum::Router;
 use futures_util::{stream, StreamExt};
 use prometheus_client::registry::Registry;
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::metrics::Metrics;
 use roster::web::{router, AppState};
@@ -104,7 +104,7 @@ fn app(pool: PgPool) -> Router {
     metrics.rate_limit_remaining(roster::source::InstallationId(1), 4_800);
     router(AppState {
         pool: pool.clone(),
-        queue: Arc::new(PgQueue::new(pool, Duration::from_secs(60))),
+        queue: queue(&pool),
         metrics: Arc::new(metrics),
         registry: Arc::new(registry),
         api_token: None,

@@ -13,15 +13,14 @@
 //! after the other.
 
 use roster_testkit::http;
+use roster_testkit::registry::{handler, installed_repo, queue};
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use roster::controller::Handler;
-use roster::db::queue::PgQueue;
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use roster::web::api_changes::ChangesState;
 use roster::web::long_polls::LongPolls;
 use roster::web::router::changes as routes;
@@ -46,13 +45,7 @@ fn main() -> Result<()> {
 
 fn found(round: usize) -> Observed {
     Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".to_string(),
-            name: "app".to_string(),
-            installation_id: Some(InstallationId(1)),
-            default_branch: "main".to_string(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", "app", 1),
         file: FileState::Found {
             sha: format!("{round:040x}"),
             bytes: format!("projects:\n  - name: app\n    owner: team-{round}\n").into_bytes(),
@@ -127,8 +120,8 @@ async fn run() -> Result<()> {
         .unwrap_or(2000);
     println!("long_polls: {waiters} waiters, {CHANGES} changes one at a time");
     let (pool, _) = roster::db::testing::fresh_database().await?;
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue);
     let waker = ChangeWaker::start(pool.clone());
     waker.listening().await;
     let (_stop, stop_rx) = roster::shutdown::channel();

@@ -10,8 +10,9 @@
 //! `claim_done_ids_per_second=N`: `scripts/bench-peers` sets it beside
 //! another queue measured in the same run, on its own scratch database.
 
+use roster_testkit::registry::queue;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context};
 use roster::controller::{Enqueue, WorkQueue};
@@ -43,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
         let pool = connect_and_migrate(&url)
             .await
             .context("the database of --claim-done")?;
-        let queue = Arc::new(PgQueue::new(pool, Duration::from_secs(60)));
+        let queue = queue(&pool);
         if queue.depth().await? != 0 {
             bail!("the database of --claim-done already holds queued ids");
         }
@@ -55,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let (pool, url) = fresh_database()
         .await
         .context("creating a fresh database")?;
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let queue = queue(&pool);
     println!("queue throughput: {IDS} ids, {WORKERS} concurrent clients, database {url}");
 
     let enqueue_rate = enqueue_one_by_one(&queue).await?;

@@ -4,6 +4,7 @@
 //! transaction on the same server in the same run.
 //! Run: `cargo bench --bench webhook_intake` (needs PostgreSQL, as the tests).
 
+use roster_testkit::registry::queue;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -13,7 +14,6 @@ use axum::body::Body;
 use axum::http::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use roster::db::queue::PgQueue;
 use roster::github::webhook::signature::sign;
 use roster::github::webhook::{WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
@@ -38,7 +38,7 @@ async fn main() -> anyhow::Result<()> {
     ));
     let state = WebhookState {
         pool: pool.clone(),
-        queue: Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60))),
+        queue: queue(&pool),
         secret: SECRET.to_owned().into(),
         metrics,
         limits: WebhookLimits::default(),

@@ -4,6 +4,7 @@
 //! both for its answer and for leaving the registry and the queue alone.
 
 use crate::support;
+use crate::support::seed::Seed;
 
 use std::net::IpAddr;
 use std::time::Instant;
@@ -42,10 +43,7 @@ async fn fixture(trust_proxy: bool) -> Fixture {
         },
     )
     .await;
-    sqlx::query("insert into repositories (id, owner, name) values (1, 'acme', 'api')")
-        .execute(&f.pool)
-        .await
-        .expect("insert repository");
+    Seed::new(&f.pool).repo(1, "acme", "api").await;
     f
 }
 

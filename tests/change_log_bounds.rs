@@ -6,6 +6,7 @@
 //! nothing registered is lost.
 
 use crate::support;
+use crate::support::registry::{handler, installed_repo};
 
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use roster::notify::stall::{needed_after, stall_behind};
 use roster::registry::changes::prune::{prune_oversize, stored_bytes};
 use roster::registry::changes::{self, ChangeWaker};
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use roster::web::api_changes::ChangesState;
 use roster::web::router::changes as routes;
 use support::http::Answer;
@@ -67,13 +68,7 @@ fn observed(sha: &str, bytes: Vec<u8>) -> Observed {
 
 fn observed_in(repo: &str, sha: &str, bytes: Vec<u8>) -> Observed {
     Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".to_string(),
-            name: repo.to_string(),
-            installation_id: Some(InstallationId(7)),
-            default_branch: "main".to_string(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", repo, 7),
         file: FileState::Found {
             sha: sha.to_string(),
             bytes,
@@ -110,7 +105,7 @@ async fn attacked() -> Attack {
         stop: stop_rx,
         long_polls: roster::web::long_polls::LongPolls::default(),
     });
-    let handler = RegistryHandler::new(f.pool.clone(), f.queue.clone(), "project.yaml");
+    let handler = handler(&f.pool, f.queue.clone());
     for push in 0..PUSHES {
         let file = big_file(push);
         assert!(
@@ -369,7 +364,7 @@ async fn a_target_should_keep_its_backlog_until_it_is_more_than_the_bound_behind
     outbox::register(&f.pool, &receiver.url)
         .await
         .expect("register");
-    let handler = RegistryHandler::new(f.pool.clone(), f.queue.clone(), "project.yaml");
+    let handler = handler(&f.pool, f.queue.clone());
     for push in 0..8 {
         handler
             .apply(

@@ -3,6 +3,7 @@
 //! two pools (two replicas) never show a reader a gap or a reordering, and
 //! retention.
 
+use crate::support::registry::{handler, installed_repo, queue};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,17 +15,11 @@ use roster::registry::changes::{
     changes_after, history, oldest_kept, recently_removed, ChangeKind, FeedError,
 };
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 fn info(name: &str) -> RepoInfo {
-    RepoInfo {
-        owner: "acme".to_string(),
-        name: name.to_string(),
-        installation_id: Some(InstallationId(7)),
-        default_branch: "main".to_string(),
-        html_url: None,
-    }
+    installed_repo("acme", name, 7)
 }
 
 fn found(name: &str, sha: &str, yaml: &str) -> Observed {
@@ -54,8 +49,8 @@ fn projects(owner: &str, names: &[&str]) -> String {
 
 async fn setup() -> (PgPool, String, Arc<PgQueue>, RegistryHandler) {
     let (pool, url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue.clone());
     (pool, url, queue, handler)
 }
 
@@ -203,12 +198,8 @@ async fn concurrent_reconciles_on_two_pools_should_show_every_seq_once_in_order(
     let pool_b = roster::db::connect_and_migrate(&url)
         .await
         .expect("second pool");
-    let queue_b = Arc::new(PgQueue::new(pool_b.clone(), Duration::from_secs(60)));
-    let handler_b = Arc::new(RegistryHandler::new(
-        pool_b.clone(),
-        queue_b,
-        "project.yaml",
-    ));
+    let queue_b = queue(&pool_b);
+    let handler_b = Arc::new(handler(&pool_b, queue_b));
     let handler_a = Arc::new(handler_a);
     let _ = queue_a;
 

@@ -3,6 +3,7 @@
 //! an entry's history after its removal.
 
 use crate::support;
+use crate::support::registry::{handler, installed_repo};
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use roster::controller::Handler;
 use roster::registry::changes::prune::prune_once;
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use roster::web::api_changes::ChangesState;
 use roster::web::long_polls::LongPolls;
 use roster::web::router::changes as routes;
@@ -22,13 +23,7 @@ use support::router::{fixture, send, Options};
 
 fn found(sha: &str, owner: &str) -> Observed {
     Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".to_string(),
-            name: "app".to_string(),
-            installation_id: Some(InstallationId(7)),
-            default_branch: "main".to_string(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", "app", 7),
         file: FileState::Found {
             sha: sha.to_string(),
             bytes: format!("projects:\n  - name: api\n    owner: {owner}\n").into_bytes(),
@@ -73,7 +68,7 @@ async fn feed_fixture_with(long_polls: LongPolls) -> Feed {
         stop: stop_rx,
         long_polls: long_polls.clone(),
     });
-    let handler = RegistryHandler::new(f.pool.clone(), f.queue.clone(), "project.yaml");
+    let handler = handler(&f.pool, f.queue.clone());
     Feed {
         main: f.app,
         feed,

@@ -3,6 +3,7 @@
 //! fresh PostgreSQL, and the fake GitHub's checks API as the observer.
 
 use crate::support;
+use crate::support::registry::queue;
 use support::{fake_github, pull_requests};
 
 use std::sync::Arc;
@@ -62,7 +63,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
         GithubSource::connect_with(&settings, FILE, pool.clone(), metrics.clone(), options)
             .await
             .expect("connect");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let queue = queue(&pool);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE)
         .with_default_branch_checks(mode.default_branch());
     let hooks = roster::web::router::webhook(WebhookState {

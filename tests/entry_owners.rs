@@ -6,6 +6,7 @@
 //! Roster does not know changing nothing.
 
 use crate::support;
+use crate::support::registry::{handler, installed_repo, queue};
 use support::fake_github;
 
 use std::sync::Arc;
@@ -18,13 +19,12 @@ use roster::controller::{Handler, Lister};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::directory::OwnersMode;
-use roster::github::webhook::{event, intake};
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::project::OwnerStatus;
 use roster::registry::owner_follow::follow_changes;
 use roster::registry::{get_project, EntryJson, RegistryHandler};
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use sqlx::PgPool;
 
 struct Env {
@@ -51,7 +51,7 @@ async fn env() -> (Env, i64, i64) {
         .expect("connect");
     source.lister().list().await.expect("listing");
     let env = Env {
-        queue: Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60))),
+        queue: queue(&pool),
         fake,
         pool,
         source,
@@ -61,20 +61,13 @@ async fn env() -> (Env, i64, i64) {
 
 impl Env {
     fn handler(&self, mode: OwnersMode) -> RegistryHandler {
-        RegistryHandler::new(self.pool.clone(), self.queue.clone(), "project.yaml")
-            .with_owners(mode)
+        handler(&self.pool, self.queue.clone()).with_owners(mode)
     }
 
     /// Applies `yaml` as repository `id`'s file at `sha`; the outcome.
     async fn apply(&self, mode: OwnersMode, id: i64, sha: &str, yaml: &str) -> &'static str {
         let observed = Observed::Present {
-            repo: RepoInfo {
-                owner: "acme".into(),
-                name: format!("repo-{id}"),
-                installation_id: Some(InstallationId(1)),
-                default_branch: "main".into(),
-                html_url: None,
-            },
+            repo: installed_repo("acme", format!("repo-{id}"), 1),
             file: FileState::Found {
                 sha: sha.into(),
                 bytes: yaml.as_bytes().to_vec(),
@@ -88,13 +81,10 @@ impl Env {
 
     /// Delivers a `team` webhook as the route writes it.
     async fn deliver(&self, body: &[u8]) -> String {
-        let parsed = event::parse("team", body).expect("a valid payload");
-        let mut tx = self.pool.begin().await.expect("begin");
-        let intake = intake::apply(&mut tx, &self.queue, &parsed.event)
+        support::intake::deliver(&self.pool, &self.queue, "team", body)
             .await
-            .expect("intake");
-        tx.commit().await.expect("commit");
-        intake.outcome().to_owned()
+            .outcome()
+            .to_owned()
     }
 
     /// The webhook's re-read, then the follow-up of what it changed, as

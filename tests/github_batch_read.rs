@@ -4,6 +4,7 @@
 //! decide, so that only a 404 by id removes a repository.
 
 use crate::support;
+use crate::support::registry::installed_repo;
 use support::fake_github;
 
 use std::sync::Arc;
@@ -60,13 +61,7 @@ async fn remember(
     name: &str,
     with_node_id: bool,
 ) {
-    let info = RepoInfo {
-        owner: owner.into(),
-        name: name.into(),
-        installation_id: Some(InstallationId(installation)),
-        default_branch: "main".into(),
-        html_url: None,
-    };
+    let info = installed_repo(owner, name, installation);
     ensure_known(&env.pool, &[(RepoId(id), info)])
         .await
         .expect("ensure_known");
@@ -208,13 +203,7 @@ async fn a_hinted_key_should_cost_nothing_and_the_others_one_query() {
     remember(&env, id, 1, "acme", "plain", true).await;
     warm_up(&env).await;
     let observed = Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".into(),
-            name: "hinted".into(),
-            installation_id: Some(InstallationId(1)),
-            default_branch: "main".into(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", "hinted", 1),
         file: FileState::Absent { sha: None },
     };
     let hint = serde_json::to_vec(&observed).expect("serialise");

@@ -5,6 +5,7 @@
 //! files (a link, a folder, too many) leave the registered entries alone.
 
 use crate::support;
+use crate::support::registry::installed_repo;
 use support::fake_github;
 
 use fake_github::{routes, FakeGithub};
@@ -195,14 +196,8 @@ async fn source(fake: &FakeGithub) -> (roster::github::GithubSource, sqlx::PgPoo
 }
 
 async fn remember(pool: &sqlx::PgPool, id: i64, name: &str) {
-    use roster::source::{InstallationId, RepoId, RepoInfo};
-    let info = RepoInfo {
-        owner: "acme".into(),
-        name: name.into(),
-        installation_id: Some(InstallationId(ACME)),
-        default_branch: "main".into(),
-        html_url: None,
-    };
+    use roster::source::RepoId;
+    let info = installed_repo("acme", name, ACME);
     roster::registry::ensure_known(pool, &[(RepoId(id), info)])
         .await
         .expect("ensure_known");

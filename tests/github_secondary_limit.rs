@@ -4,6 +4,7 @@
 //! when each request reached it.
 
 use crate::support;
+use crate::support::registry::installed_repo;
 use support::fake_github;
 
 use std::sync::Arc;
@@ -19,7 +20,7 @@ use roster::db::testing::fresh_database;
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{Observed, RepoId};
 use sqlx::PgPool;
 
 const FILE: &str = "project.yaml";
@@ -62,13 +63,7 @@ impl Env {
         let id = self
             .fake
             .add_repo_with_file(installation, name, FILE, "name: x\nowner: y\n");
-        let info = RepoInfo {
-            owner: login.into(),
-            name: name.into(),
-            installation_id: Some(InstallationId(installation)),
-            default_branch: "main".into(),
-            html_url: None,
-        };
+        let info = installed_repo(login, name, installation);
         ensure_known(&self.pool, &[(RepoId(id), info)])
             .await
             .expect("ensure_known");

@@ -3,6 +3,7 @@
 //! answers badly.
 
 use crate::support;
+use crate::support::registry::installed_repo;
 use support::fake_github;
 
 use std::sync::Arc;
@@ -73,13 +74,7 @@ async fn read(env: &Env, id: i64) -> Result<Observed, Failure> {
 }
 
 async fn remember(pool: &PgPool, id: i64, installation: i64, name: &str) {
-    let info = RepoInfo {
-        owner: "acme".into(),
-        name: name.into(),
-        installation_id: Some(InstallationId(installation)),
-        default_branch: "main".into(),
-        html_url: None,
-    };
+    let info = installed_repo("acme", name, installation);
     ensure_known(pool, &[(RepoId(id), info)])
         .await
         .expect("ensure_known");
@@ -323,13 +318,7 @@ async fn installations_should_be_read_across_pages() {
 async fn a_hint_should_be_the_answer_without_asking_github() {
     let env = env().await;
     let observed = Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".into(),
-            name: "hinted".into(),
-            installation_id: Some(InstallationId(1)),
-            default_branch: "main".into(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", "hinted", 1),
         file: FileState::Absent { sha: None },
     };
     let hint = serde_json::to_vec(&observed).expect("serialise");

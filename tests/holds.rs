@@ -4,6 +4,7 @@
 //! suddenly lists empty with a success.
 
 use crate::support;
+use crate::support::registry::handler;
 
 use std::collections::BTreeMap;
 use std::io;
@@ -143,8 +144,7 @@ async fn fixture(repos: i64, max_removals: MaxRemovals) -> Fixture {
     let world = World::with_repos(repos);
     let storage = Arc::new(WorldStorage(world.clone()));
     let handler = Arc::new(
-        RegistryHandler::new(pool.clone(), queue.clone(), "project.yaml")
-            .with_guard(DeletionGuard::new(max_removals, PERIOD)),
+        handler(&pool, queue.clone()).with_guard(DeletionGuard::new(max_removals, PERIOD)),
     );
     let tracker = Arc::new(
         RegistryTracker::new(pool.clone()).with_guard(DeletionGuard::new(max_removals, PERIOD)),

@@ -4,6 +4,7 @@
 //! registry, and the id is never handled by two workers at once.
 
 use crate::support;
+use crate::support::registry::{handler, installed_repo};
 use support::pg_proxy;
 
 use std::sync::{Arc, Mutex};
@@ -17,7 +18,7 @@ use roster::controller::{
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::registry::{ensure_known, RegistryHandler};
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId, RepoInfo};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
 use support::server::eventually;
@@ -32,13 +33,7 @@ const SHORT_LEASE: Duration = Duration::from_secs(3);
 const LONG_LEASE: Duration = Duration::from_secs(60);
 
 fn info() -> RepoInfo {
-    RepoInfo {
-        owner: "acme".into(),
-        name: "checkout".into(),
-        installation_id: Some(InstallationId(7)),
-        default_branch: "main".into(),
-        html_url: None,
-    }
+    installed_repo("acme", "checkout", 7)
 }
 
 fn observed() -> Observed {
@@ -87,7 +82,7 @@ impl Drop for DropMark {
 impl Probe {
     fn new(pool: PgPool, queue: Arc<PgQueue>, gate: watch::Receiver<bool>) -> Self {
         Self {
-            handler: RegistryHandler::new(pool, queue, "project.yaml"),
+            handler: handler(&pool, queue),
             gate,
             attempts: Arc::default(),
         }
@@ -374,7 +369,7 @@ async fn a_lease_stolen_during_the_reconcile_should_leave_its_writes_uncommitted
 async fn a_claim_whose_lease_ran_out_should_not_commit() {
     let (pool, _url) = database().await;
     let queue = Arc::new(PgQueue::new(pool.clone(), LONG_LEASE));
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), "project.yaml");
+    let handler = handler(&pool, queue.clone());
     let claim = queue.claim("a").await.expect("claim").expect("a claim");
     sqlx::query("update queue set claimed_until = now() - interval '1 second' where repo_id = $1")
         .bind(ID)

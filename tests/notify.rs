@@ -5,19 +5,19 @@
 //! two replicas do not both send.
 
 use crate::support;
+use crate::support::registry::{handler, installed_repo, queue};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::Method;
 use roster::controller::{Backoff, Handler};
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::notify::sign;
 use roster::notify::{outbox, Delivery, NotifyMetrics};
 use roster::registry::changes::ChangeWaker;
 use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use secrecy::SecretString;
 use sqlx::PgPool;
 use support::http;
@@ -28,13 +28,7 @@ const SECRET: &str = "notify-secret";
 
 fn found(repo: i64, round: usize) -> Observed {
     Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".to_string(),
-            name: format!("app{repo}"),
-            installation_id: Some(InstallationId(7)),
-            default_branch: "main".to_string(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", format!("app{repo}"), 7),
         file: FileState::Found {
             sha: format!("sha{round}"),
             bytes: format!("projects:\n  - name: p{repo}\n    owner: team-{round}\n").into_bytes(),
@@ -81,8 +75,8 @@ struct Setup {
 
 async fn setup() -> Setup {
     let (pool, url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue);
     let waker = ChangeWaker::start(pool.clone());
     let (stop, shutdown) = roster::shutdown::channel();
     Setup {

@@ -6,15 +6,13 @@
 //! dropped, from the next start.
 
 use crate::support;
+use crate::support::registry::{handler, installed_repo, queue};
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use roster::controller::Handler;
-use roster::db::queue::PgQueue;
 use roster::notify::outbox;
-use roster::registry::RegistryHandler;
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId};
 use support::http::get;
 use support::receiver::{Behaviour, Receiver};
 use support::server::{eventually, free_port, Roster};
@@ -23,13 +21,7 @@ const LIMIT: Duration = Duration::from_secs(30);
 
 fn found(name: &str) -> Observed {
     Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".to_string(),
-            name: name.to_string(),
-            installation_id: Some(InstallationId(7)),
-            default_branch: "main".to_string(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", name, 7),
         file: FileState::Found {
             sha: "a".repeat(40),
             bytes: format!("projects:\n  - name: {name}\n    owner: team-a\n").into_bytes(),
@@ -51,8 +43,8 @@ async fn a_target_should_show_only_scheme_host_and_port_and_a_removed_one_should
         free_port()
     );
     outbox::register(&pool, &removed).await.expect("register");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue);
     handler
         .apply(&RepoId(900), Ok(found("before-start")))
         .await

@@ -6,9 +6,9 @@
 
 use crate::holds::Logs;
 use crate::support;
+use crate::support::registry::queue;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -38,7 +38,7 @@ async fn env() -> Env {
         .await
         .expect("connect");
     Env {
-        queue: Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60))),
+        queue: queue(&pool),
         fake,
         pool,
         source,

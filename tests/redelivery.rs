@@ -4,6 +4,7 @@
 //! are asked for once; what was asked shows in the deliveries list.
 
 use crate::support;
+use crate::support::registry::{installed_repo, queue};
 use support::fake_github;
 
 use std::collections::BTreeSet;
@@ -14,7 +15,6 @@ use std::time::{Duration, Instant};
 use fake_github::hook_deliveries::HookDelivery;
 use fake_github::{routes, FakeGithub, Fault, FaultKind};
 use prometheus_client::registry::Registry;
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::github::redelivery::{
     recover_missed, run_redelivery_loop, take_turn, RedeliveryError, OUTCOME_REQUESTED, WINDOW,
@@ -25,7 +25,7 @@ use roster::github::webhook::{list_deliveries, DeliveryRecord, WebhookLimits, We
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::source::RepoId;
 use roster::web::router::webhook as router;
 use secrecy::SecretString;
 use sqlx::PgPool;
@@ -65,13 +65,7 @@ async fn env() -> Env {
 }
 
 async fn remember(pool: &PgPool, id: i64, name: &str) {
-    let info = RepoInfo {
-        owner: "acme".into(),
-        name: name.into(),
-        installation_id: Some(InstallationId(1)),
-        default_branch: "main".into(),
-        html_url: None,
-    };
+    let info = installed_repo("acme", name, 1);
     ensure_known(pool, &[(RepoId(id), info)])
         .await
         .expect("seed the registry");
@@ -407,7 +401,7 @@ fn push_fixture() -> Vec<u8> {
 #[tokio::test]
 async fn a_redelivery_should_reach_the_webhook_route_and_enqueue_the_repository() {
     let env = env().await;
-    let queue = Arc::new(PgQueue::new(env.pool.clone(), Duration::from_secs(60)));
+    let queue = queue(&env.pool);
     let hooks = router(WebhookState {
         pool: env.pool.clone(),
         queue,

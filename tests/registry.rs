@@ -1,6 +1,7 @@
 //! The registry against a real PostgreSQL: every status transition of
 //! docs/contract.md#repository-statuses with its entries, conflicts, idempotency, and the read queries.
 
+use crate::support::registry::{handler, queue};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,8 +33,8 @@ struct Fixture {
 /// A handler on a fresh, migrated database of its own, with the real queue.
 async fn fixture() -> Fixture {
     let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue.clone());
     Fixture {
         pool,
         queue,
@@ -1127,8 +1128,8 @@ async fn a_reconcile_should_not_leave_its_connection_skipping_the_disk_wait() {
         .connect(&url)
         .await
         .expect("a connection");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue);
     let outcome = handler
         .apply(
             &RepoId(1),

@@ -3,12 +3,10 @@
 //! boundary, repeated reconciles folded into one event with a count, and
 //! list routes that show only the first line of an error.
 
-use std::sync::Arc;
-use std::time::Duration;
+use crate::support::registry::{handler, queue};
 
 use chrono::{DateTime, Utc};
 use roster::controller::{Failure, Handler};
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::project::{self, MAX_PROJECTS};
 use roster::registry::{
@@ -24,8 +22,8 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue);
     Fixture { pool, handler }
 }
 

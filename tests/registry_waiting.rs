@@ -2,25 +2,18 @@
 //! failure): `pending` with what it waits for, nothing counted, nothing
 //! lost — against a real PostgreSQL.
 
-use std::sync::Arc;
+use crate::support::registry::{handler, installed_repo, queue};
 use std::time::Duration;
 
 use roster::controller::{Failure, Handler};
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
-use roster::registry::{get_repo, RegistryHandler, Status};
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::registry::{get_repo, Status};
+use roster::source::{FileState, Observed, RepoId, RepoInfo};
 
 const WAIT: &str = "waiting for GitHub's rate limit, resets at 14:05:00 UTC";
 
 fn info(name: &str) -> RepoInfo {
-    RepoInfo {
-        owner: "acme".into(),
-        name: name.into(),
-        installation_id: Some(InstallationId(7)),
-        default_branch: "main".into(),
-        html_url: None,
-    }
+    installed_repo("acme", name, 7)
 }
 
 fn found(name: &str, project: &str) -> Observed {
@@ -36,8 +29,8 @@ fn found(name: &str, project: &str) -> Observed {
 #[tokio::test]
 async fn a_deferred_read_should_leave_the_repository_pending_with_its_entries_and_conflicts() {
     let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue);
     let (owner, loser) = (RepoId(1), RepoId(2));
     handler
         .apply(&owner, Ok(found("owner", "shared")))

@@ -4,6 +4,7 @@
 //! and for leaving the queue and the listing schedule alone.
 
 use crate::support;
+use crate::support::seed::Seed;
 
 use std::sync::Arc;
 
@@ -34,10 +35,7 @@ async fn fixture(trust_proxy: bool) -> Fixture {
         },
     )
     .await;
-    sqlx::query("insert into repositories (id, owner, name) values (1, 'acme', 'api')")
-        .execute(&f.pool)
-        .await
-        .expect("insert repository");
+    Seed::new(&f.pool).repo(1, "acme", "api").await;
     f
 }
 

@@ -6,12 +6,11 @@
 
 use crate::checks::{env, Env, ACME};
 use crate::support::fake_github::routes;
+use crate::support::registry::installed_repo;
 
 use roster::controller::Handler;
 use roster::project::ProjectFiles;
-use roster::source::{
-    FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo,
-};
+use roster::source::{FileContent, FileState, Observed, PathFile, RepoId};
 
 const PATTERN: &str = "services/*/project.yaml";
 
@@ -47,13 +46,7 @@ async fn reconcile_files(env: &Env, repo: i64, name: &str) -> &'static str {
         })
         .collect();
     let observed = Observed::Present {
-        repo: RepoInfo {
-            owner: "acme".into(),
-            name: name.into(),
-            installation_id: Some(InstallationId(ACME)),
-            default_branch: "main".into(),
-            html_url: None,
-        },
+        repo: installed_repo("acme", name, ACME),
         file: FileState::Files { sha, files },
     };
     env.handler
@@ -152,6 +145,8 @@ async fn a_pull_request_removing_a_file_should_show_its_entries_removed() {
         summary.contains("**Merging removes 1 entry from the registry: svc-c.**"),
         "{summary}"
     );
+    // GitHub's listing says it is removed: nothing to read at the head.
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 0);
 }
 
 #[tokio::test]
@@ -174,6 +169,8 @@ async fn a_moved_file_should_be_a_changed_path_and_no_file_touched_a_plain_succe
         summary.contains("path: `services/d/project.yaml` → `services/d2/project.yaml`"),
         "{summary}"
     );
+    // A rename: the new path read, the old one known to be gone.
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 1);
 
     env.fake.reset_counts();
     let readme = env

@@ -5,6 +5,7 @@
 //! as it was.
 
 use crate::support;
+use crate::support::registry::queue;
 use support::fake_github;
 use support::github_server;
 
@@ -18,7 +19,6 @@ use axum::Router;
 use fake_github::FakeGithub;
 use github_server::{github_env, project_yaml, push, repo, wait_synced, FILE};
 use prometheus_client::registry::Registry;
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::github::webhook::admission::Admission;
 use roster::github::webhook::{sign, WebhookLimits, WebhookState, MAX_BODY_BYTES, PATH};
@@ -53,7 +53,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
     let (pool, _url) = fresh_database().await.expect("a fresh test database");
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::new(&mut registry));
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let queue = queue(&pool);
     let (hooks, admission) = router_with_admission(WebhookState {
         pool: pool.clone(),
         queue: queue.clone(),

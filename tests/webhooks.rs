@@ -2,16 +2,15 @@
 //! test): GitHub's own example payloads, signed, go in; the queue, the
 //! registry, the delivery log and the metrics come out (docs/contract.md#webhooks).
 
+use crate::support::registry::queue;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::Router;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
-use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::github::webhook::{list_deliveries, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES};
 use roster::metrics::Metrics;
@@ -36,7 +35,7 @@ async fn harness() -> Harness {
     let (pool, _url) = fresh_database().await.expect("a fresh test database");
     let mut registry = Registry::default();
     let metrics = Arc::new(Metrics::new(&mut registry));
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let queue = queue(&pool);
     let app = router(WebhookState {
         pool: pool.clone(),
         queue,

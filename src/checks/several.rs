@@ -1,13 +1,14 @@
 //! A pull request's check with several project files
 //! (`ROSTER_PROJECT_FILES` with patterns): the paths it changes are listed
 //! (one request per 100 files), each matching one is read at the head
-//! (one GraphQL request each, at most [`MAX_READS`]), and all of them are
+//! (one GraphQL request each, at most [`MAX_READS`]; none for a file the
+//! listing says is removed or renamed away), and all of them are
 //! evaluated together against one read-only snapshot of the registry.
 
 use super::worker::{ChecksWorker, Failure};
 use crate::github::checks_api::{MAX_PAGES, PER_PAGE};
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
-use crate::project::verdict::{clip_summary, Parsed, Verdict};
+use crate::project::verdict::{clip_summary, HeadFile, Parsed, Verdict};
 use crate::registry::check_requests::ClaimedRequest;
 use crate::registry::owner_check::OwnerCheck;
 use crate::registry::read_only::RegistryReader;
@@ -31,15 +32,20 @@ pub(super) async fn evaluate(
         .pull_request_paths(installation, owner, name, number)
         .await
         .map_err(Failure::from)?;
-    let matching = worker.files.select(changed.paths);
+    let matching = worker.files.select(changed.paths.iter().cloned());
     let read = matching.len().min(MAX_READS);
     let mut touched = Vec::with_capacity(read);
     for path in &matching[..read] {
-        let head = worker
-            .api
-            .file_at_path(installation, owner, name, &request.head_sha, path)
-            .await
-            .map_err(Failure::from)?;
+        // A file the pull request removes is absent at its head: no read.
+        let head = if changed.gone.contains(path) {
+            HeadFile::Absent
+        } else {
+            worker
+                .api
+                .file_at_path(installation, owner, name, &request.head_sha, path)
+                .await
+                .map_err(Failure::from)?
+        };
         touched.push(TouchedFile {
             path: path.clone(),
             parsed: Parsed::read(path, head),

@@ -19,8 +19,7 @@ use roster::registry::{ensure_known, RegistryHandler};
 use roster::source::{FileState, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
-/// The project file the seeding handler reads, named as the test servers name it.
-const PROJECT_FILE: &str = "project.yaml";
+use crate::registry as registry_parts;
 
 /// The claims the seed takes at once while failing an id (more than any
 /// seed queues).
@@ -36,8 +35,8 @@ pub struct Seed {
 impl Seed {
     /// A seed of the database behind `pool`.
     pub fn new(pool: &PgPool) -> Self {
-        let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-        let handler = RegistryHandler::new(pool.clone(), queue.clone(), PROJECT_FILE);
+        let queue = registry_parts::queue(pool);
+        let handler = registry_parts::handler(pool, queue.clone());
         Self {
             pool: pool.clone(),
             queue,
@@ -48,13 +47,7 @@ impl Seed {
     /// Makes `owner/name` known as repository `id`, `pending` until a
     /// reconcile; its default branch is `main`.
     pub async fn repo(&self, id: i64, owner: &str, name: &str) -> Repo<'_> {
-        let info = RepoInfo {
-            owner: owner.to_owned(),
-            name: name.to_owned(),
-            installation_id: None,
-            default_branch: "main".to_owned(),
-            html_url: None,
-        };
+        let info = registry_parts::repo_info(owner, name);
         let id = RepoId(id);
         ensure_known(&self.pool, &[(id, info.clone())])
             .await

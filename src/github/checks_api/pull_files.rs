@@ -22,6 +22,9 @@ pub struct ChangedPaths {
     /// Every path the pull request adds, modifies or removes (a renamed
     /// file's old path too), in GitHub's order.
     pub paths: Vec<String>,
+    /// The paths the pull request removes (a renamed file's old path too):
+    /// absent at its head, so they need no read.
+    pub gone: Vec<String>,
     /// Whether the listing was read to its end ([`MAX_PAGES`] pages at most).
     pub complete: bool,
 }
@@ -29,6 +32,8 @@ pub struct ChangedPaths {
 #[derive(Deserialize)]
 struct ChangedFile {
     filename: String,
+    #[serde(default)]
+    status: String,
     #[serde(default)]
     previous_filename: Option<String>,
 }
@@ -51,6 +56,8 @@ impl ChecksApi {
         url.query_pairs_mut()
             .append_pair("per_page", &PER_PAGE.to_string());
         let mut changed = ChangedPaths::default();
+        // Paths at the head: one renamed away and added anew is not gone.
+        let mut present = Vec::new();
         for _ in 0..MAX_PAGES {
             let reply = self
                 .client
@@ -66,19 +73,28 @@ impl ChecksApi {
             let files: Vec<ChangedFile> =
                 serde_json::from_str(&reply.body).map_err(|e| CallError::unexpected(WHAT, e))?;
             for file in files {
-                changed.paths.extend(file.previous_filename);
+                if let Some(previous) = file.previous_filename {
+                    changed.gone.push(previous.clone());
+                    changed.paths.push(previous);
+                }
+                if file.status == "removed" {
+                    changed.gone.push(file.filename.clone());
+                } else {
+                    present.push(file.filename.clone());
+                }
                 changed.paths.push(file.filename);
             }
             let next = reply.header("link").and_then(next_link);
             match next.map(|n| url::Url::parse(&n)) {
                 None => {
                     changed.complete = true;
-                    return Ok(changed);
+                    break;
                 }
                 Some(Ok(next)) if next.origin() == url.origin() => url = next,
                 Some(_) => return Err(CallError::unexpected(WHAT, "a next page on another host")),
             }
         }
+        changed.gone.retain(|path| !present.contains(path));
         Ok(changed)
     }
 }
