@@ -69,3 +69,6 @@ pub fn changed(old: Option<&FileBlobs>, new: &FileBlobs) -> Vec<String> {
     paths.sort();
     paths
 }
+
+#[cfg(test)]
+mod tests;
