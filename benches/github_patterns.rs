@@ -27,7 +27,7 @@ use roster_testkit::github_counts;
 use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
-use github_app::{deliver, installation_created, push, server_env, Repo};
+use github_app::{deliver, installation_created, push, resync, server_env, Repo};
 use roster_testkit::server::Roster;
 use sqlx::PgPool;
 
@@ -206,6 +206,25 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
         _ => {}
     }
 
+    // A listing of the whole organisation, nothing changed since.
+    fake.reset_counts();
+    let done_before = roster.logs().matches("listing done").count();
+    let started = Instant::now();
+    let answer = resync(&roster.base).await;
+    if !answer.status.is_success() {
+        return Err(format!("the resync was answered {}", answer.status).into());
+    }
+    listed(&roster, done_before + 1, Duration::from_secs(1_800)).await?;
+    settle(&pool, size.repos, Duration::from_secs(600)).await?;
+    let relisted = github_requests(&fake);
+    println!(
+        "  listing again, nothing changed: {:.2} s, {relisted} GitHub requests, {:.2} per 100 repositories (trees {}, blob queries {})",
+        started.elapsed().as_secs_f64(),
+        relisted as f64 * 100.0 / size.repos as f64,
+        fake.count(routes::GIT_TREE),
+        fake.count(routes::GRAPHQL_BLOBS)
+    );
+
     // Pushes, one at a time, each changing one project file.
     let mut requests = 0;
     let mut times = Vec::new();
@@ -238,6 +257,18 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
     drop(roster);
     drop(pool);
     Ok(used)
+}
+
+/// Waits until the log says `listing done` `count` times.
+async fn listed(roster: &Roster, count: usize, limit: Duration) -> Result<(), Failed> {
+    let deadline = Instant::now() + limit;
+    while roster.logs().matches("listing done").count() < count {
+        if Instant::now() > deadline {
+            return Err(format!("fewer than {count} listings done after {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
 }
 
 /// Waits until some repository's synced commit is `head`.

@@ -6,7 +6,8 @@
 //! - single file: `ROSTER_PROJECT_FILES=project.yaml`, repositories with
 //!   one `project.yaml`; each push changes it;
 //! - several files: `ROSTER_PROJECT_FILES=services/*/project.yaml`,
-//!   repositories with 5 service files; each push changes one of them.
+//!   repositories with 5 service files; each push changes one of them;
+//! - the same files found by `**/project.yaml` (the tree walked).
 //!
 //! Each round sends push webhooks at one per second (so no two share a
 //! read) and measures from sending the webhook until the repository's
@@ -39,6 +40,8 @@ type Failed = Box<dyn std::error::Error>;
 enum Layout {
     Single,
     Services,
+    /// The same files found by `**/project.yaml` (a walk of the tree).
+    AnyDepth,
 }
 
 impl Layout {
@@ -46,6 +49,7 @@ impl Layout {
         match self {
             Layout::Single => "project.yaml",
             Layout::Services => "services/*/project.yaml",
+            Layout::AnyDepth => "**/project.yaml",
         }
     }
 
@@ -53,6 +57,7 @@ impl Layout {
         match self {
             Layout::Single => "single file (project.yaml)",
             Layout::Services => "several files (services/*/project.yaml, 5 a repository)",
+            Layout::AnyDepth => "several files (**/project.yaml, the same 5 a repository)",
         }
     }
 }
@@ -77,15 +82,18 @@ fn main() -> Result<(), Failed> {
         );
         let single = round(Layout::Single, repos, pushes).await?;
         let several = round(Layout::Services, repos, pushes).await?;
+        let any_depth = round(Layout::AnyDepth, repos, pushes).await?;
         let p50 = |r: &Round| percentile(&r.latencies, 0.50);
         let ratio = ms(p50(&several)) / ms(p50(&single)).max(0.001);
         println!(
             "several / single p50: {ratio:.2}x (target <= 1.2x) {}",
             if ratio <= 1.2 { "met" } else { "MISSED" }
         );
+        let any_ratio = ms(p50(&any_depth)) / ms(p50(&single)).max(0.001);
+        println!("**/project.yaml / single p50: {any_ratio:.2}x");
         println!(
-            "GitHub requests per push: single {:.2}, several {:.2}",
-            single.requests_per_push, several.requests_per_push
+            "GitHub requests per push: single {:.2}, services/* {:.2}, ** {:.2}",
+            single.requests_per_push, several.requests_per_push, any_depth.requests_per_push
         );
         Ok(())
     })
@@ -114,6 +122,7 @@ async fn round(layout: Layout, repos: usize, pushes: usize) -> Result<Round, Fai
     settle(&pool, repos).await?;
 
     let before = fake.total();
+    let pushes_from = Instant::now();
     let mut latencies = Vec::with_capacity(pushes);
     for k in 0..pushes {
         let started = Instant::now();
@@ -146,7 +155,18 @@ async fn round(layout: Layout, repos: usize, pushes: usize) -> Result<Round, Fai
         ms(percentile(&latencies, 0.99)),
         ms(latencies.last().copied().unwrap_or_default())
     );
-    println!("  GitHub requests per push: {requests_per_push:.2}");
+    let mut routes: std::collections::BTreeMap<&str, u64> = Default::default();
+    for logged in fake.log().iter().filter(|l| l.at >= pushes_from) {
+        *routes.entry(logged.route).or_default() += 1;
+    }
+    let routes: Vec<String> = routes
+        .iter()
+        .map(|(route, n)| format!("{route} {:.2}", *n as f64 / pushes as f64))
+        .collect();
+    println!(
+        "  GitHub requests per push: {requests_per_push:.2} ({})",
+        routes.join(", ")
+    );
     drop(roster);
     Ok(Round {
         latencies,
@@ -158,7 +178,7 @@ async fn round(layout: Layout, repos: usize, pushes: usize) -> Result<Round, Fai
 fn paths(layout: Layout) -> Vec<String> {
     match layout {
         Layout::Single => vec!["project.yaml".to_owned()],
-        Layout::Services => (0..SERVICES)
+        Layout::Services | Layout::AnyDepth => (0..SERVICES)
             .map(|s| format!("services/s{s}/project.yaml"))
             .collect(),
     }

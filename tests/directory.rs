@@ -64,13 +64,7 @@ impl Env {
 
     /// Writes a delivery as the webhook route does; its outcome.
     async fn deliver(&self, name: &str, body: &[u8]) -> intake::Intake {
-        let parsed = event::parse(name, body).expect("a valid payload");
-        let mut tx = self.pool.begin().await.expect("begin");
-        let intake = intake::apply(&mut tx, &self.queue, &parsed.event)
-            .await
-            .expect("intake");
-        tx.commit().await.expect("commit");
-        intake
+        support::intake::deliver(&self.pool, &self.queue, name, body).await
     }
 
     /// Runs the re-reads webhooks asked for, as the background loop does.

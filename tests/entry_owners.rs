@@ -19,7 +19,6 @@ use roster::controller::{Handler, Lister};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::directory::OwnersMode;
-use roster::github::webhook::{event, intake};
 use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::project::OwnerStatus;
@@ -82,13 +81,10 @@ impl Env {
 
     /// Delivers a `team` webhook as the route writes it.
     async fn deliver(&self, body: &[u8]) -> String {
-        let parsed = event::parse("team", body).expect("a valid payload");
-        let mut tx = self.pool.begin().await.expect("begin");
-        let intake = intake::apply(&mut tx, &self.queue, &parsed.event)
+        support::intake::deliver(&self.pool, &self.queue, "team", body)
             .await
-            .expect("intake");
-        tx.commit().await.expect("commit");
-        intake.outcome().to_owned()
+            .outcome()
+            .to_owned()
     }
 
     /// The webhook's re-read, then the follow-up of what it changed, as

@@ -17,6 +17,7 @@
 //! - [`mode`]: the `ROSTER_CHECKS` setting.
 
 pub mod budget;
+mod failure;
 pub mod mode;
 pub mod post;
 mod several;

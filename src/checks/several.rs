@@ -5,10 +5,15 @@
 //! listing says is removed or renamed away), and all of them are
 //! evaluated together against one read-only snapshot of the registry.
 
-use super::worker::{ChecksWorker, Failure};
+use sqlx::PgPool;
+
+use super::failure::Failure;
+use crate::directory::OwnersMode;
+use crate::github::checks_api::ChecksApi;
 use crate::github::checks_api::{MAX_PAGES, PER_PAGE};
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
 use crate::project::verdict::{clip_summary, HeadFile, Parsed, Verdict};
+use crate::project::ProjectFiles;
 use crate::registry::check_requests::ClaimedRequest;
 use crate::registry::owner_check::OwnerCheck;
 use crate::registry::read_only::RegistryReader;
@@ -18,76 +23,82 @@ use crate::registry::read_only::RegistryReader;
 /// them once merged).
 pub const MAX_READS: usize = 50;
 
-/// The verdict on the project files `request`'s pull request touches.
-pub(super) async fn evaluate(
-    worker: &ChecksWorker,
-    request: &ClaimedRequest,
-) -> Result<Verdict, Failure> {
-    let Some(number) = request.pull_request else {
-        return Ok(outside_a_pull_request());
-    };
-    let (installation, owner, name) = (request.installation_id, &request.owner, &request.name);
-    let changed = worker
-        .api
-        .pull_request_paths(installation, owner, name, number)
-        .await
-        .map_err(Failure::from)?;
-    let matching = worker.files.select(changed.paths.iter().cloned());
-    let read = matching.len().min(MAX_READS);
-    let mut touched = Vec::with_capacity(read);
-    for path in &matching[..read] {
-        // A file the pull request removes is absent at its head: no read.
-        let head = if changed.gone.contains(path) {
-            HeadFile::Absent
-        } else {
-            worker
-                .api
-                .file_at_path(installation, owner, name, &request.head_sha, path)
-                .await
-                .map_err(Failure::from)?
+/// What an evaluation of several files uses of the checks loop.
+pub(super) struct Several<'a> {
+    pub api: &'a ChecksApi,
+    pub pool: &'a PgPool,
+    pub files: &'a ProjectFiles,
+    pub owners: OwnersMode,
+}
+
+impl Several<'_> {
+    /// The verdict on the project files `request`'s pull request touches.
+    pub(super) async fn evaluate(&self, request: &ClaimedRequest) -> Result<Verdict, Failure> {
+        let Some(number) = request.pull_request else {
+            return Ok(outside_a_pull_request());
         };
-        touched.push(TouchedFile {
-            path: path.clone(),
-            parsed: Parsed::read(path, head),
-        });
-    }
-    let mut reader = RegistryReader::begin(&worker.pool)
-        .await
-        .map_err(Failure::db)?;
-    let names = declared_names(&touched);
-    let snapshot = if request.public {
-        reader.snapshot_for_public(request.repo_id, &names).await
-    } else {
-        reader.snapshot(request.repo_id, &names).await
-    }
-    .map_err(Failure::db)?;
-    let mut verdict = evaluate_files(
-        &request.head_sha,
-        &touched,
-        &snapshot,
-        matching.len() - read,
-    );
-    if !changed.complete {
-        verdict.summary = clip_summary(format!(
-            "{}\nThe pull request changes more files than the {} a check lists; project \
-             files beyond them are not previewed here.\n",
-            verdict.summary,
-            PER_PAGE * MAX_PAGES
-        ));
-    }
-    for file in &touched {
-        let owners = OwnerCheck {
-            installation,
-            project_file: &file.path,
-            mode: worker.owners,
-        };
-        reader
-            .add_owner_notes(&owners, &file.parsed, &snapshot.entries, &mut verdict)
+        let (installation, owner, name) = (request.installation_id, &request.owner, &request.name);
+        let changed = self
+            .api
+            .pull_request_paths(installation, owner, name, number)
+            .await
+            .map_err(Failure::from)?;
+        let matching = self.files.select(changed.paths.iter().cloned());
+        let read = matching.len().min(MAX_READS);
+        let mut touched = Vec::with_capacity(read);
+        for path in &matching[..read] {
+            // A file the pull request removes is absent at its head: no read.
+            let head = if changed.gone.contains(path) {
+                HeadFile::Absent
+            } else {
+                self.api
+                    .file_at_path(installation, owner, name, &request.head_sha, path)
+                    .await
+                    .map_err(Failure::from)?
+            };
+            touched.push(TouchedFile {
+                path: path.clone(),
+                parsed: Parsed::read(path, head),
+            });
+        }
+        let mut reader = RegistryReader::begin(self.pool)
             .await
             .map_err(Failure::db)?;
+        let names = declared_names(&touched);
+        let snapshot = if request.public {
+            reader.snapshot_for_public(request.repo_id, &names).await
+        } else {
+            reader.snapshot(request.repo_id, &names).await
+        }
+        .map_err(Failure::db)?;
+        let mut verdict = evaluate_files(
+            &request.head_sha,
+            &touched,
+            &snapshot,
+            matching.len() - read,
+        );
+        if !changed.complete {
+            verdict.summary = clip_summary(format!(
+                "{}\nThe pull request changes more files than the {} a check lists; project \
+             files beyond them are not previewed here.\n",
+                verdict.summary,
+                PER_PAGE * MAX_PAGES
+            ));
+        }
+        for file in &touched {
+            let owners = OwnerCheck {
+                installation,
+                project_file: &file.path,
+                mode: self.owners,
+            };
+            reader
+                .add_owner_notes(&owners, &file.parsed, &snapshot.entries, &mut verdict)
+                .await
+                .map_err(Failure::db)?;
+        }
+        reader.finish().await.map_err(Failure::db)?;
+        Ok(verdict)
     }
-    reader.finish().await.map_err(Failure::db)?;
-    Ok(verdict)
 }
 
 /// A check asked again on a commit of no pull request: the default

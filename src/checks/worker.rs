@@ -15,12 +15,12 @@ use sqlx::postgres::PgListener;
 use sqlx::PgPool;
 
 use super::budget::ChecksBudget;
+use super::failure::Failure;
 use super::mode::ChecksMode;
 use super::post::{post, Posted};
 use crate::controller::Backoff;
 use crate::directory::OwnersMode;
 use crate::github::checks_api::ChecksApi;
-use crate::github::http::CallError;
 use crate::github::rate_limit::Resource;
 use crate::project::verdict::{evaluate, Parsed, Verdict};
 use crate::project::ProjectFiles;
@@ -209,7 +209,13 @@ impl ChecksWorker {
                 if let Some(until) = self.held(request.installation_id, Resource::Core).await {
                     return Err(Failure::Held(until));
                 }
-                super::several::evaluate(self, request).await?
+                let several = super::several::Several {
+                    api: &self.api,
+                    pool: &self.pool,
+                    files: &self.files,
+                    owners: self.owners,
+                };
+                several.evaluate(request).await?
             }
         };
         self.store(request, verdict).await
@@ -310,32 +316,6 @@ fn until_then(at: SystemTime) -> Duration {
     at.duration_since(SystemTime::now())
         .unwrap_or_default()
         .max(Duration::from_secs(1))
-}
-
-/// Why an evaluation failed.
-pub(super) enum Failure {
-    /// The budget left is the sync's until then: tried again after it,
-    /// without counting as an attempt.
-    Held(SystemTime),
-    RateLimited(String, Duration),
-    Other(String),
-}
-
-impl Failure {
-    pub(super) fn db(error: crate::registry::RegistryError) -> Self {
-        Failure::Other(error.to_string())
-    }
-}
-
-impl From<CallError> for Failure {
-    fn from(error: CallError) -> Self {
-        match &error {
-            CallError::RateLimited { wait, .. } | CallError::BudgetSpent { wait, .. } => {
-                Failure::RateLimited(error.to_string(), *wait)
-            }
-            _ => Failure::Other(error.to_string()),
-        }
-    }
 }
 
 async fn subscribe(pool: &PgPool) -> Option<PgListener> {

@@ -72,15 +72,6 @@ pub async fn preview(
     let Some(installation_id) = repo.installation_id else {
         return Ok(None);
     };
-    if let FileState::Files { sha, files } = file {
-        let at = super::default_branch_files::At {
-            id,
-            installation: installation_id,
-            repo,
-            sha,
-        };
-        return super::default_branch_files::preview(conn, at, files, before, owners).await;
-    }
     let (sha, head) = match file {
         FileState::Found { sha, bytes } => (sha, HeadFile::Found(bytes.clone())),
         FileState::Unreadable {

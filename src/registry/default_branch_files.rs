@@ -15,18 +15,45 @@ use super::RegistryError;
 use crate::directory::OwnersMode;
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
 use crate::project::verdict::{HeadFile, Parsed};
-use crate::source::{FileContent, InstallationId, PathFile, RepoId, RepoInfo};
+use crate::source::{FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo};
 
 /// The repository and commit the run is about.
-pub(super) struct At<'a> {
-    pub id: RepoId,
-    pub installation: InstallationId,
-    pub repo: &'a RepoInfo,
-    pub sha: &'a str,
+struct At<'a> {
+    id: RepoId,
+    installation: InstallationId,
+    repo: &'a RepoInfo,
+    sha: &'a str,
 }
 
-/// [`super::default_branch_check::preview`] of `files` at `at.sha`.
-pub(super) async fn preview(
+/// [`super::default_branch_check::preview`] for an observation of several
+/// files; `None` for any other observation, or nothing to post.
+pub(super) async fn preview_files(
+    conn: &mut PgConnection,
+    id: RepoId,
+    observed: &Observed,
+    before: Before<'_>,
+    owners: OwnersMode,
+) -> Result<Option<Pending>, RegistryError> {
+    let Observed::Present {
+        repo,
+        file: FileState::Files { sha, files },
+    } = observed
+    else {
+        return Ok(None);
+    };
+    let Some(installation) = repo.installation_id else {
+        return Ok(None);
+    };
+    let at = At {
+        id,
+        installation,
+        repo,
+        sha,
+    };
+    preview(conn, at, files, before, owners).await
+}
+
+async fn preview(
     conn: &mut PgConnection,
     at: At<'_>,
     files: &[PathFile],

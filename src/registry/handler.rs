@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use super::changes::record::{self, Cause};
 use super::decision::decide;
 use super::default_branch_check as default_branch;
+use super::default_branch_files::preview_files;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, RegistryError, Status};
@@ -17,7 +18,7 @@ use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::directory::OwnersMode;
 use crate::project::ProjectFiles;
-use crate::source::{Observed, RepoId};
+use crate::source::{FileState, Observed, RepoId};
 
 /// Applies observations to the registry; see docs/contract.md#repository-statuses for what each
 /// observation does to a repository's status and entries.
@@ -209,7 +210,16 @@ where
                     blob: old.file_blob.as_deref(),
                 };
                 let file = &self.project_file;
-                default_branch::preview(&mut tx, id, &observed, file, before, self.owners).await?
+                match &observed {
+                    Observed::Present {
+                        file: FileState::Files { .. },
+                        ..
+                    } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
+                    _ => {
+                        default_branch::preview(&mut tx, id, &observed, file, before, self.owners)
+                            .await?
+                    }
+                }
             }
             false => None,
         };

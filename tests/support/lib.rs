@@ -14,6 +14,7 @@ pub mod github_app;
 pub mod github_counts;
 pub mod github_server;
 pub mod http;
+pub mod intake;
 pub mod monorepo_server;
 pub mod pg_proxy;
 pub mod pgbench;

@@ -170,9 +170,32 @@ impl Writers {
     }
 
     /// Takes groups and writes them ([`intake::write`]) until every sender
-    /// is gone; refuses to write once the server's pool is closed.
+    /// is gone; refuses to write once the server's pool is closed. A group
+    /// is everything waiting now, up to `max`, plus what arrives within the
+    /// window when that is less.
     async fn run(self: Arc<Self>) {
-        while let Some(group) = self.next_group().await {
+        loop {
+            let mut group = Vec::new();
+            {
+                let mut jobs = self.jobs.lock().await;
+                let Some(first) = jobs.recv().await else {
+                    return;
+                };
+                group.push(first);
+                while group.len() < self.limits.max {
+                    match jobs.try_recv() {
+                        Ok(job) => group.push(job),
+                        Err(_) => break,
+                    }
+                }
+                let deadline = Instant::now() + self.limits.window;
+                while group.len() < self.limits.max {
+                    match tokio::time::timeout_at(deadline, jobs.recv()).await {
+                        Ok(Some(job)) => group.push(job),
+                        Ok(None) | Err(_) => break,
+                    }
+                }
+            }
             let accepted: Vec<&Accepted> = group.iter().map(|j| &j.accepted).collect();
             let written = if self.shared.is_closed() {
                 Err(sqlx::Error::PoolClosed.into())
@@ -192,28 +215,6 @@ impl Writers {
                 let _ = job.done.send(verdict);
             }
         }
-    }
-
-    /// Everything waiting now, up to `max`, plus what arrives within the
-    /// window when that is less; `None` once the route is gone.
-    async fn next_group(&self) -> Option<Vec<Job>> {
-        let mut jobs = self.jobs.lock().await;
-        let first = jobs.recv().await?;
-        let mut group = vec![first];
-        while group.len() < self.limits.max {
-            match jobs.try_recv() {
-                Ok(job) => group.push(job),
-                Err(_) => break,
-            }
-        }
-        let deadline = Instant::now() + self.limits.window;
-        while group.len() < self.limits.max {
-            match tokio::time::timeout_at(deadline, jobs.recv()).await {
-                Ok(Some(job)) => group.push(job),
-                Ok(None) | Err(_) => break,
-            }
-        }
-        Some(group)
     }
 }
 

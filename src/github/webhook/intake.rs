@@ -17,7 +17,8 @@
 
 use std::collections::BTreeSet;
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::pool::PoolConnection;
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::deliveries::{DeliveryRows, NewDelivery};
 use super::event::{DirectoryChange, PayloadRepo, RequestedCheck, WebhookEvent};
@@ -91,6 +92,12 @@ pub enum IntakeError {
 /// written alone. With `free`, a repository whose pushes left the project
 /// file alone has its recorded commit moved instead of being enqueued,
 /// when the registry recorded their `before` ([`FreePushes`]).
+///
+/// The group's writes are one statement: free pushes settled, repositories
+/// made known and ids enqueued (those the settle moved left out of both),
+/// deliveries recorded, and the `NOTIFY` when the enqueue changed a row. A
+/// group with an event that needs more ([`needs_transaction`]) runs it in a
+/// transaction, after that event's reads and before its requests.
 pub async fn write(
     pool: &PgPool,
     queue: &PgQueue,
@@ -99,67 +106,13 @@ pub async fn write(
 ) -> Result<Vec<Intake>, IntakeError> {
     let events: Vec<&WebhookEvent> = group.iter().map(|a| &a.parsed.event).collect();
     let plans: Vec<Plan> = events.iter().map(|e| plan(e)).collect();
-    let written = if plans.iter().any(needs_transaction) {
-        let mut tx = pool.begin().await?;
-        let written = write_on(&mut tx, queue, &events, plans, free, Some(group)).await?;
-        tx.commit().await?;
-        written
+    let mut tx: Option<Transaction<'_, Postgres>> = None;
+    let mut own: Option<PoolConnection<Postgres>> = None;
+    let conn: &mut PgConnection = if plans.iter().any(needs_transaction) {
+        tx.insert(pool.begin().await?)
     } else {
-        let mut conn = pool.acquire().await?;
-        write_on(&mut conn, queue, &events, plans, free, Some(group)).await?
+        own.insert(pool.acquire().await?)
     };
-    queue.enqueued_and_notified(written.added, written.woke);
-    Ok(written.intakes)
-}
-
-/// Writes what `event` asks for on `conn`, the caller's transaction, without
-/// a delivery record: the caller commits. Workers hear of the ids with the
-/// commit (the statement's `NOTIFY`).
-pub async fn apply(
-    conn: &mut PgConnection,
-    queue: &PgQueue,
-    event: &WebhookEvent,
-) -> Result<Intake, IntakeError> {
-    let written = write_on(conn, queue, &[event], vec![plan(event)], None, None).await?;
-    Ok(written.intakes.into_iter().next().unwrap_or(Intake {
-        enqueued: 0,
-        listing_requested: false,
-        ignored: None,
-    }))
-}
-
-/// Whether an event's plan needs more than the group's one statement: a
-/// read before it or a request after it, so a transaction around them.
-fn needs_transaction(plan: &Plan) -> bool {
-    plan.tracked_of_installation.is_some()
-        || plan.permissions_changed.is_some()
-        || plan.directory.is_some()
-        || plan.listing
-        || !plan.checks.is_empty()
-        || plan.known.iter().any(is_partial)
-}
-
-/// What a group wrote.
-struct Written {
-    /// One per event.
-    intakes: Vec<Intake>,
-    /// Distinct ids enqueued (for the queue's counter).
-    added: u64,
-    /// Whether the enqueue changed a row: idle workers have work.
-    woke: bool,
-}
-
-/// The group's writes on `conn`: each plan's reads, then the one statement,
-/// then the listing and check requests (which need the transaction the
-/// caller opened for them).
-async fn write_on(
-    conn: &mut PgConnection,
-    queue: &PgQueue,
-    events: &[&WebhookEvent],
-    plans: Vec<Plan>,
-    free: Option<&FreePushes>,
-    group: Option<&[&Accepted]>,
-) -> Result<Written, IntakeError> {
     let mut known: Vec<PayloadRepo> = Vec::new();
     // Every id each event asks for, with its trigger; the enqueue merges
     // an id named twice (the most telling trigger wins).
@@ -199,9 +152,31 @@ async fn write_on(
                 .map(|(a, b)| a.max(b));
         }
     }
-    let known = unseen_or_complete(conn, known).await?;
-    let records = group.map(|group| records(group, &intakes));
-    let (added, woke) = write_statement(conn, events, free, &known, to_enqueue, records).await?;
+    let known = unseen_or_complete(&mut *conn, known).await?;
+    let repos: Vec<_> = known
+        .iter()
+        .map(|r| (r.id, &r.info, r.node_id.as_deref()))
+        .collect();
+    let mut known = KnownRows::new(&repos);
+    let mut enqueue = EnqueueRows::new(to_enqueue);
+    let moves = free.map(|f| f.moves(&events)).unwrap_or_default();
+    let settle = free.filter(|_| !moves.is_empty()).map(|free| {
+        FreePushRows::new(&moves, free.fingerprint()).locking(repos.iter().map(|r| r.0))
+    });
+    if settle.is_some() {
+        known = known.except_settled();
+        enqueue = enqueue.except_settled();
+    }
+    let records = records(group, &intakes);
+    let deliveries = DeliveryRows::new(&records);
+    let mut parts: Vec<&dyn Part> = Vec::with_capacity(4);
+    if let Some(settle) = &settle {
+        parts.push(settle);
+    }
+    parts.push(&known);
+    let enqueue_part = parts.len();
+    parts.extend([&enqueue as &dyn Part, &deliveries]);
+    let woke = together::execute_and_notify(&mut *conn, &parts, CHANNEL, enqueue_part).await?;
     match (listing, seen_after) {
         (false, _) => {}
         (true, Some(since)) => {
@@ -212,52 +187,22 @@ async fn write_on(
         (true, None) => queue.request_listing_in(&mut *conn).await?,
     }
     check_requests::request_checks(conn, &checks).await?;
-    Ok(Written {
-        intakes,
-        added,
-        woke,
-    })
+    if let Some(tx) = tx {
+        tx.commit().await?;
+    }
+    queue.enqueued_and_notified(enqueue.added(), woke);
+    Ok(intakes)
 }
 
-/// The group's one statement: free pushes settled, repositories made known
-/// (those the settle moved left out), ids enqueued (the same), deliveries
-/// recorded, and the `NOTIFY` when the enqueue changed a row. Returns the
-/// distinct ids enqueued and whether it notified.
-async fn write_statement(
-    conn: &mut PgConnection,
-    events: &[&WebhookEvent],
-    free: Option<&FreePushes>,
-    known: &[PayloadRepo],
-    to_enqueue: Vec<Enqueue<RepoId>>,
-    records: Option<Vec<NewDelivery<'_>>>,
-) -> Result<(u64, bool), IntakeError> {
-    let repos: Vec<_> = known
-        .iter()
-        .map(|r| (r.id, &r.info, r.node_id.as_deref()))
-        .collect();
-    let mut known = KnownRows::new(&repos);
-    let mut enqueue = EnqueueRows::new(to_enqueue);
-    let moves = free.map(|f| f.moves(events)).unwrap_or_default();
-    let settle = free.filter(|_| !moves.is_empty()).map(|free| {
-        FreePushRows::new(&moves, free.fingerprint()).locking(repos.iter().map(|r| r.0))
-    });
-    if settle.is_some() {
-        known = known.except_settled();
-        enqueue = enqueue.except_settled();
-    }
-    let deliveries = records.as_deref().map(DeliveryRows::new);
-    let mut parts: Vec<&dyn Part> = Vec::with_capacity(4);
-    if let Some(settle) = &settle {
-        parts.push(settle);
-    }
-    parts.push(&known);
-    let enqueue_part = parts.len();
-    parts.push(&enqueue);
-    if let Some(deliveries) = &deliveries {
-        parts.push(deliveries);
-    }
-    let woke = together::execute_and_notify(&mut *conn, &parts, CHANNEL, enqueue_part).await?;
-    Ok((enqueue.added(), woke))
+/// Whether an event's plan needs more than the group's one statement: a
+/// read before it or a request after it, so a transaction around them.
+fn needs_transaction(plan: &Plan) -> bool {
+    plan.tracked_of_installation.is_some()
+        || plan.permissions_changed.is_some()
+        || plan.directory.is_some()
+        || plan.listing
+        || !plan.checks.is_empty()
+        || plan.known.iter().any(is_partial)
 }
 
 /// The repositories to upsert: those a payload describes fully (push and
