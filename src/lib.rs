@@ -9,6 +9,7 @@ pub mod controller;
 pub mod db;
 pub mod directory;
 pub mod github;
+pub mod installation_id;
 pub mod logging;
 pub mod memory;
 pub mod metrics;

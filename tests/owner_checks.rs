@@ -9,6 +9,7 @@ use crate::checks::{env as checks_env, Env, ACME, FILE};
 use roster::directory::db::Account;
 use roster::directory::{DirectoryDb, Member, OwnersMode, Team};
 use roster::registry::RegistryHandler;
+use roster::source::InstallationId;
 
 const ORG: i64 = 9_001;
 
@@ -29,7 +30,7 @@ async fn directory(env: &Env, teams: &[Team], members: &[Member]) {
     let account = Account {
         org_id: ORG,
         login: "acme".to_owned(),
-        installation_id: Some(ACME),
+        installation_id: Some(InstallationId(ACME)),
         personal: false,
     };
     db.ensure_account(&account).await.expect("account");

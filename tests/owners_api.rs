@@ -9,6 +9,7 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::directory::db::Account;
 use roster::directory::{DirectoryDb, Member, Team};
+use roster::source::InstallationId;
 use serde_json::Value;
 use support::http::Answer;
 use support::router::{self, send, Options};
@@ -63,7 +64,7 @@ pub(crate) async fn fixture() -> support::router::Fixture {
     db.ensure_account(&Account {
         org_id: 50,
         login: "acme".into(),
-        installation_id: Some(5),
+        installation_id: Some(InstallationId(5)),
         personal: false,
     })
     .await

@@ -9,6 +9,7 @@ use crate::support;
 
 use roster::directory::db::Account;
 use roster::directory::{DirectoryDb, Team};
+use roster::source::InstallationId;
 use sqlx::PgPool;
 use support::router::{self, Options};
 
@@ -27,7 +28,7 @@ async fn teams(pool: &PgPool) {
     let account = Account {
         org_id: 7_001,
         login: "acme".to_owned(),
-        installation_id: Some(7),
+        installation_id: Some(InstallationId(7)),
         personal: false,
     };
     db.ensure_account(&account).await.expect("account");

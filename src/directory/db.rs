@@ -13,6 +13,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool, Row};
 
+use crate::installation_id::InstallationId;
+
 use super::{Directory, KnownTeam, Member, Team, TeamsFile, Unchecked, LOCAL_LOGIN, LOCAL_ORG_ID};
 
 /// An account whose directory Roster reads.
@@ -21,7 +23,7 @@ pub struct Account {
     /// GitHub's account id ([`LOCAL_ORG_ID`] for the local folder).
     pub org_id: i64,
     pub login: String,
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     /// A personal account: no teams to read.
     pub personal: bool,
 }
@@ -39,7 +41,7 @@ pub struct Requested {
 pub struct AccountStatus {
     pub org_id: i64,
     pub login: String,
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     pub personal: bool,
     /// Why owners of this account are not checked, when they are not.
     pub off_reason: Option<String>,

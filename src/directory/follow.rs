@@ -7,12 +7,14 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Row};
 
+use crate::installation_id::InstallationId;
+
 /// An account whose owners are to be followed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Changed {
     pub org_id: i64,
     /// Its installation; `None` for the local folder.
-    pub installation_id: Option<i64>,
+    pub installation_id: Option<InstallationId>,
     /// The change followed: marked as followed once done.
     pub changed_at: DateTime<Utc>,
 }

@@ -10,6 +10,8 @@
 
 use sqlx::{PgConnection, Row};
 
+use crate::installation_id::InstallationId;
+
 use super::resolve::{Resolution, Resolver};
 use super::{Directory, KnownTeam, Member, Team, Unchecked};
 
@@ -18,7 +20,7 @@ use super::{Directory, KnownTeam, Member, Team, Unchecked};
 /// read: owners there are not checked).
 pub async fn directory_for(
     conn: &mut PgConnection,
-    installation: i64,
+    installation: InstallationId,
     owners: &[&str],
 ) -> Result<Option<Directory>, sqlx::Error> {
     directory_of(conn, Some(installation), owners).await
@@ -28,7 +30,7 @@ pub async fn directory_for(
 /// when there is none (its repositories have no installation).
 pub async fn directory_of(
     conn: &mut PgConnection,
-    installation: Option<i64>,
+    installation: Option<InstallationId>,
     owners: &[&str],
 ) -> Result<Option<Directory>, sqlx::Error> {
     let Some(row) = sqlx::query(

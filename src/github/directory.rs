@@ -165,7 +165,7 @@ impl DirectoryReader {
         let account = Account {
             org_id,
             login: installation.account.clone(),
-            installation_id: Some(installation.id.0),
+            installation_id: Some(installation.id),
             personal: !installation.organization,
         };
         if let Err(error) = self.db().ensure_account(&account).await {
@@ -202,7 +202,7 @@ impl DirectoryReader {
         teams: bool,
         members: bool,
     ) -> Result<(), DirectoryError> {
-        let Some(installation) = account.installation_id.map(InstallationId) else {
+        let Some(installation) = account.installation_id else {
             return Ok(());
         };
         // While owner checking is off, any read is a read of both: only

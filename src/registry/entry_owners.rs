@@ -65,7 +65,7 @@ impl OwnerContext {
         if mode == OwnersMode::Off || owners.is_empty() {
             return Ok(Self::unchecked());
         }
-        let directory = directory_of(conn, installation.map(|i| i.0), owners).await?;
+        let directory = directory_of(conn, installation, owners).await?;
         Ok(Self {
             mode,
             directory,

@@ -46,7 +46,7 @@ pub async fn add_owner_notes(
         .iter()
         .map(|p| p.fields.owner.as_str())
         .collect();
-    let Some(directory) = directory_for(conn, check.installation.0, &owners).await? else {
+    let Some(directory) = directory_for(conn, check.installation, &owners).await? else {
         return Ok(());
     };
     let (file_name, mode) = (check.project_file, check.mode);

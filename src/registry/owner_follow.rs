@@ -18,7 +18,7 @@ use crate::directory::follow::{self, Changed};
 use crate::directory::OwnersMode;
 use crate::project::fields::resolved_columns;
 use crate::project::ResolvedOwner;
-use crate::source::{InstallationId, RepoId};
+use crate::source::RepoId;
 
 /// How often the directory is looked at for changes to follow.
 pub const FOLLOW_INTERVAL: Duration = Duration::from_secs(1);
@@ -74,7 +74,7 @@ async fn follow_account(
     changed: &Changed,
     mode: OwnersMode,
 ) -> Result<usize, RegistryError> {
-    let installation = changed.installation_id.map(InstallationId);
+    let installation = changed.installation_id;
     let mut conn = pool.acquire().await?;
     let entries: Vec<OwnedEntry> = sqlx::query_as(&format!(
         "select e.repo_id, e.name, e.owner, {}

@@ -5,7 +5,8 @@
 pub mod dir;
 mod partition;
 
-pub use partition::{InstallationId, Partition, UnknownPartition};
+pub use crate::installation_id::InstallationId;
+pub use partition::{Partition, UnknownPartition};
 
 use std::fmt;
 

@@ -9,22 +9,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
-/// A GitHub App installation's numeric id: the repositories it sees form
-/// one partition.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, sqlx::Type,
-)]
-#[sqlx(transparent)]
-#[serde(transparent)]
-pub struct InstallationId(pub i64);
-
-impl fmt::Display for InstallationId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+use crate::installation_id::InstallationId;
 
 /// Where a repository is listed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
