@@ -21,6 +21,7 @@
 
 use roster_testkit::fake_github;
 use roster_testkit::github_app;
+use roster_testkit::github_counts::settle;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -272,32 +273,6 @@ fn verdict(met: bool) -> &'static str {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-/// Waits until `total` repositories are known and none is pending. Polls
-/// every 50 ms, counting repositories only once the queue is empty, so that
-/// the measuring takes next to nothing from the database being measured.
-async fn settle(pool: &PgPool, total: usize, limit: Duration) -> Result<(), Failed> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let queued: bool = sqlx::query_scalar("select exists (select 1 from queue)")
-            .fetch_one(pool)
-            .await?;
-        if !queued {
-            let (pending, known): (i64, i64) = sqlx::query_as(
-                "select count(*) filter (where status = 'pending'), count(*) from repositories",
-            )
-            .fetch_one(pool)
-            .await?;
-            if pending == 0 && usize::try_from(known).unwrap_or(0) == total {
-                return Ok(());
-            }
-        }
-        if Instant::now() > deadline {
-            return Err(format!("not settled after {limit:?}").into());
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Sends one push webhook per `1 / per_second` seconds, each after a new
