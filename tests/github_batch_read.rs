@@ -4,6 +4,7 @@
 //! decide, so that only a 404 by id removes a repository.
 
 use crate::support;
+use crate::support::github_counts::rest_reads;
 use crate::support::registry::installed_repo;
 use support::fake_github;
 
@@ -83,19 +84,6 @@ async fn node_id(pool: &PgPool, id: i64) -> Option<String> {
 async fn read_many(env: &Env, ids: &[i64]) -> Vec<Result<Observed, Failure>> {
     let items: Vec<(RepoId, Option<&[u8]>)> = ids.iter().map(|&id| (RepoId(id), None)).collect();
     env.source.storage().get_many(&items).await
-}
-
-/// REST requests about single repositories.
-fn rest_reads(fake: &FakeGithub) -> u64 {
-    [
-        routes::REPO_BY_ID,
-        routes::REPO,
-        routes::COMMIT,
-        routes::CONTENTS,
-    ]
-    .iter()
-    .map(|r| fake.count(r))
-    .sum()
 }
 
 fn present(state: &Result<Observed, Failure>) -> (&RepoInfo, &FileState) {

@@ -10,11 +10,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::preview::{plural, FieldChange, Preview, RegisteredEntry, Snapshot};
-use super::verdict::{
-    annotation, clip_summary, escape_annotation, evaluate, problem_count, Parsed, Verdict,
-};
+use super::verdict::{annotation, evaluate, problem_count, shown, Parsed, Verdict};
 use super::{name_positions, Problem, Project};
-use crate::project::invisible::escape_invisible;
 
 /// One touched project file at the evaluated commit.
 #[derive(Debug, Clone)]
@@ -39,17 +36,7 @@ pub fn evaluate_files(
     {
         return evaluate("project files", sha, &Parsed::CommitGone, registry);
     }
-    let verdict = decide(touched, registry, untouched);
-    Verdict {
-        conclusion: verdict.conclusion,
-        title: escape_invisible(&verdict.title).into_owned(),
-        summary: clip_summary(escape_invisible(&verdict.summary).into_owned()),
-        annotations: verdict
-            .annotations
-            .into_iter()
-            .map(escape_annotation)
-            .collect(),
-    }
+    shown(decide(touched, registry, untouched))
 }
 
 /// The names each touched file declares: the registry is asked who owns

@@ -83,7 +83,12 @@ pub struct Verdict {
 /// with the file's invisible characters shown escaped
 /// ([`escape_invisible`]) and the summary within GitHub's byte limit.
 pub fn evaluate(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -> Verdict {
-    let verdict = decide(project_file, sha, parsed, registry);
+    shown(decide(project_file, sha, parsed, registry))
+}
+
+/// `verdict` as GitHub gets it: invisible characters shown escaped in its
+/// texts and annotations, the summary within GitHub's byte limit.
+pub(super) fn shown(verdict: Verdict) -> Verdict {
     Verdict {
         conclusion: verdict.conclusion,
         title: escape_invisible(&verdict.title).into_owned(),
