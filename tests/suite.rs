@@ -75,5 +75,7 @@ mod slow_clients;
 mod spec_citations;
 mod stale_hints;
 mod table_owners;
+mod touched_files;
+mod touched_pushes;
 mod webhook_bounds;
 mod webhooks;

@@ -92,7 +92,7 @@ where
     ) {
         let items: Vec<(Q::Key, Option<&[u8]>)> = claims
             .iter()
-            .map(|c| (c.key.clone(), c.hint.as_deref()))
+            .map(|c| (c.key.clone(), c.hint.as_deref().or(c.scope.as_deref())))
             .collect();
         let read_started = Instant::now();
         let mut states = self.storage.get_many(&items).await.into_iter();

@@ -139,6 +139,7 @@ where
                 key: key.clone(),
                 attempts: item.attempts,
                 hint: item.hint.clone(),
+                scope: None,
                 trigger: item.trigger,
                 token,
             }

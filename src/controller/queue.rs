@@ -131,6 +131,10 @@ pub struct Claim<K> {
     pub attempts: u32,
     /// The hint stored with the key, if still valid.
     pub hint: Option<Vec<u8>>,
+    /// What the trigger knew of where the change lies (a push's touched
+    /// project files): unlike a hint, a read is still needed, but the
+    /// storage may read less. Handed to the storage when there is no hint.
+    pub scope: Option<Vec<u8>>,
     /// What asked for this run (see [`Trigger`] for how several merge).
     pub trigger: Trigger,
     /// Identifies this claim, so a stale holder cannot end a newer claim.

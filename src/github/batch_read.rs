@@ -60,8 +60,11 @@ impl GithubStorage {
             let ids: Vec<RepoId> = unhinted.iter().map(|&i| items[i].0).collect();
             match self.records(&ids).await {
                 Ok(records) => {
+                    let unread = self
+                        .read_touched(items, &unhinted, &records, &mut states)
+                        .await;
                     let open = self
-                        .read_recorded(items, &unhinted, &records, &mut states)
+                        .read_recorded(items, &unread, &records, &mut states)
                         .await;
                     self.read_each(items, open, &mut states).await;
                 }

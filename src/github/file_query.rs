@@ -250,6 +250,12 @@ pub(super) struct BlobFields {
     text: Option<String>,
 }
 
+/// What a `file(path:)` answer (`mode object { … }`) holds at `path`;
+/// `None` when nothing is there.
+pub(super) fn file_answer(path: &str, value: &Value) -> Option<FileContent> {
+    entry_of(value).map(|entry| content(path, &entry))
+}
+
 fn entry_of(value: &Value) -> Option<Entry> {
     if value.is_null() {
         return None;

@@ -86,6 +86,24 @@ impl RegistryDb {
         Ok(newer.into_iter().collect())
     }
 
+    /// The commit each of `ids` is recorded at, for those `synced` or
+    /// `no_file` (whose every project file is as of that commit): a push
+    /// from there may be read in part.
+    pub async fn recorded_commits(
+        &self,
+        ids: &[RepoId],
+    ) -> Result<HashMap<RepoId, String>, RegistryError> {
+        let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
+        let rows: Vec<(RepoId, String)> = sqlx::query_as(
+            "select id, synced_sha from repositories
+             where id = any($1) and status in ('synced', 'no_file') and synced_sha is not null",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
     /// The repositories tracked in `partition`, removed ones excluded.
     pub async fn tracked_ids(&self, partition: Partition) -> Result<Vec<RepoId>, RegistryError> {
         Ok(tracked_ids(&self.pool, partition).await?)

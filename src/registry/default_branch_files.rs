@@ -8,9 +8,10 @@ use sqlx::PgConnection;
 
 use super::default_branch_check::{Before, Pending};
 use super::file_blobs;
-use super::file_set::set_blob;
+use super::file_set::set_blob_of;
 use super::owner_check::{add_owner_notes, OwnerCheck};
 use super::read_only::snapshot;
+use super::touched_files::merge;
 use super::RegistryError;
 use crate::directory::OwnersMode;
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
@@ -26,7 +27,8 @@ struct At<'a> {
 }
 
 /// [`super::default_branch_check::preview`] for an observation of several
-/// files; `None` for any other observation, or nothing to post.
+/// files (all of them, or those a push touched); `None` for any other
+/// observation, or nothing to post.
 pub(super) async fn preview_files(
     conn: &mut PgConnection,
     id: RepoId,
@@ -34,12 +36,22 @@ pub(super) async fn preview_files(
     before: Before<'_>,
     owners: OwnersMode,
 ) -> Result<Option<Pending>, RegistryError> {
-    let Observed::Present {
-        repo,
-        file: FileState::Files { sha, files },
-    } = observed
-    else {
-        return Ok(None);
+    let (repo, sha, files, blobs) = match observed {
+        Observed::Present {
+            repo,
+            file: FileState::Files { sha, files },
+        } => (repo, sha, files, file_blobs::of(files)),
+        // Only the touched files were read: the others keep their blobs.
+        Observed::Present {
+            repo,
+            file: FileState::Touched {
+                sha, files, gone, ..
+            },
+        } => {
+            let recorded = file_blobs::read(conn, id).await?.unwrap_or_default();
+            (repo, sha, files, merge(recorded, files, gone))
+        }
+        _ => return Ok(None),
     };
     let Some(installation) = repo.installation_id else {
         return Ok(None);
@@ -50,22 +62,23 @@ pub(super) async fn preview_files(
         repo,
         sha,
     };
-    preview(conn, at, files, before, owners).await
+    preview(conn, at, files, &blobs, before, owners).await
 }
 
 async fn preview(
     conn: &mut PgConnection,
     at: At<'_>,
     files: &[PathFile],
+    blobs: &file_blobs::FileBlobs,
     before: Before<'_>,
     owners: OwnersMode,
 ) -> Result<Option<Pending>, RegistryError> {
-    let file_changed = before.blob != Some(set_blob(files).as_str());
+    let file_changed = before.blob != Some(set_blob_of(blobs).as_str());
     if before.status == "synced" && !file_changed {
         return Ok(None);
     }
     let old = file_blobs::read(conn, at.id).await?;
-    let changed = file_blobs::changed(old.as_ref(), &file_blobs::of(files));
+    let changed = file_blobs::changed(old.as_ref(), blobs);
     let touched: Vec<TouchedFile> = changed
         .iter()
         .map(|path| {

@@ -8,4 +8,9 @@ pub enum RegistryError {
     /// A pagination cursor this server did not hand out (the API answers 400).
     #[error("malformed cursor")]
     BadCursor,
+    /// A push's partial read no longer applies (the registry moved past
+    /// its `before`, or what it touched clashes with files it did not
+    /// touch): the repository is read again whole.
+    #[error("the push's partial read no longer applies; reading the repository again")]
+    ReadAgain,
 }

@@ -23,15 +23,15 @@ pub const MAX_REPO_ENTRIES: usize = 1_000;
 
 /// What the files ask for, before anything is written.
 #[derive(Debug, Default)]
-struct Plan {
+pub(super) struct Plan {
     /// Entries of valid files, each name once (the first path keeps it).
-    desired: Vec<Desired>,
+    pub desired: Vec<Desired>,
     /// Names of entries kept as they were: their file is invalid.
-    keep: Vec<String>,
+    pub keep: Vec<String>,
     /// Problem lines of the invalid files, file after file.
-    problems: Vec<String>,
+    pub problems: Vec<String>,
     /// A name declared by a later file than the one that keeps it.
-    twice: Vec<String>,
+    pub twice: Vec<String>,
 }
 
 /// Decides what the files (sorted by path) at commit `sha` do to
@@ -83,7 +83,7 @@ fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
 }
 
 /// A file read by the rules: its projects, or its problem lines.
-fn parse(file: &PathFile) -> Result<ProjectFile, String> {
+pub(super) fn parse(file: &PathFile) -> Result<ProjectFile, String> {
     match &file.content {
         FileContent::Bytes(bytes) => {
             crate::project::parse(&file.path, bytes).map_err(|p| p.to_string())
@@ -95,7 +95,7 @@ fn parse(file: &PathFile) -> Result<ProjectFile, String> {
 /// [`plan`] with each file's owners resolved in `owners`: a file whose
 /// owners break the rule (under `require`) is invalid like one that breaks
 /// the file's own rules.
-fn plan_with(
+pub(super) fn plan_with(
     files: &[PathFile],
     parsed: &[Result<ProjectFile, String>],
     old_paths: &[(String, String)],
@@ -157,7 +157,7 @@ fn plan_with(
 /// file breaks a rule, else `conflict` when a name was taken, else
 /// `synced`. An invalid repository keeps the commit it recorded, as with
 /// one file: its valid files were applied, its invalid ones kept.
-fn decision(
+pub(super) fn decision(
     old: &RepoState,
     sha: &str,
     plan: &Plan,
@@ -224,8 +224,13 @@ fn decision(
 /// changes when any file's path or bytes do, so a default-branch check is
 /// compared against what was read last.
 pub(super) fn set_blob(files: &[PathFile]) -> String {
+    set_blob_of(&super::file_blobs::of(files))
+}
+
+/// [`set_blob`] of the files' blob ids by path.
+pub(super) fn set_blob_of(blobs: &super::file_blobs::FileBlobs) -> String {
     let mut listing = String::new();
-    for (path, id) in super::file_blobs::of(files) {
+    for (path, id) in blobs {
         listing.push_str(&format!("{id} {path}\n"));
     }
     blob_id(listing.as_bytes())

@@ -11,7 +11,7 @@ use super::default_branch_check as default_branch;
 use super::default_branch_files::preview_files;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
-use super::{events, holds, RegistryError, Status};
+use super::{events, holds, touched_files, RegistryError, Status};
 use super::{known, repos};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
@@ -28,8 +28,8 @@ use crate::source::{FileState, Observed, RepoId};
 /// uses the PostgreSQL queue. Under the controller it commits only while
 /// the worker's claim on the id is live (`crate::db::fence`).
 pub struct RegistryHandler<Q = PgQueue> {
-    pool: PgPool,
-    queue: Arc<Q>,
+    pub(super) pool: PgPool,
+    pub(super) queue: Arc<Q>,
     project_file: String,
     /// The project file patterns, as the fingerprint names them.
     patterns: Vec<String>,
@@ -194,6 +194,8 @@ where
             }
             Observed::Removed { .. } => {}
         }
+        let fingerprint = self.fingerprint.as_str();
+        let observed = touched_files::complete(&mut tx, id, &old, fingerprint, observed).await?;
         let (cause, sha) = Cause::of(&observed, hold_id.is_some(), claim);
         let mut before = if self.change_log {
             record::snapshot(&mut tx, id).await?
@@ -212,7 +214,7 @@ where
                 let file = &self.project_file;
                 match &observed {
                     Observed::Present {
-                        file: FileState::Files { .. },
+                        file: FileState::Files { .. } | FileState::Touched { .. },
                         ..
                     } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
                     _ => {
@@ -305,55 +307,12 @@ where
                 Ok(outcome)
             }
             Ok(Ended::LeaseLost) => Err(lease_lost(key)),
+            Err(RegistryError::ReadAgain) => self.read_again(key).await,
             Err(error) => {
                 let message = error.to_string();
                 self.record_failure(key, &message, claim).await;
                 Err(Failure::new(message))
             }
-        }
-    }
-
-    /// Shows a failure on the repository (status `error`), best effort:
-    /// the database may be what failed. Like a reconcile, it commits only
-    /// while the claim is live.
-    async fn record_failure(&self, key: RepoId, message: &str, claim: Option<&Claim<RepoId>>) {
-        let recorded = async {
-            let mut tx = self.pool.begin().await?;
-            let name = repos::record_error(&mut tx, key, message).await?;
-            if name.is_none() {
-                return Ok(None);
-            }
-            if !commit_if_held(&*self.queue, tx, claim).await? {
-                tracing::warn!(repo = %key, "{}; the failure is not recorded", lease_lost(key));
-                return Ok(None);
-            }
-            Ok::<_, RegistryError>(name)
-        };
-        match recorded.await {
-            Ok(name) => record_name(name),
-            Err(error) => tracing::warn!(repo = %key, %error, "could not record a failure"),
-        }
-    }
-
-    /// Shows that the repository waits for GitHub's budget (status
-    /// `pending` with the reset time), best effort, and like a failure only
-    /// while the claim is live.
-    async fn record_wait(&self, key: RepoId, message: &str, claim: Option<&Claim<RepoId>>) {
-        let recorded = async {
-            let mut tx = self.pool.begin().await?;
-            let name = repos::record_waiting(&mut tx, key, message).await?;
-            if name.is_none() {
-                return Ok(None);
-            }
-            if !commit_if_held(&*self.queue, tx, claim).await? {
-                tracing::warn!(repo = %key, "{}; the wait is not recorded", lease_lost(key));
-                return Ok(None);
-            }
-            Ok::<_, RegistryError>(name)
-        };
-        match recorded.await {
-            Ok(name) => record_name(name),
-            Err(error) => tracing::warn!(repo = %key, %error, "could not record a wait"),
         }
     }
 }
@@ -385,7 +344,7 @@ where
 }
 
 /// The failure of an attempt whose claim was gone at its commit.
-fn lease_lost(key: RepoId) -> Failure {
+pub(super) fn lease_lost(key: RepoId) -> Failure {
     Failure::new(format!(
         "lease on repository {key} lost before the commit; nothing written \
          (another worker may hold it now)"
@@ -394,7 +353,7 @@ fn lease_lost(key: RepoId) -> Failure {
 
 /// Names the repository in the controller's reconcile span, so its log
 /// lines say `owner/name` beside the id.
-fn record_name(name: Option<String>) {
+pub(super) fn record_name(name: Option<String>) {
     if let Some(name) = name {
         tracing::Span::current().record("full_name", name);
     }

@@ -31,6 +31,7 @@ pub mod json;
 mod known;
 mod max_removals;
 mod node_ids;
+mod not_applied;
 pub mod owner_check;
 pub mod owner_counts;
 pub mod owner_follow;
@@ -41,6 +42,7 @@ mod repos;
 mod status;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+mod touched_files;
 pub mod tracker;
 
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};

@@ -75,6 +75,14 @@ impl Env {
             .json()
     }
 
+    /// The change history of entry `name`, newest first.
+    pub async fn history(&self, name: &str) -> Value {
+        get(&self.roster.url(&format!("/api/v1/projects/{name}/history")))
+            .await
+            .expect("history")
+            .json()
+    }
+
     /// Requests that read one repository over REST.
     pub fn rest_reads(&self) -> u64 {
         [routes::REPO_BY_ID, routes::COMMIT, routes::CONTENTS]

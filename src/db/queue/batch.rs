@@ -39,7 +39,7 @@ WHERE q.repo_id = picked.repo_id
 AND ",
     no_wait!(),
     "
-RETURNING q.repo_id, q.attempts, q.hint, q.trigger, q.claim_token"
+RETURNING q.repo_id, q.attempts, q.hint, convert_to(q.touched::text, 'UTF8'), q.trigger, q.claim_token"
 );
 
 /// The rows of the claims `($1 ids, $2 tokens)` that match `$cond`, locked

@@ -19,6 +19,9 @@ pub struct EnqueueRows {
     ids: Vec<i64>,
     hints: Vec<Option<Vec<u8>>>,
     triggers: Vec<i16>,
+    /// What a push touched, by id as `ids` (JSON, see
+    /// [`EnqueueRows::touched`]); empty when no push of the batch says.
+    touched: Vec<Option<String>>,
     /// Leave out the ids an earlier part of the statement settled.
     except_settled: bool,
 }
@@ -57,6 +60,7 @@ impl EnqueueRows {
             ids: Vec::with_capacity(merged.len()),
             hints: Vec::with_capacity(merged.len()),
             triggers: Vec::with_capacity(merged.len()),
+            touched: Vec::new(),
             except_settled: false,
         };
         for (id, (hint, trigger)) in merged {
@@ -65,6 +69,21 @@ impl EnqueueRows {
             rows.triggers.push(trigger.code());
         }
         rows
+    }
+
+    /// Adds what pushes touched (`{"before", "after", "paths"}` as JSON) to
+    /// their ids' rows: the run reads only those paths while no trigger
+    /// asking for a full read, or a push that does not follow, joins it.
+    /// An id not enqueued here is left out.
+    pub fn touched(mut self, touched: &BTreeMap<RepoId, String>) -> Self {
+        if !touched.is_empty() {
+            self.touched = self
+                .ids
+                .iter()
+                .map(|id| touched.get(&RepoId(*id)).cloned())
+                .collect();
+        }
+        self
     }
 
     /// Leaves out the ids that the part named [`SETTLED`], earlier in the
@@ -101,6 +120,7 @@ impl Part for EnqueueRows {
         args.add(&self.ids)?;
         args.add(&self.hints)?;
         args.add(&self.triggers)?;
+        args.add(&self.touched)?;
         Ok(())
     }
 }
@@ -114,12 +134,16 @@ impl Part for EnqueueRows {
 /// pushes to one repository costs an index lookup each, and concurrent
 /// groups do not queue behind each other's lock on it. Skipping is safe
 /// because the run it waits for starts after this statement's snapshot,
-/// so after the push that asked.
+/// so after the push that asked. What pushes touched (`touched`, shorter
+/// than the ids or empty: the rest are null) is kept like a hint, except
+/// that two pushes join (`touched_then`) when the second follows the
+/// first; a row that holds it is never skipped.
 const ENQUEUE: &str = "
-INSERT INTO queue AS q (repo_id, hint, trigger)
-SELECT id, hint, trigger FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[])
-    AS batch(id, hint, trigger)
-WHERE (SELECT w.hint IS NULL
+INSERT INTO queue AS q (repo_id, hint, trigger, touched)
+SELECT id, hint, trigger, touched::jsonb
+FROM UNNEST($1::bigint[], $2::bytea[], $3::smallint[], $4::text[])
+    AS batch(id, hint, trigger, touched)
+WHERE (SELECT w.hint IS NULL AND w.touched IS NULL
               AND (batch.trigger = 1 OR (w.trigger <> 1 AND w.trigger >= batch.trigger))
               AND CASE WHEN w.claimed_by IS NULL THEN w.not_before <= now() ELSE w.rerun END
        FROM queue w WHERE w.repo_id = batch.id) IS NOT TRUE
@@ -133,6 +157,10 @@ ON CONFLICT (repo_id) DO UPDATE SET
     hint = CASE
         WHEN q.claimed_by IS NOT NULL THEN NULL
         WHEN q.hint IS NOT NULL AND EXCLUDED.hint IS NOT NULL THEN EXCLUDED.hint
+    END,
+    touched = CASE
+        WHEN q.claimed_by IS NOT NULL AND NOT q.rerun THEN EXCLUDED.touched
+        ELSE touched_then(q.touched, EXCLUDED.touched)
     END,
     not_before = CASE
         WHEN q.claimed_by IS NULL THEN LEAST(q.not_before, now())

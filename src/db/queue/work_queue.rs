@@ -7,13 +7,14 @@ use super::*;
 const UNCLAIM: &str = "claimed_by = NULL, claim_token = NULL, claimed_until = NULL, rerun = false";
 
 /// A claimed row as the claim statements return it.
-type ClaimRow = (i64, i32, Option<Vec<u8>>, i16, String);
+type ClaimRow = (i64, i32, Option<Vec<u8>>, Option<Vec<u8>>, i16, String);
 
-fn claim_of((id, attempts, hint, trigger, token): ClaimRow) -> Claim<RepoId> {
+fn claim_of((id, attempts, hint, scope, trigger, token): ClaimRow) -> Claim<RepoId> {
     Claim {
         key: RepoId(id),
         attempts: u32::try_from(attempts).unwrap_or(0),
         hint,
+        scope,
         trigger: Trigger::from_code(trigger),
         token,
     }

@@ -3,11 +3,12 @@
 //! [`PushChange`]). Pure: the registry's compare-and-set then decides
 //! whether the repository's recorded commit was the push's `before`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::event::{PayloadRepo, PushChange, WebhookEvent};
 use super::plan::plan;
 use crate::directory::OwnersMode;
+use crate::github::touched_push::{TouchedPush, MAX_TOUCHED_PATHS};
 use crate::project::ProjectFiles;
 use crate::registry::{Fingerprint, FreePush};
 use crate::source::RepoId;
@@ -44,9 +45,15 @@ impl FreePushes {
         &self.fingerprint
     }
 
-    /// Whether a path of `change` is a project file.
-    fn touches(&self, change: &PushChange) -> bool {
-        change.paths.iter().any(|path| self.files.matches(path))
+    /// The paths of `change` that are project files (none allocated when
+    /// none is).
+    fn touched<'a>(&self, change: &'a PushChange) -> Vec<&'a str> {
+        change
+            .paths
+            .iter()
+            .filter(|path| self.files.matches(path))
+            .map(String::as_str)
+            .collect()
     }
 
     /// The repositories of a group whose every event is a push that left
@@ -56,6 +63,14 @@ impl FreePushes {
     /// ones the group makes known). Any other event naming a repository
     /// leaves it to be read.
     pub fn moves<'a>(&self, events: &[&'a WebhookEvent]) -> Vec<FreePush<'a>> {
+        self.split(events).free
+    }
+
+    /// [`Self::moves`], and beside them the repositories whose pushes
+    /// (following each other, and no other event naming them) touched at
+    /// most [`MAX_TOUCHED_PATHS`] project files: what they touched, as the
+    /// queue stores it, so that their run reads only those files.
+    pub fn split<'a>(&self, events: &[&'a WebhookEvent]) -> Pushes<'a> {
         let mut chains: BTreeMap<RepoId, Option<Chain<'a>>> = BTreeMap::new();
         for event in events {
             let WebhookEvent::DefaultBranchPush { repo, change } = event else {
@@ -65,37 +80,60 @@ impl FreePushes {
                 }
                 continue;
             };
-            let free = change.as_ref().filter(|c| !self.touches(c));
             let Some(chain) = chains.get_mut(&repo.id) else {
-                let opened = free.map(|c| Chain {
+                let opened = change.as_ref().map(|c| Chain {
                     before: &c.before,
                     after: &c.after,
                     repo,
+                    touched: self.touched(c),
                 });
                 chains.insert(repo.id, opened);
                 continue;
             };
             let Some(open) = chain.as_mut() else { continue };
-            match free {
+            match change {
                 Some(c) if c.before == open.after => {
                     open.after = &c.after;
                     open.repo = repo;
+                    open.touched.extend(self.touched(c));
                 }
                 _ => *chain = None,
             }
         }
-        chains
-            .into_iter()
-            .filter_map(|(id, chain)| chain.map(|c| (id, c)))
-            .map(|(id, c)| FreePush {
-                id,
-                info: &c.repo.info,
-                node_id: c.repo.node_id.as_deref(),
-                before: c.before,
-                after: c.after,
-            })
-            .collect()
+        let mut pushes = Pushes::default();
+        for (id, chain) in chains {
+            let Some(c) = chain else { continue };
+            if c.touched.is_empty() {
+                pushes.free.push(FreePush {
+                    id,
+                    info: &c.repo.info,
+                    node_id: c.repo.node_id.as_deref(),
+                    before: c.before,
+                    after: c.after,
+                });
+                continue;
+            }
+            let paths: BTreeSet<&str> = c.touched.into_iter().collect();
+            if paths.len() <= MAX_TOUCHED_PATHS {
+                let touched = TouchedPush {
+                    before: c.before.to_owned(),
+                    after: c.after.to_owned(),
+                    paths: paths.into_iter().map(str::to_owned).collect(),
+                };
+                pushes.touched.insert(id, touched.encode());
+            }
+        }
+        pushes
     }
+}
+
+/// What [`FreePushes::split`] found in a group.
+#[derive(Debug, Default)]
+pub struct Pushes<'a> {
+    /// Pushes decided without a read.
+    pub free: Vec<FreePush<'a>>,
+    /// What pushes touched, by repository (JSON of a [`TouchedPush`]).
+    pub touched: BTreeMap<RepoId, String>,
 }
 
 /// Pushes of one repository that follow each other.
@@ -103,6 +141,8 @@ struct Chain<'a> {
     before: &'a str,
     after: &'a str,
     repo: &'a PayloadRepo,
+    /// The project files they touched (repeats possible).
+    touched: Vec<&'a str>,
 }
 
 /// The fingerprint of a state decided under `files` and `owners`.

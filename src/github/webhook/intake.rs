@@ -158,8 +158,9 @@ pub async fn write(
         .map(|r| (r.id, &r.info, r.node_id.as_deref()))
         .collect();
     let mut known = KnownRows::new(&repos);
-    let mut enqueue = EnqueueRows::new(to_enqueue);
-    let moves = free.map(|f| f.moves(&events)).unwrap_or_default();
+    let pushes = free.map(|f| f.split(&events)).unwrap_or_default();
+    let mut enqueue = EnqueueRows::new(to_enqueue).touched(&pushes.touched);
+    let moves = pushes.free;
     let settle = free.filter(|_| !moves.is_empty()).map(|free| {
         FreePushRows::new(&moves, free.fingerprint()).locking(repos.iter().map(|r| r.0))
     });

@@ -110,7 +110,10 @@ impl Cause {
         };
         let sha = match observed {
             Observed::Present {
-                file: FileState::Found { sha, .. } | FileState::Files { sha, .. },
+                file:
+                    FileState::Found { sha, .. }
+                    | FileState::Files { sha, .. }
+                    | FileState::Touched { sha, .. },
                 ..
             } => Some(sha.clone()),
             _ => None,

@@ -156,7 +156,7 @@ fn node(world: &World, repo: &Repo, path: &str, query: &str, entries: &mut usize
 }
 
 /// GitHub's `rateLimit` object, as the budget stands before this query.
-fn rate_limit(budget: Budget) -> Value {
+pub(super) fn rate_limit(budget: Budget) -> Value {
     let reset_at: chrono::DateTime<chrono::Utc> =
         chrono::DateTime::from_timestamp(i64::try_from(budget.reset).unwrap_or(0), 0)
             .unwrap_or_default();

@@ -18,6 +18,7 @@ pub mod jwt;
 pub mod manifest;
 pub mod pulls;
 pub mod rest;
+pub mod touched;
 pub mod trees;
 pub mod world;
 
@@ -72,6 +73,8 @@ pub mod routes {
     pub const GIT_TREE: &str = "GET /repos/{owner}/{repo}/git/trees/{sha}";
     /// The GraphQL read of blobs by `object(expression:)`.
     pub const GRAPHQL_BLOBS: &str = "POST /graphql (blobs)";
+    /// The GraphQL read of a push's touched files (`query ReadTouched`).
+    pub const GRAPHQL_TOUCHED: &str = "POST /graphql (touched files)";
 }
 
 /// Whether `route` is one of the GraphQL routes.
@@ -81,6 +84,7 @@ fn is_graphql(route: &str) -> bool {
         || route == routes::GRAPHQL_FILE
         || route == routes::GRAPHQL_DIRECTORY
         || route == routes::GRAPHQL_BLOBS
+        || route == routes::GRAPHQL_TOUCHED
 }
 
 struct Shared {
@@ -581,6 +585,7 @@ impl FakeGithub {
             + self.count(routes::GRAPHQL_READ)
             + self.count(routes::GRAPHQL_FILE)
             + self.count(routes::GRAPHQL_BLOBS)
+            + self.count(routes::GRAPHQL_TOUCHED)
     }
 
     // ---- pull requests and checks ----
@@ -835,7 +840,13 @@ async fn answer_request(
         .as_ref()
         .and_then(|r| r.get("query")?.as_str())
         .is_some_and(trees::is_blobs);
-    let route = if route == routes::GRAPHQL && is_blobs {
+    let is_touched = graphql_request
+        .as_ref()
+        .and_then(|r| r.get("query")?.as_str())
+        .is_some_and(touched::is_touched);
+    let route = if route == routes::GRAPHQL && is_touched {
+        routes::GRAPHQL_TOUCHED
+    } else if route == routes::GRAPHQL && is_blobs {
         routes::GRAPHQL_BLOBS
     } else if route == routes::GRAPHQL && is_directory {
         routes::GRAPHQL_DIRECTORY
@@ -1067,6 +1078,9 @@ fn dispatch(
         return match (graphql_request, budget) {
             (Some(request), Some(budget)) if route == routes::GRAPHQL_DIRECTORY => {
                 directory::answer(world, installation, request, budget)
+            }
+            (Some(request), Some(budget)) if route == routes::GRAPHQL_TOUCHED => {
+                touched::answer(world, installation, request, budget)
             }
             (Some(request), Some(_)) if route == routes::GRAPHQL_BLOBS => {
                 let query = request

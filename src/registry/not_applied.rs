@@ -1,0 +1,81 @@
+//! What a reconcile that could not apply an observation leaves behind:
+//! the failure or the wait shown on the repository, or, for a push's
+//! partial read that no longer applies, the repository read again whole.
+
+use super::handler::{lease_lost, record_name, RegistryHandler};
+use super::{repos, RegistryError};
+use crate::controller::{Claim, Enqueue, Failure, Trigger, WorkQueue};
+use crate::db::fence::{commit_if_held, ClaimFence};
+use crate::source::RepoId;
+
+impl<Q> RegistryHandler<Q>
+where
+    Q: WorkQueue<Key = RepoId> + ClaimFence,
+{
+    /// A push's partial read that no longer applies (nothing was written):
+    /// the repository runs again once this claim ends, read whole, since
+    /// an enqueue without what the push touched drops it.
+    pub(super) async fn read_again(&self, key: RepoId) -> Result<&'static str, Failure> {
+        let again = Enqueue::because(key, Trigger::Push);
+        match self.queue.enqueue(vec![again]).await {
+            Ok(()) => Ok("read again"),
+            Err(error) => Err(Failure::new(format!(
+                "a push's partial read no longer applies, and it could not be read again: {error}"
+            ))),
+        }
+    }
+
+    /// Shows a failure on the repository (status `error`), best effort:
+    /// the database may be what failed. Like a reconcile, it commits only
+    /// while the claim is live.
+    pub(super) async fn record_failure(
+        &self,
+        key: RepoId,
+        message: &str,
+        claim: Option<&Claim<RepoId>>,
+    ) {
+        let recorded = async {
+            let mut tx = self.pool.begin().await?;
+            let name = repos::record_error(&mut tx, key, message).await?;
+            if name.is_none() {
+                return Ok(None);
+            }
+            if !commit_if_held(&*self.queue, tx, claim).await? {
+                tracing::warn!(repo = %key, "{}; the failure is not recorded", lease_lost(key));
+                return Ok(None);
+            }
+            Ok::<_, RegistryError>(name)
+        };
+        match recorded.await {
+            Ok(name) => record_name(name),
+            Err(error) => tracing::warn!(repo = %key, %error, "could not record a failure"),
+        }
+    }
+
+    /// Shows that the repository waits for GitHub's budget (status
+    /// `pending` with the reset time), best effort, and like a failure only
+    /// while the claim is live.
+    pub(super) async fn record_wait(
+        &self,
+        key: RepoId,
+        message: &str,
+        claim: Option<&Claim<RepoId>>,
+    ) {
+        let recorded = async {
+            let mut tx = self.pool.begin().await?;
+            let name = repos::record_waiting(&mut tx, key, message).await?;
+            if name.is_none() {
+                return Ok(None);
+            }
+            if !commit_if_held(&*self.queue, tx, claim).await? {
+                tracing::warn!(repo = %key, "{}; the wait is not recorded", lease_lost(key));
+                return Ok(None);
+            }
+            Ok::<_, RegistryError>(name)
+        };
+        match recorded.await {
+            Ok(name) => record_name(name),
+            Err(error) => tracing::warn!(repo = %key, %error, "could not record a wait"),
+        }
+    }
+}

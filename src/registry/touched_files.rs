@@ -1,0 +1,163 @@
+//! A push's partial read applied (docs/architecture.md#pushes-that-touch-project-files):
+//! only the project files its commits touched were read, at its `after`;
+//! every other file's entries and blob stay as recorded. It applies only
+//! while the repository is `synced` or `no_file` at the push's `before`
+//! under the current fingerprint, and while the touched files' names do
+//! not meet an untouched file's; otherwise [`RegistryError::ReadAgain`]
+//! (nothing written) and the repository is read whole.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sqlx::PgConnection;
+
+use super::decided::Decision;
+use super::entries;
+use super::entry_owners::OwnerContext;
+use super::file_blobs::{self, FileBlobs};
+use super::file_set::{self, MAX_REPO_ENTRIES};
+use super::repos::RepoState;
+use super::{RegistryError, Status};
+use crate::directory::OwnersMode;
+use crate::project::patterns::MAX_FILES_PER_REPO;
+use crate::project::ProjectFile;
+use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId};
+
+/// `observed` ready for the decision: a partial read whose base no longer
+/// holds is [`RegistryError::ReadAgain`]; one that leaves no project file
+/// is the definite answer that none is left at its commit; anything else
+/// is returned as it is. Runs in the reconcile's transaction, after the
+/// repository's row was locked (`old`).
+pub(super) async fn complete(
+    conn: &mut PgConnection,
+    id: RepoId,
+    old: &RepoState,
+    fingerprint: &str,
+    observed: Observed,
+) -> Result<Observed, RegistryError> {
+    let Observed::Present {
+        repo,
+        file:
+            FileState::Touched {
+                before,
+                sha,
+                files,
+                gone,
+            },
+    } = observed
+    else {
+        return Ok(observed);
+    };
+    let held = matches!(old.status, Status::Synced | Status::NoFile)
+        && old.synced_sha.as_deref() == Some(before.as_str())
+        && recorded_fingerprint(conn, id).await?.as_deref() == Some(fingerprint);
+    if !held {
+        return Err(RegistryError::ReadAgain);
+    }
+    let merged = merged(conn, id, old, &files, &gone).await?;
+    if merged.is_empty() {
+        let file = FileState::Absent { sha: Some(sha) };
+        return Ok(Observed::Present { repo, file });
+    }
+    let file = FileState::Touched {
+        before,
+        sha,
+        files,
+        gone,
+    };
+    Ok(Observed::Present { repo, file })
+}
+
+/// Every project file's blob after the push: those recorded, less the
+/// touched paths, plus the touched files found. `ReadAgain` when the
+/// blobs were not recorded, or past the bound of files (a full read says
+/// what that means).
+pub(super) async fn merged(
+    conn: &mut PgConnection,
+    id: RepoId,
+    old: &RepoState,
+    files: &[PathFile],
+    gone: &[String],
+) -> Result<FileBlobs, RegistryError> {
+    let blobs = match file_blobs::read(conn, id).await? {
+        Some(blobs) => merge(blobs, files, gone),
+        None if old.status == Status::NoFile => merge(FileBlobs::new(), files, gone),
+        None => return Err(RegistryError::ReadAgain),
+    };
+    if blobs.len() > MAX_FILES_PER_REPO {
+        return Err(RegistryError::ReadAgain);
+    }
+    Ok(blobs)
+}
+
+/// `recorded` less the `gone` paths, with the blobs of `files`.
+pub(super) fn merge(mut recorded: FileBlobs, files: &[PathFile], gone: &[String]) -> FileBlobs {
+    for path in gone {
+        recorded.remove(path);
+    }
+    recorded.extend(file_blobs::of(files));
+    recorded
+}
+
+/// Applies the touched files found (`files`) and gone (`gone`) at commit
+/// `sha`, as [`file_set::decide`] applies a full set: each valid file's
+/// entries, an invalid one's kept; the untouched files' entries kept.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn decide(
+    conn: &mut PgConnection,
+    id: RepoId,
+    old: &RepoState,
+    sha: &str,
+    files: &[PathFile],
+    gone: &[String],
+    owned: Option<BTreeSet<String>>,
+    owners: (OwnersMode, Option<InstallationId>),
+) -> Result<Decision, RegistryError> {
+    let blobs = merged(conn, id, old, files, gone).await?;
+    let touched: BTreeSet<&str> = files
+        .iter()
+        .map(|f| f.path.as_str())
+        .chain(gone.iter().map(String::as_str))
+        .collect();
+    let (old_touched, untouched): (Vec<(String, String)>, Vec<(String, String)>) =
+        entries::paths(conn, id)
+            .await?
+            .into_iter()
+            .partition(|(_, path)| touched.contains(path.as_str()));
+    let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(file_set::parse).collect();
+    let texts: Vec<&str> = parsed
+        .iter()
+        .flatten()
+        .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
+        .collect();
+    let (mode, installation) = owners;
+    let context = OwnerContext::load(conn, id, installation, mode, &texts).await?;
+    let plan = file_set::plan_with(files, &parsed, &old_touched, &context);
+    // A touched file naming what an untouched one holds: which keeps it
+    // depends on both files' paths and contents; a full read decides.
+    let untouched: BTreeMap<String, String> = untouched.into_iter().collect();
+    if plan.desired.iter().any(|d| untouched.contains_key(&d.name)) {
+        return Err(RegistryError::ReadAgain);
+    }
+    let mut keep = plan.keep.clone();
+    keep.extend(untouched.into_keys());
+    if plan.desired.len() + keep.len() > MAX_REPO_ENTRIES {
+        return Err(RegistryError::ReadAgain);
+    }
+    file_blobs::write(conn, id, &blobs).await?;
+    let changes = entries::apply(conn, id, sha, &plan.desired, &keep, owned).await?;
+    let blob = Some(file_set::set_blob_of(&blobs));
+    Ok(file_set::decision(old, sha, &plan, changes, blob))
+}
+
+/// The fingerprint the repository's state was decided under.
+async fn recorded_fingerprint(
+    conn: &mut PgConnection,
+    id: RepoId,
+) -> Result<Option<String>, sqlx::Error> {
+    let row: Option<(Option<String>,)> =
+        sqlx::query_as("select fingerprint from repositories where id = $1")
+            .bind(id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(row.and_then(|(fingerprint,)| fingerprint))
+}
