@@ -77,5 +77,6 @@ mod stale_hints;
 mod table_owners;
 mod touched_files;
 mod touched_pushes;
+mod touched_queue;
 mod webhook_bounds;
 mod webhooks;

@@ -246,6 +246,48 @@ mod tests {
     }
 
     #[test]
+    fn pushes_touching_project_files_should_tell_which_while_they_follow_each_other() {
+        let files = ProjectFiles::parse("services/*/project.yaml").expect("patterns");
+        let split = |events: &[WebhookEvent]| {
+            let events: Vec<&WebhookEvent> = events.iter().collect();
+            let pushes = FreePushes::with_files(files.clone()).split(&events);
+            let touched: Vec<(i64, TouchedPush)> = pushes
+                .touched
+                .iter()
+                .filter_map(|(id, json)| Some((id.0, TouchedPush::decode(json.as_bytes())?)))
+                .collect();
+            (pushes.free.len(), touched)
+        };
+        let a = "services/a/project.yaml";
+        let b = "services/b/project.yaml";
+        let (free, touched) = split(&[
+            push(1, "a", "b", &["README.md", a]),
+            push(1, "b", "c", &["main.go"]),
+            push(1, "c", "d", &[b, a]),
+        ]);
+        assert_eq!(free, 0);
+        let joined = TouchedPush {
+            before: "a".into(),
+            after: "d".into(),
+            paths: vec![a.into(), b.into()],
+        };
+        assert_eq!(touched, [(1, joined)], "only the matching paths, once");
+        // A gap, another event naming it, or too many paths: read whole.
+        let renamed = WebhookEvent::Repository {
+            action: RepositoryAction::Renamed,
+            repo: repo(1, "renamed"),
+        };
+        let gap = [push(1, "a", "b", &[a]), push(1, "x", "y", &[b])];
+        assert_eq!(split(&gap), (0, Vec::new()));
+        assert_eq!(split(&[push(1, "a", "b", &[a]), renamed]), (0, Vec::new()));
+        let many: Vec<String> = (0..=MAX_TOUCHED_PATHS)
+            .map(|n| format!("services/s{n}/project.yaml"))
+            .collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(split(&[push(1, "a", "b", &many)]), (0, Vec::new()));
+    }
+
+    #[test]
     fn another_event_naming_the_repository_should_leave_it_to_be_read() {
         let renamed = WebhookEvent::Repository {
             action: RepositoryAction::Renamed,
