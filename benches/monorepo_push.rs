@@ -15,6 +15,12 @@
 //! transaction), p50 and p99, and the GitHub requests per push. Target:
 //! the several-file p50 within 1.2 × the single-file p50.
 //!
+//! The several-file layouts run twice: with pushes whose payload lists
+//! the paths each commit touched (the run reads only the touched file at
+//! the push's commit), and with the same pushes without those lists (the
+//! repository is read whole, as before pushes were read in part): the
+//! requests per push of both are printed.
+//!
 //! `cargo bench --bench monorepo_push`; without `--bench` (as
 //! `cargo test --benches` runs it) a small smoke run keeps the suite fast.
 
@@ -62,6 +68,15 @@ impl Layout {
     }
 }
 
+/// Whether the pushes' payloads list the paths each commit touched.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lists {
+    /// As GitHub sends them: the run may read only the touched files.
+    Paths,
+    /// Without `removed` lists: the run reads the repository whole.
+    None,
+}
+
 /// What one round measured.
 struct Round {
     latencies: Vec<Duration>,
@@ -80,9 +95,11 @@ fn main() -> Result<(), Failed> {
             if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },
             LATENCY.as_millis()
         );
-        let single = round(Layout::Single, repos, pushes).await?;
-        let several = round(Layout::Services, repos, pushes).await?;
-        let any_depth = round(Layout::AnyDepth, repos, pushes).await?;
+        let single = round(Layout::Single, repos, pushes, Lists::Paths).await?;
+        let several = round(Layout::Services, repos, pushes, Lists::Paths).await?;
+        let any_depth = round(Layout::AnyDepth, repos, pushes, Lists::Paths).await?;
+        let several_whole = round(Layout::Services, repos, pushes, Lists::None).await?;
+        let any_depth_whole = round(Layout::AnyDepth, repos, pushes, Lists::None).await?;
         let p50 = |r: &Round| percentile(&r.latencies, 0.50);
         let ratio = ms(p50(&several)) / ms(p50(&single)).max(0.001);
         println!(
@@ -95,11 +112,18 @@ fn main() -> Result<(), Failed> {
             "GitHub requests per push: single {:.2}, services/* {:.2}, ** {:.2}",
             single.requests_per_push, several.requests_per_push, any_depth.requests_per_push
         );
+        println!(
+            "requests per push read whole -> touched files only: services/* {:.2} -> {:.2}, ** {:.2} -> {:.2}",
+            several_whole.requests_per_push,
+            several.requests_per_push,
+            any_depth_whole.requests_per_push,
+            any_depth.requests_per_push
+        );
         Ok(())
     })
 }
 
-async fn round(layout: Layout, repos: usize, pushes: usize) -> Result<Round, Failed> {
+async fn round(layout: Layout, repos: usize, pushes: usize, lists: Lists) -> Result<Round, Failed> {
     let fake = FakeGithub::start().await;
     fake.add_installation(INSTALLATION, ORG);
     let mut made = Vec::new();
@@ -136,7 +160,14 @@ async fn round(layout: Layout, repos: usize, pushes: usize) -> Result<Round, Fai
             &path,
             yaml(&path, n, &format!("v{}", k + 1)).as_bytes(),
         );
-        let body = push_of_commits(repo, &old, &new, &[(&new, &[&path])]);
+        let mut body = push_of_commits(repo, &old, &new, &[(&new, &[&path])]);
+        if lists == Lists::None {
+            let mut payload: serde_json::Value = serde_json::from_slice(&body)?;
+            if let Some(commit) = payload["commits"][0].as_object_mut() {
+                commit.remove("removed");
+            }
+            body = serde_json::to_vec(&payload)?;
+        }
         let sent = Instant::now();
         let answer = deliver(&roster.base, "push", body).await;
         if answer.status.as_u16() != 202 {
@@ -148,7 +179,10 @@ async fn round(layout: Layout, repos: usize, pushes: usize) -> Result<Round, Fai
     }
     let requests_per_push = (fake.total() - before) as f64 / pushes as f64;
     latencies.sort();
-    println!("{}", layout.describe());
+    match lists {
+        Lists::Paths => println!("{}", layout.describe()),
+        Lists::None => println!("{}, pushes read whole", layout.describe()),
+    }
     println!(
         "  webhook to entry changed: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         ms(percentile(&latencies, 0.50)),

@@ -105,3 +105,19 @@ fn the_queries_for_several_project_files_should_be_valid() {
         }
     }
 }
+
+#[test]
+fn the_read_of_touched_files_should_be_valid() {
+    let schema = github_schema();
+    for (repos, paths) in [(1, 1), (3, 5)] {
+        let query = roster::github::touched_read::query_for(repos, paths);
+        if let Err(invalid) =
+            ExecutableDocument::parse_and_validate(&schema, query, "touched_read.graphql")
+        {
+            panic!(
+                "the read of touched files is not valid:\n{}",
+                invalid.errors
+            );
+        }
+    }
+}

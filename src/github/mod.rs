@@ -31,7 +31,7 @@ pub mod settings;
 pub mod source;
 pub mod storage;
 pub mod touched_push;
-mod touched_read;
+pub mod touched_read;
 pub mod tree_walk;
 mod walked_trees;
 pub mod webhook;

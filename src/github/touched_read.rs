@@ -215,6 +215,24 @@ fn touched_query(chunk: &[Asked<'_>]) -> (String, Value) {
     (query, Value::Object(variables))
 }
 
+/// The query for `repos` repositories of `paths` touched paths each, as
+/// a batch asks it: the schema test checks it against GitHub's schema.
+pub fn query_for(repos: usize, paths: usize) -> String {
+    let paths: Vec<String> = (0..paths).map(|j| format!("s/{j}/project.yaml")).collect();
+    let asked: Vec<Asked<'_>> = (0..repos)
+        .map(|k| Asked {
+            index: k,
+            id: RepoId(i64::try_from(k).unwrap_or_default()),
+            node_id: "R_1",
+            default_branch: "main",
+            before: "a".into(),
+            after: "b".into(),
+            paths: paths.clone(),
+        })
+        .collect();
+    touched_query(&asked).0
+}
+
 /// The partial observation in `node` (the answer for `asked`); `None`
 /// when only a full read can say (another repository, archived, another
 /// default branch, the commit unknown).
