@@ -12,7 +12,7 @@ use roster::controller::{Handler, WorkQueue};
 use roster::project::ProjectFiles;
 use roster::registry::changes::{self, ChangeKind};
 use roster::registry::{get_project, get_repo, RegistryHandler};
-use roster::source::{FileContent, FileState, Observed, PathFile, RepoId};
+use roster::source::{FileContent, FileState, Observed, PathFile, RepoId, TouchedFiles};
 use sqlx::PgPool;
 use support::registry::{installed_repo, queue};
 
@@ -40,12 +40,12 @@ fn present(file: FileState) -> Observed {
 }
 
 fn touched(before: &str, sha: &str, files: Vec<PathFile>, gone: &[&str]) -> Observed {
-    present(FileState::Touched {
+    present(FileState::Touched(Box::new(TouchedFiles {
         before: before.to_owned(),
         sha: sha.to_owned(),
         files,
         gone: gone.iter().map(|p| (*p).to_owned()).collect(),
-    })
+    })))
 }
 
 struct Fixture {

@@ -18,7 +18,9 @@ use super::read_query::MAX_PER_QUERY;
 use super::storage::{GithubStorage, Recorded};
 use super::touched_push::TouchedPush;
 use crate::controller::Failure;
-use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo};
+use crate::source::{
+    FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo, TouchedFiles,
+};
 
 /// The blob's fields, as every query asks them.
 const BLOB: &str = "mode object { ... on Blob { byteSize isBinary isTruncated text } }";
@@ -262,12 +264,12 @@ fn observe(node: &Value, installation: InstallationId, asked: &Asked<'_>) -> Opt
         default_branch: branch,
         html_url: repo.url,
     };
-    let file = FileState::Touched {
+    let file = FileState::Touched(Box::new(TouchedFiles {
         before: asked.before.clone(),
         sha: asked.after.clone(),
         files,
         gone,
-    };
+    }));
     Some(Observed::Present { repo: info, file })
 }
 

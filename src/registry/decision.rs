@@ -78,14 +78,11 @@ pub(super) async fn decide(
             super::file_set::decide(conn, id, old, &sha, &files, owned, owners).await?
         }
         Observed::Present {
-            file: FileState::Touched {
-                sha, files, gone, ..
-            },
+            file: FileState::Touched(touched),
             ..
         } => {
             let owners = (owners, installation);
-            let (files, gone) = (files.as_slice(), gone.as_slice());
-            super::touched_files::decide(conn, id, old, &sha, files, gone, owned, owners).await?
+            super::touched_files::decide(conn, id, old, &touched, owned, owners).await?
         }
         Observed::Present {
             file: FileState::Found { sha, bytes },

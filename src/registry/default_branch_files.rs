@@ -44,12 +44,11 @@ pub(super) async fn preview_files(
         // Only the touched files were read: the others keep their blobs.
         Observed::Present {
             repo,
-            file: FileState::Touched {
-                sha, files, gone, ..
-            },
+            file: FileState::Touched(touched),
         } => {
             let recorded = file_blobs::read(conn, id).await?.unwrap_or_default();
-            (repo, sha, files, merge(recorded, files, gone))
+            let blobs = merge(recorded, &touched.files, &touched.gone);
+            (repo, &touched.sha, &touched.files, blobs)
         }
         _ => return Ok(None),
     };

@@ -214,7 +214,7 @@ where
                 let file = &self.project_file;
                 match &observed {
                     Observed::Present {
-                        file: FileState::Files { .. } | FileState::Touched { .. },
+                        file: FileState::Files { .. } | FileState::Touched(_),
                         ..
                     } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
                     _ => {

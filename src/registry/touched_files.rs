@@ -20,7 +20,7 @@ use super::{RegistryError, Status};
 use crate::directory::OwnersMode;
 use crate::project::patterns::MAX_FILES_PER_REPO;
 use crate::project::ProjectFile;
-use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId};
+use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId, TouchedFiles};
 
 /// `observed` ready for the decision: a partial read whose base no longer
 /// holds is [`RegistryError::ReadAgain`]; one that leaves no project file
@@ -36,34 +36,24 @@ pub(super) async fn complete(
 ) -> Result<Observed, RegistryError> {
     let Observed::Present {
         repo,
-        file:
-            FileState::Touched {
-                before,
-                sha,
-                files,
-                gone,
-            },
+        file: FileState::Touched(touched),
     } = observed
     else {
         return Ok(observed);
     };
     let held = matches!(old.status, Status::Synced | Status::NoFile)
-        && old.synced_sha.as_deref() == Some(before.as_str())
+        && old.synced_sha.as_deref() == Some(touched.before.as_str())
         && recorded_fingerprint(conn, id).await?.as_deref() == Some(fingerprint);
     if !held {
         return Err(RegistryError::ReadAgain);
     }
-    let merged = merged(conn, id, old, &files, &gone).await?;
+    let merged = merged(conn, id, old, &touched.files, &touched.gone).await?;
     if merged.is_empty() {
-        let file = FileState::Absent { sha: Some(sha) };
+        let sha = Some(touched.sha);
+        let file = FileState::Absent { sha };
         return Ok(Observed::Present { repo, file });
     }
-    let file = FileState::Touched {
-        before,
-        sha,
-        files,
-        gone,
-    };
+    let file = FileState::Touched(touched);
     Ok(Observed::Present { repo, file })
 }
 
@@ -98,31 +88,31 @@ pub(super) fn merge(mut recorded: FileBlobs, files: &[PathFile], gone: &[String]
     recorded
 }
 
-/// Applies the touched files found (`files`) and gone (`gone`) at commit
-/// `sha`, as [`file_set::decide`] applies a full set: each valid file's
-/// entries, an invalid one's kept; the untouched files' entries kept.
-#[allow(clippy::too_many_arguments)]
+/// Applies the touched files found and gone, as [`file_set::decide`]
+/// applies a full set: each valid file's entries, an invalid one's kept;
+/// the untouched files' entries kept.
 pub(super) async fn decide(
     conn: &mut PgConnection,
     id: RepoId,
     old: &RepoState,
-    sha: &str,
-    files: &[PathFile],
-    gone: &[String],
+    touched: &TouchedFiles,
     owned: Option<BTreeSet<String>>,
     owners: (OwnersMode, Option<InstallationId>),
 ) -> Result<Decision, RegistryError> {
+    let TouchedFiles {
+        sha, files, gone, ..
+    } = touched;
     let blobs = merged(conn, id, old, files, gone).await?;
-    let touched: BTreeSet<&str> = files
+    let paths: BTreeSet<&str> = files
         .iter()
         .map(|f| f.path.as_str())
         .chain(gone.iter().map(String::as_str))
         .collect();
-    let (old_touched, untouched): (Vec<(String, String)>, Vec<(String, String)>) =
-        entries::paths(conn, id)
-            .await?
-            .into_iter()
-            .partition(|(_, path)| touched.contains(path.as_str()));
+    // (name, path) of the entries of touched paths, and of the others.
+    let (old_touched, untouched): (Vec<_>, Vec<_>) = entries::paths(conn, id)
+        .await?
+        .into_iter()
+        .partition(|(_, path)| paths.contains(path.as_str()));
     let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(file_set::parse).collect();
     let texts: Vec<&str> = parsed
         .iter()

@@ -69,18 +69,22 @@ pub enum FileState {
     /// one path), at commit `sha`: at least one, sorted by path. A
     /// repository where no path matches is [`FileState::Absent`].
     Files { sha: String, files: Vec<PathFile> },
-    /// Only the project files a push touched, read at commit `sha` (the
-    /// push's `after`), while the registry holds every other one as of
-    /// commit `before`: `files` are the touched paths found at `sha`
-    /// (sorted), `gone` the touched paths not found. Applied only while
-    /// the registry still holds `before`; else the repository is read
-    /// again whole.
-    Touched {
-        before: String,
-        sha: String,
-        files: Vec<PathFile>,
-        gone: Vec<String>,
-    },
+    /// Only the project files a push touched ([`TouchedFiles`]).
+    Touched(Box<TouchedFiles>),
+}
+
+/// Only the project files a push touched, read at commit `sha` (the
+/// push's `after`), while the registry holds every other one as of commit
+/// `before`. Applied only while the registry still holds `before`; else
+/// the repository is read again whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TouchedFiles {
+    pub before: String,
+    pub sha: String,
+    /// The touched paths found at `sha`, sorted.
+    pub files: Vec<PathFile>,
+    /// The touched paths not found at `sha`.
+    pub gone: Vec<String>,
 }
 
 /// One project file among several: where it lies and what it holds.

@@ -42,15 +42,15 @@ fn the_answer_should_tell_files_found_and_gone_at_the_push_commit() {
         panic!("no observation");
     };
     assert_eq!(repo.full_name(), "acme/mono");
-    let FileState::Touched {
+    let FileState::Touched(touched) = file else {
+        panic!("not a partial read: {file:?}");
+    };
+    let TouchedFiles {
         before,
         sha,
         files,
         gone,
-    } = file
-    else {
-        panic!("not a partial read: {file:?}");
-    };
+    } = *touched;
     assert_eq!((before.as_str(), sha.as_str()), ("a1", "b2"));
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].path, "services/api/project.yaml");

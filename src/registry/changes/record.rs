@@ -110,12 +110,13 @@ impl Cause {
         };
         let sha = match observed {
             Observed::Present {
-                file:
-                    FileState::Found { sha, .. }
-                    | FileState::Files { sha, .. }
-                    | FileState::Touched { sha, .. },
+                file: FileState::Found { sha, .. } | FileState::Files { sha, .. },
                 ..
             } => Some(sha.clone()),
+            Observed::Present {
+                file: FileState::Touched(touched),
+                ..
+            } => Some(touched.sha.clone()),
             _ => None,
         };
         (cause, sha)

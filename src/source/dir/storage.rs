@@ -93,7 +93,7 @@ impl DirStorage {
                 Some(FileState::Absent { .. }) => continue,
                 Some(FileState::Found { bytes, .. }) => FileContent::Bytes(bytes),
                 Some(FileState::Unreadable { message, .. }) => FileContent::Unreadable(message),
-                Some(FileState::Files { .. } | FileState::Touched { .. }) => continue,
+                Some(FileState::Files { .. } | FileState::Touched(_)) => continue,
             };
             digest.update(path.as_bytes());
             digest.update([0]);
