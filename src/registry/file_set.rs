@@ -48,15 +48,7 @@ pub(super) async fn decide(
     let blob = Some(set_blob(files));
     super::file_blobs::write(conn, id, &super::file_blobs::of(files)).await?;
     let old_paths = entries::paths(conn, id).await?;
-    let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
-    let texts: Vec<&str> = parsed
-        .iter()
-        .flatten()
-        .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
-        .collect();
-    let (mode, installation) = owners;
-    let context = OwnerContext::load(conn, id, installation, mode, &texts).await?;
-    let plan = plan_with(files, &parsed, &old_paths, &context);
+    let plan = plan_of(conn, id, files, &old_paths, owners).await?;
     if plan.desired.len() + plan.keep.len() > MAX_REPO_ENTRIES {
         let message = format!(
             "file: the project files declare more than {MAX_REPO_ENTRIES} projects, \
@@ -82,8 +74,28 @@ fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
     plan_with(files, &parsed, old_paths, &OwnerContext::unchecked())
 }
 
+/// [`plan_with`] the files read by the rules, their owners resolved in
+/// the directory of repository `id`'s account.
+pub(super) async fn plan_of(
+    conn: &mut PgConnection,
+    id: RepoId,
+    files: &[PathFile],
+    old_paths: &[(String, String)],
+    owners: (OwnersMode, Option<InstallationId>),
+) -> Result<Plan, RegistryError> {
+    let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
+    let texts: Vec<&str> = parsed
+        .iter()
+        .flatten()
+        .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
+        .collect();
+    let (mode, installation) = owners;
+    let context = OwnerContext::load(conn, id, installation, mode, &texts).await?;
+    Ok(plan_with(files, &parsed, old_paths, &context))
+}
+
 /// A file read by the rules: its projects, or its problem lines.
-pub(super) fn parse(file: &PathFile) -> Result<ProjectFile, String> {
+fn parse(file: &PathFile) -> Result<ProjectFile, String> {
     match &file.content {
         FileContent::Bytes(bytes) => {
             crate::project::parse(&file.path, bytes).map_err(|p| p.to_string())
@@ -95,7 +107,7 @@ pub(super) fn parse(file: &PathFile) -> Result<ProjectFile, String> {
 /// [`plan`] with each file's owners resolved in `owners`: a file whose
 /// owners break the rule (under `require`) is invalid like one that breaks
 /// the file's own rules.
-pub(super) fn plan_with(
+fn plan_with(
     files: &[PathFile],
     parsed: &[Result<ProjectFile, String>],
     old_paths: &[(String, String)],

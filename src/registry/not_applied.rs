@@ -34,22 +34,7 @@ where
         message: &str,
         claim: Option<&Claim<RepoId>>,
     ) {
-        let recorded = async {
-            let mut tx = self.pool.begin().await?;
-            let name = repos::record_error(&mut tx, key, message).await?;
-            if name.is_none() {
-                return Ok(None);
-            }
-            if !commit_if_held(&*self.queue, tx, claim).await? {
-                tracing::warn!(repo = %key, "{}; the failure is not recorded", lease_lost(key));
-                return Ok(None);
-            }
-            Ok::<_, RegistryError>(name)
-        };
-        match recorded.await {
-            Ok(name) => record_name(name),
-            Err(error) => tracing::warn!(repo = %key, %error, "could not record a failure"),
-        }
+        self.show(key, Shown::Failure(message), claim).await;
     }
 
     /// Shows that the repository waits for GitHub's budget (status
@@ -61,21 +46,42 @@ where
         message: &str,
         claim: Option<&Claim<RepoId>>,
     ) {
+        self.show(key, Shown::Wait(message), claim).await;
+    }
+
+    /// Writes `shown` on the repository while `claim` is live, best effort.
+    async fn show(&self, key: RepoId, shown: Shown<'_>, claim: Option<&Claim<RepoId>>) {
+        let what = match shown {
+            Shown::Failure(_) => "failure",
+            Shown::Wait(_) => "wait",
+        };
         let recorded = async {
             let mut tx = self.pool.begin().await?;
-            let name = repos::record_waiting(&mut tx, key, message).await?;
+            let name = match shown {
+                Shown::Failure(message) => repos::record_error(&mut tx, key, message).await?,
+                Shown::Wait(message) => repos::record_waiting(&mut tx, key, message).await?,
+            };
             if name.is_none() {
                 return Ok(None);
             }
             if !commit_if_held(&*self.queue, tx, claim).await? {
-                tracing::warn!(repo = %key, "{}; the wait is not recorded", lease_lost(key));
+                tracing::warn!(repo = %key, "{}; the {what} is not recorded", lease_lost(key));
                 return Ok(None);
             }
             Ok::<_, RegistryError>(name)
         };
         match recorded.await {
             Ok(name) => record_name(name),
-            Err(error) => tracing::warn!(repo = %key, %error, "could not record a wait"),
+            Err(error) => tracing::warn!(repo = %key, %error, "could not record a {what}"),
         }
     }
+}
+
+/// What a run that applied nothing shows on its repository.
+#[derive(Clone, Copy)]
+enum Shown<'a> {
+    /// Status `error` with the message.
+    Failure(&'a str),
+    /// Status `pending`: the read waits for GitHub's budget.
+    Wait(&'a str),
 }

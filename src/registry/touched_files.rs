@@ -12,14 +12,12 @@ use sqlx::PgConnection;
 
 use super::decided::Decision;
 use super::entries;
-use super::entry_owners::OwnerContext;
 use super::file_blobs::{self, FileBlobs};
 use super::file_set::{self, MAX_REPO_ENTRIES};
 use super::repos::RepoState;
 use super::{RegistryError, Status};
 use crate::directory::OwnersMode;
 use crate::project::patterns::MAX_FILES_PER_REPO;
-use crate::project::ProjectFile;
 use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId, TouchedFiles};
 
 /// `observed` ready for the decision: a partial read whose base no longer
@@ -113,15 +111,7 @@ pub(super) async fn decide(
         .await?
         .into_iter()
         .partition(|(_, path)| paths.contains(path.as_str()));
-    let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(file_set::parse).collect();
-    let texts: Vec<&str> = parsed
-        .iter()
-        .flatten()
-        .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
-        .collect();
-    let (mode, installation) = owners;
-    let context = OwnerContext::load(conn, id, installation, mode, &texts).await?;
-    let plan = file_set::plan_with(files, &parsed, &old_touched, &context);
+    let plan = file_set::plan_of(conn, id, files, &old_touched, owners).await?;
     // A touched file naming what an untouched one holds: which keeps it
     // depends on both files' paths and contents; a full read decides.
     let untouched: BTreeMap<String, String> = untouched.into_iter().collect();

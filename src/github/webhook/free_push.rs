@@ -66,9 +66,10 @@ impl FreePushes {
         self.split(events).free
     }
 
-    /// [`Self::moves`], and beside them the repositories whose pushes
-    /// (following each other, and no other event naming them) touched at
-    /// most [`MAX_TOUCHED_PATHS`] project files: what they touched, as the
+    /// [`Self::moves`], and beside them, with patterns other than one
+    /// fixed path, the repositories whose pushes (following each other,
+    /// and no other event naming them) touched at most
+    /// [`MAX_TOUCHED_PATHS`] project files: what they touched, as the
     /// queue stores it, so that their run reads only those files.
     pub fn split<'a>(&self, events: &[&'a WebhookEvent]) -> Pushes<'a> {
         let mut chains: BTreeMap<RepoId, Option<Chain<'a>>> = BTreeMap::new();
@@ -113,8 +114,9 @@ impl FreePushes {
                 });
                 continue;
             }
+            // One fixed path is read whole at the same cost.
             let paths: BTreeSet<&str> = c.touched.into_iter().collect();
-            if paths.len() <= MAX_TOUCHED_PATHS {
+            if paths.len() <= MAX_TOUCHED_PATHS && self.files.single_path().is_none() {
                 let touched = TouchedPush {
                     before: c.before.to_owned(),
                     after: c.after.to_owned(),
@@ -285,6 +287,12 @@ mod tests {
             .collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         assert_eq!(split(&[push(1, "a", "b", &many)]), (0, Vec::new()));
+        // One fixed path: read whole, at the same cost.
+        let one = push(1, "a", "b", &["project.yaml"]);
+        assert!(FreePushes::new("project.yaml")
+            .split(&[&one])
+            .touched
+            .is_empty());
     }
 
     #[test]

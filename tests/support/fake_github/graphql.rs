@@ -209,8 +209,23 @@ fn file_at_commit(world: &World, installation: i64, query: &str, request: &Value
         }
         return Answer::json(200, json!({"data": {"repository": {"object": fields}}}));
     }
-    let file = match commit.files.get(&path) {
-        Some(bytes) if world.symlinks.contains(&(oid.clone(), path.clone())) => {
+    let file = file_entry(world, commit, &oid, &path);
+    Answer::json(
+        200,
+        json!({"data": {"repository": {"object": {"file": file}}}}),
+    )
+}
+
+/// What `file(path:)` answers for `path` at `commit` (sha `oid`): the
+/// entry's mode and blob, a tree's mode, or `null` when nothing is there.
+pub(super) fn file_entry(
+    world: &World,
+    commit: &super::world::Commit,
+    oid: &str,
+    path: &str,
+) -> Value {
+    match commit.files.get(path) {
+        Some(bytes) if world.symlinks.contains(&(oid.to_owned(), path.to_owned())) => {
             json!({"mode": 40960, "object": blob(bytes)})
         }
         Some(bytes) => json!({"mode": 33188, "object": blob(bytes)}),
@@ -222,11 +237,7 @@ fn file_at_commit(world: &World, installation: i64, query: &str, request: &Value
             json!({"mode": 16384, "object": {}})
         }
         None => Value::Null,
-    };
-    Answer::json(
-        200,
-        json!({"data": {"repository": {"object": {"file": file}}}}),
-    )
+    }
 }
 
 /// A blob as GitHub describes it: no text for binary content (GitHub

@@ -45,20 +45,7 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
                 let Some(path) = var(&format!("p{k}_{j}")) else {
                     break;
                 };
-                let file = match commit.files.get(path) {
-                    Some(bytes) if world.symlinks.contains(&(oid.to_owned(), path.to_owned())) => {
-                        json!({"mode": 40960, "object": super::graphql::blob(bytes)})
-                    }
-                    Some(bytes) => json!({"mode": 33188, "object": super::graphql::blob(bytes)}),
-                    None if commit
-                        .files
-                        .keys()
-                        .any(|p| p.starts_with(&format!("{path}/"))) =>
-                    {
-                        json!({"mode": 16384, "object": {}})
-                    }
-                    None => Value::Null,
-                };
+                let file = super::graphql::file_entry(world, commit, oid, path);
                 files.insert(format!("f{j}"), file);
             }
             Value::Object(files)
