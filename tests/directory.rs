@@ -9,7 +9,6 @@ use support::fake_github;
 use support::registry::queue;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use fake_github::directory::{self as fake_dir, org_id};
 use fake_github::{routes, FakeGithub, Fault, FaultKind};

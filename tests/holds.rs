@@ -20,7 +20,7 @@ use roster::controller::{
 };
 use roster::db::queue::PgQueue;
 use roster::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId};
 use serde_json::Value;
 use sqlx::PgPool;
 use support::router;

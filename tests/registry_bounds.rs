@@ -12,7 +12,7 @@ use roster::project::{self, MAX_PROJECTS};
 use roster::registry::{
     get_repo, list_repos, RegistryHandler, RepoFilter, MAX_ERROR_BYTES, MAX_EVENT_BYTES,
 };
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 struct Fixture {

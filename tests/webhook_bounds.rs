@@ -24,7 +24,7 @@ use roster::github::webhook::admission::Admission;
 use roster::github::webhook::{sign, WebhookLimits, WebhookState, MAX_BODY_BYTES, PATH};
 use roster::metrics::{Metrics, OTHER_EVENT, WEBHOOK_EVENTS};
 use roster::registry::ensure_known;
-use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::source::{RepoId, RepoInfo};
 use roster::web::router::webhook_with_admission as router_with_admission;
 use roster::web::{router_with, AppState};
 use secrecy::SecretString;

@@ -15,7 +15,7 @@ use roster::db::testing::fresh_database;
 use roster::github::webhook::{list_deliveries, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::source::{RepoId, RepoInfo};
 use roster::web::delivery_log::DeliveryJson;
 use roster::web::router::webhook as router;
 use secrecy::SecretString;
