@@ -99,15 +99,18 @@ async fn a_reconcile_should_log_each_created_changed_and_removed_entry() {
     );
     assert_eq!(feed.next_cursor, 5);
     let changed = &feed.items[2];
-    assert_eq!(changed.before.as_ref().expect("before")["owner"], "team-a");
-    assert_eq!(changed.after.as_ref().expect("after")["owner"], "team-b");
+    assert_eq!(
+        changed.before.as_ref().expect("before").fields.owner,
+        "team-a"
+    );
+    assert_eq!(
+        changed.after.as_ref().expect("after").fields.owner,
+        "team-b"
+    );
     assert_eq!(changed.repo, "acme/app");
     assert_eq!(changed.repo_id, RepoId(1));
     let removed = &feed.items[3];
-    assert_eq!(
-        removed.before.as_ref().expect("last version")["name"],
-        "web"
-    );
+    assert_eq!(removed.before.as_ref().expect("last version").name, "web");
     assert!(removed.after.is_none());
 }
 
@@ -146,11 +149,11 @@ async fn a_deleted_repository_should_show_its_entries_as_removed_with_their_last
         assert_eq!(change.kind, ChangeKind::Removed);
         assert_eq!(change.cause, "repo_removed");
         assert_eq!(change.sha, None);
-        assert_eq!(change.before.as_ref().expect("before")["owner"], "team-a");
         assert_eq!(
-            change.before.as_ref().expect("before")["source_sha"],
-            "sha1"
+            change.before.as_ref().expect("before").fields.owner,
+            "team-a"
         );
+        assert_eq!(change.before.as_ref().expect("before").source_sha, "sha1");
     }
     let removed = recently_removed(&pool, 10).await.expect("removed");
     let names: Vec<&str> = removed.iter().map(|c| c.name.as_str()).collect();
