@@ -364,3 +364,52 @@ async fn pruning_and_reconciles_should_never_wait_for_each_other() {
         vec![3, 4]
     );
 }
+
+/// A change stored before entries had a path and a resolved owner (an
+/// older version wrote neither) still reads, and shows in today's shape
+/// with those fields at their defaults.
+#[tokio::test]
+async fn a_change_stored_before_later_fields_should_read_with_their_defaults() {
+    let (pool, _, _, handler) = setup().await;
+    apply(
+        &handler,
+        1,
+        found("app", "sha1", &projects("team-a", &["api"])),
+    )
+    .await;
+    apply(
+        &handler,
+        1,
+        found("app", "sha2", &projects("team-b", &["api"])),
+    )
+    .await;
+    let old = "after - 'path' - 'owner_status' - 'owner_team_id' - 'owner_slug'";
+    let rewritten = sqlx::query(&format!("update changes set after = {old}"))
+        .execute(&pool)
+        .await
+        .expect("rewrite as an older version stored it");
+    assert_eq!(rewritten.rows_affected(), 2);
+
+    let feed = changes_after(&pool, 0, 100).await.expect("old rows read");
+    assert_eq!(feed.items.len(), 2);
+    let changed = &feed.items[1];
+    assert_eq!(changed.kind, ChangeKind::Changed);
+    assert_eq!(
+        changed.before.as_ref().expect("before").fields.owner,
+        "team-a"
+    );
+    let after = changed.after.as_ref().expect("after");
+    assert_eq!(
+        (after.fields.owner.as_str(), after.path.as_str()),
+        ("team-b", "project.yaml")
+    );
+
+    let shown =
+        serde_json::to_value(roster::web::json::ChangeJson::from(changed.clone())).expect("json");
+    for version in ["before", "after"] {
+        assert_eq!(shown[version]["path"], "project.yaml", "{shown}");
+        assert_eq!(shown[version]["owner_status"], "unchecked", "{shown}");
+        assert!(shown[version]["owner_slug"].is_null(), "{shown}");
+    }
+    assert_eq!(shown["kind"], "changed");
+}
