@@ -19,7 +19,7 @@
 //! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
 //! the suite fast.
 
-use roster_testkit::registry::queue;
+use roster_testkit::registry::{handler, queue};
 use roster_testkit::{fake_github, pull_requests};
 
 use std::sync::Arc;
@@ -34,7 +34,6 @@ use roster::controller::{Handler, Storage};
 use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource};
 use roster::metrics::Metrics;
-use roster::registry::RegistryHandler;
 use roster::source::RepoId;
 use secrecy::SecretString;
 
@@ -85,7 +84,7 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
     )
     .await?;
     let queue = queue(&pool);
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE);
+    let handler = handler(&pool, queue.clone());
     let storage = source.storage();
     let hooks = roster::web::router::webhook(WebhookState {
         pool: pool.clone(),

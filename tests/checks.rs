@@ -3,7 +3,7 @@
 //! fresh PostgreSQL, and the fake GitHub's checks API as the observer.
 
 use crate::support;
-use crate::support::registry::queue;
+use crate::support::registry::{handler, queue};
 use support::{fake_github, pull_requests};
 
 use std::sync::Arc;
@@ -64,8 +64,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
             .await
             .expect("connect");
     let queue = queue(&pool);
-    let handler = RegistryHandler::new(pool.clone(), queue.clone(), FILE)
-        .with_default_branch_checks(mode.default_branch());
+    let handler = handler(&pool, queue.clone()).with_default_branch_checks(mode.default_branch());
     let hooks = roster::web::router::webhook(WebhookState {
         pool: pool.clone(),
         queue: queue.clone(),

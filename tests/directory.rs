@@ -6,9 +6,9 @@
 
 use crate::support;
 use support::fake_github;
+use support::registry::queue;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use fake_github::directory::{self as fake_dir, org_id};
 use fake_github::{routes, FakeGithub, Fault, FaultKind};
@@ -27,7 +27,7 @@ struct Env {
     pool: PgPool,
     source: GithubSource,
     db: DirectoryDb,
-    queue: PgQueue,
+    queue: Arc<PgQueue>,
 }
 
 /// A fake GitHub with installation 1 (`acme`) and a fresh database.
@@ -42,7 +42,7 @@ async fn env() -> Env {
         .expect("connect");
     Env {
         db: DirectoryDb::new(pool.clone()),
-        queue: PgQueue::new(pool.clone(), Duration::from_secs(60)),
+        queue: queue(&pool),
         fake,
         pool,
         source,

@@ -4,7 +4,7 @@
 //! suddenly lists empty with a success.
 
 use crate::support;
-use crate::support::registry::handler;
+use crate::support::registry::{handler, installed_repo};
 
 use std::collections::BTreeMap;
 use std::io;
@@ -20,7 +20,7 @@ use roster::controller::{
 };
 use roster::db::queue::PgQueue;
 use roster::registry::{DeletionGuard, RegistryHandler, RegistryTracker};
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, InstallationId, Observed, RepoId};
 use serde_json::Value;
 use sqlx::PgPool;
 use support::router;
@@ -104,13 +104,7 @@ impl Storage for WorldStorage {
         };
         let yaml = format!("name: {name}\nowner: team-{name}\n");
         Ok(Observed::Present {
-            repo: RepoInfo {
-                owner: "acme".into(),
-                name,
-                installation_id: Some(InstallationId(INSTALLATION)),
-                default_branch: "main".into(),
-                html_url: None,
-            },
+            repo: installed_repo("acme", name, INSTALLATION),
             file: FileState::Found {
                 sha: format!("{:040x}", key.0),
                 bytes: yaml.into_bytes(),

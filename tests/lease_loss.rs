@@ -4,7 +4,7 @@
 //! registry, and the id is never handled by two workers at once.
 
 use crate::support;
-use crate::support::registry::{handler, installed_repo};
+use crate::support::registry::{handler, installed_repo, queue_with};
 use support::pg_proxy;
 
 use std::sync::{Arc, Mutex};
@@ -202,7 +202,7 @@ fn start_replica(
     lease: Duration,
     gate: watch::Receiver<bool>,
 ) -> Replica {
-    let queue = Arc::new(PgQueue::new(pool.clone(), lease));
+    let queue = Arc::new(queue_with(pool, lease));
     let probe = Arc::new(Probe::new(pool.clone(), queue.clone(), gate));
     let attempts = Attempts(probe.attempts.clone());
     let config = ControllerConfig {
@@ -237,7 +237,7 @@ async fn database() -> (PgPool, String) {
     ensure_known(&pool, &[(ID, info())])
         .await
         .expect("ensure_known");
-    PgQueue::new(pool.clone(), SHORT_LEASE)
+    queue_with(&pool, SHORT_LEASE)
         .enqueue(vec![Enqueue::fresh(ID)])
         .await
         .expect("enqueue");
@@ -368,7 +368,7 @@ async fn a_lease_stolen_during_the_reconcile_should_leave_its_writes_uncommitted
 #[tokio::test]
 async fn a_claim_whose_lease_ran_out_should_not_commit() {
     let (pool, _url) = database().await;
-    let queue = Arc::new(PgQueue::new(pool.clone(), LONG_LEASE));
+    let queue = Arc::new(queue_with(&pool, LONG_LEASE));
     let handler = handler(&pool, queue.clone());
     let claim = queue.claim("a").await.expect("claim").expect("a claim");
     sqlx::query("update queue set claimed_until = now() - interval '1 second' where repo_id = $1")

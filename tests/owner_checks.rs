@@ -5,10 +5,10 @@
 //! under `require`, nothing under `off`).
 
 use crate::checks::{env as checks_env, Env, ACME, FILE};
+use crate::support::registry::handler;
 
 use roster::directory::db::Account;
 use roster::directory::{DirectoryDb, Member, OwnersMode, Team};
-use roster::registry::RegistryHandler;
 use roster::source::InstallationId;
 
 const ORG: i64 = 9_001;
@@ -48,7 +48,7 @@ async fn directory(env: &Env, teams: &[Team], members: &[Member]) {
 /// The checks of `env` under `mode`, the default branch's included.
 fn owners(env: &mut Env, mode: OwnersMode) {
     env.worker.owners = mode;
-    env.handler = RegistryHandler::new(env.pool.clone(), env.queue.clone(), FILE)
+    env.handler = handler(&env.pool, env.queue.clone())
         .with_default_branch_checks(true)
         .with_owners(mode);
 }

@@ -2,6 +2,7 @@
 //! (`DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/test`), each
 //! test on a fresh database, with a short lease on the real clock.
 
+use crate::support::registry::queue_with;
 use std::time::Duration;
 
 use roster::controller::conformance::{self, QueueHarness};
@@ -36,7 +37,7 @@ impl QueueHarness for Harness {
             .await
             .expect("a connection to the test database");
         // Long enough that only a notification can wake `changed` in time.
-        PgQueue::new(pool, LEASE).with_poll_interval(Duration::from_secs(60))
+        queue_with(&pool, LEASE).with_poll_interval(Duration::from_secs(60))
     }
 
     fn lease(&self) -> Duration {
@@ -163,7 +164,7 @@ async fn changed_should_fall_back_to_polling_when_it_cannot_listen() {
         .acquire_timeout(Duration::from_millis(100))
         .connect_lazy("postgres://nobody@127.0.0.1:1/none")
         .expect("a lazy pool");
-    let q = PgQueue::new(pool, LEASE).with_poll_interval(Duration::from_millis(50));
+    let q = queue_with(&pool, LEASE).with_poll_interval(Duration::from_millis(50));
     for _ in 0..3 {
         tokio::time::timeout(Duration::from_secs(5), q.changed())
             .await
@@ -200,7 +201,7 @@ async fn claims_and_done_should_not_leave_enqueues_on_the_connection_unsafe() {
         .connect(&h.url)
         .await
         .expect("a connection");
-    let queue = PgQueue::new(pool.clone(), LEASE);
+    let queue = queue_with(&pool, LEASE);
     queue
         .enqueue(vec![Enqueue::fresh(RepoId(1))])
         .await
@@ -221,7 +222,7 @@ async fn batched_claims_and_done_should_not_leave_enqueues_on_the_connection_uns
         .connect(&h.url)
         .await
         .expect("a connection");
-    let queue = PgQueue::new(pool.clone(), LEASE);
+    let queue = queue_with(&pool, LEASE);
     let ids = (1..=3).map(|n| Enqueue::fresh(RepoId(n))).collect();
     queue.enqueue(ids).await.expect("enqueue");
 

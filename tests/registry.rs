@@ -1,7 +1,7 @@
 //! The registry against a real PostgreSQL: every status transition of
 //! docs/contract.md#repository-statuses with its entries, conflicts, idempotency, and the read queries.
 
-use crate::support::registry::{handler, queue};
+use crate::support::registry::{github_repo, handler, queue, repo_info};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,13 +54,7 @@ async fn drain(queue: &PgQueue) -> Vec<RepoId> {
 }
 
 fn info(owner: &str, name: &str) -> RepoInfo {
-    RepoInfo {
-        owner: owner.to_string(),
-        name: name.to_string(),
-        installation_id: Some(InstallationId(7)),
-        default_branch: "main".to_string(),
-        html_url: Some(format!("https://github.com/{owner}/{name}")),
-    }
+    github_repo(owner, name, 7)
 }
 
 fn found(repo: RepoInfo, sha: &str, yaml: &str) -> Observed {
@@ -473,11 +467,7 @@ async fn removed_repository_should_delete_the_entries() {
 #[tokio::test]
 async fn second_repository_declaring_an_owned_name_should_get_a_conflict() {
     let f = fixture().await;
-    let billing = RepoInfo {
-        installation_id: None,
-        html_url: None,
-        ..info("local", "billing")
-    };
+    let billing = repo_info("local", "billing");
     f.handler
         .apply(
             &RepoId(1),
@@ -1081,15 +1071,8 @@ async fn status_counts_should_list_every_status_with_zeros() {
 #[tokio::test]
 async fn tracker_should_list_each_partition_without_removed_repositories() {
     let f = fixture().await;
-    let local = |name: &str| RepoInfo {
-        installation_id: None,
-        html_url: None,
-        ..info("local", name)
-    };
-    let other = RepoInfo {
-        installation_id: Some(InstallationId(8)),
-        ..info("beta", "x")
-    };
+    let local = |name: &str| repo_info("local", name);
+    let other = github_repo("beta", "x", 8);
     ensure_known(
         &f.pool,
         &[

@@ -3,7 +3,7 @@
 //! boundary, repeated reconciles folded into one event with a count, and
 //! list routes that show only the first line of an error.
 
-use crate::support::registry::{handler, queue};
+use crate::support::registry::{github_repo, handler, queue};
 
 use chrono::{DateTime, Utc};
 use roster::controller::{Failure, Handler};
@@ -12,7 +12,7 @@ use roster::project::{self, MAX_PROJECTS};
 use roster::registry::{
     get_repo, list_repos, RegistryHandler, RepoFilter, MAX_ERROR_BYTES, MAX_EVENT_BYTES,
 };
-use roster::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use roster::source::{FileState, Observed, RepoId, RepoInfo};
 use sqlx::PgPool;
 
 struct Fixture {
@@ -28,13 +28,7 @@ async fn fixture() -> Fixture {
 }
 
 fn info() -> RepoInfo {
-    RepoInfo {
-        owner: "acme".to_string(),
-        name: "mono".to_string(),
-        installation_id: Some(InstallationId(7)),
-        default_branch: "main".to_string(),
-        html_url: Some("https://github.com/acme/mono".to_string()),
-    }
+    github_repo("acme", "mono", 7)
 }
 
 fn found(sha: &str, yaml: &str) -> Observed {

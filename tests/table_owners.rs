@@ -51,26 +51,23 @@ const OWNERS: &[(&str, &[&str])] = &[
     (
         "directory_orgs",
         &[
-            "directory/db.rs",
+            "directory/db/",
             "directory/lookup.rs",
             "directory/follow.rs",
         ],
     ),
     (
         "directory_org_logins",
-        &["directory/db.rs", "directory/lookup.rs"],
+        &["directory/db/", "directory/lookup.rs"],
     ),
-    (
-        "directory_teams",
-        &["directory/db.rs", "directory/lookup.rs"],
-    ),
+    ("directory_teams", &["directory/db/", "directory/lookup.rs"]),
     (
         "directory_team_slugs",
-        &["directory/db.rs", "directory/lookup.rs"],
+        &["directory/db/", "directory/lookup.rs"],
     ),
     (
         "directory_members",
-        &["directory/db.rs", "directory/lookup.rs"],
+        &["directory/db/", "directory/lookup.rs"],
     ),
 ];
 

@@ -5,7 +5,7 @@
 //! as it was.
 
 use crate::support;
-use crate::support::registry::queue;
+use crate::support::registry::{github_repo, on_branch, queue};
 use support::fake_github;
 use support::github_server;
 
@@ -24,7 +24,7 @@ use roster::github::webhook::admission::Admission;
 use roster::github::webhook::{sign, WebhookLimits, WebhookState, MAX_BODY_BYTES, PATH};
 use roster::metrics::{Metrics, OTHER_EVENT, WEBHOOK_EVENTS};
 use roster::registry::ensure_known;
-use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::source::{RepoId, RepoInfo};
 use roster::web::router::webhook_with_admission as router_with_admission;
 use roster::web::{router_with, AppState};
 use secrecy::SecretString;
@@ -86,13 +86,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
 }
 
 fn kept_info() -> RepoInfo {
-    RepoInfo {
-        owner: "acme".to_owned(),
-        name: "kept".to_owned(),
-        installation_id: Some(InstallationId(1)),
-        default_branch: "trunk".to_owned(),
-        html_url: Some("https://github.com/acme/kept".to_owned()),
-    }
+    on_branch(github_repo("acme", "kept", 1), "trunk")
 }
 
 /// The registry, the queue and the listing request: what no refused

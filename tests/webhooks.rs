@@ -2,7 +2,7 @@
 //! test): GitHub's own example payloads, signed, go in; the queue, the
 //! registry, the delivery log and the metrics come out (docs/contract.md#webhooks).
 
-use crate::support::registry::queue;
+use crate::support::registry::{github_repo, on_branch, queue};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use roster::db::testing::fresh_database;
 use roster::github::webhook::{list_deliveries, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
-use roster::source::{InstallationId, RepoId, RepoInfo};
+use roster::source::{RepoId, RepoInfo};
 use roster::web::json::DeliveryJson;
 use roster::web::router::webhook as router;
 use secrecy::SecretString;
@@ -343,13 +343,7 @@ async fn default_branch_push_should_show_the_repository_as_pending_at_once() {
 #[tokio::test]
 async fn installation_repositories_added_should_not_overwrite_what_a_listing_stored() {
     let h = harness().await;
-    let listed = RepoInfo {
-        owner: "Codertocat".to_owned(),
-        name: "Space".to_owned(),
-        installation_id: Some(InstallationId(957387)),
-        default_branch: "trunk".to_owned(),
-        html_url: Some("https://github.com/Codertocat/Space".to_owned()),
-    };
+    let listed = on_branch(github_repo("Codertocat", "Space", 957387), "trunk");
     ensure_known(&h.pool, &[(RepoId(186853007), listed)])
         .await
         .expect("seed the registry");
@@ -561,13 +555,7 @@ async fn redelivered_id_should_keep_one_row_and_enqueue_again_harmlessly() {
 }
 
 fn tracked_repo(name: &str, installation_id: i64) -> RepoInfo {
-    RepoInfo {
-        owner: "octocat".to_owned(),
-        name: name.to_owned(),
-        installation_id: Some(InstallationId(installation_id)),
-        default_branch: "main".to_owned(),
-        html_url: Some(format!("https://github.com/octocat/{name}")),
-    }
+    github_repo("octocat", name, installation_id)
 }
 
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! The organisation's directory from GitHub: its teams and members, read by
-//! GraphQL 100 a page, with the listing and whenever a `team`,
+//! GraphQL 100 a page (`page.rs`), with the listing and whenever a `team`,
 //! `membership` or `organization` webhook asks (a re-read of the latest
 //! state, never the payload's: a read wins over webhooks that arrive late).
 //!
@@ -11,64 +11,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use super::auth::Installation;
 use super::client::Client;
-use super::graphql::PageInfo;
 use super::http::CallError;
 use crate::directory::db::Account;
-use crate::directory::{DirectoryDb, Member, Team};
+use crate::directory::DirectoryDb;
 use crate::source::InstallationId;
 
-/// An organisation's teams, 100 a page.
-pub const READ_TEAMS: &str = r#"query DirectoryTeams($login: String!, $after: String) {
-  rateLimit {
-    limit
-    remaining
-    resetAt
-  }
-  organization(login: $login) {
-    databaseId
-    teams(first: 100, after: $after) {
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
-      nodes {
-        databaseId
-        slug
-        name
-        privacy
-        parentTeam {
-          databaseId
-        }
-      }
-    }
-  }
-}"#;
+mod page;
 
-/// An organisation's members, 100 a page.
-pub const READ_MEMBERS: &str = r#"query DirectoryMembers($login: String!, $after: String) {
-  rateLimit {
-    limit
-    remaining
-    resetAt
-  }
-  organization(login: $login) {
-    databaseId
-    membersWithRole(first: 100, after: $after) {
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
-      nodes {
-        databaseId
-        login
-      }
-    }
-  }
-}"#;
+use page::Refused;
+pub use page::{READ_MEMBERS, READ_TEAMS};
 
 /// At most this many pages (100 teams or members each) per read.
 const MAX_PAGES: usize = 1_000;
@@ -94,50 +47,6 @@ pub enum DirectoryError {
     Database(#[from] sqlx::Error),
     #[error("GitHub's answer about {login}: {message}")]
     Answer { login: String, message: String },
-}
-
-#[derive(Deserialize)]
-struct Data<T> {
-    organization: Option<Org<T>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Org<T> {
-    database_id: Option<i64>,
-    #[serde(alias = "membersWithRole")]
-    teams: Option<Page<T>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Page<T> {
-    page_info: PageInfo,
-    #[serde(default = "Vec::new")]
-    nodes: Vec<Option<T>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct TeamNode {
-    database_id: Option<i64>,
-    slug: String,
-    name: String,
-    privacy: String,
-    parent_team: Option<Parent>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Parent {
-    database_id: Option<i64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MemberNode {
-    database_id: Option<i64>,
-    login: String,
 }
 
 /// Reads directories from GitHub into the database.
@@ -253,26 +162,12 @@ impl DirectoryReader {
             .map_err(DirectoryError::from)?;
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page: Page<TeamNode> = self.page(installation, account, READ_TEAMS, after).await?;
-            let teams: Vec<Team> = page
-                .nodes
-                .into_iter()
-                .flatten()
-                .filter_map(|t| {
-                    Some(Team {
-                        id: t.database_id?,
-                        slug: t.slug,
-                        name: t.name,
-                        parent_id: t.parent_team.and_then(|p| p.database_id),
-                        secret: t.privacy.eq_ignore_ascii_case("SECRET"),
-                    })
-                })
-                .collect();
+            let (teams, next) = page::teams(&self.client, installation, account, after).await?;
             self.db()
                 .put_teams(account.org_id, &teams, started)
                 .await
                 .map_err(DirectoryError::from)?;
-            match next(account, page.page_info)? {
+            match next {
                 Some(cursor) => after = Some(cursor),
                 None => {
                     self.db()
@@ -298,25 +193,12 @@ impl DirectoryReader {
             .map_err(DirectoryError::from)?;
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page: Page<MemberNode> = self
-                .page(installation, account, READ_MEMBERS, after)
-                .await?;
-            let members: Vec<Member> = page
-                .nodes
-                .into_iter()
-                .flatten()
-                .filter_map(|m| {
-                    Some(Member {
-                        id: m.database_id?,
-                        login: m.login,
-                    })
-                })
-                .collect();
+            let (members, next) = page::members(&self.client, installation, account, after).await?;
             self.db()
                 .put_members(account.org_id, &members, started)
                 .await
                 .map_err(DirectoryError::from)?;
-            match next(account, page.page_info)? {
+            match next {
                 Some(cursor) => after = Some(cursor),
                 None => {
                     self.db()
@@ -328,57 +210,6 @@ impl DirectoryReader {
             }
         }
         Err(too_many(account))
-    }
-
-    /// One page of `query`; the organisation must still be the one Roster
-    /// keeps by id.
-    async fn page<T: serde::de::DeserializeOwned>(
-        &self,
-        installation: InstallationId,
-        account: &Account,
-        query: &str,
-        after: Option<String>,
-    ) -> Result<Page<T>, Refused> {
-        let variables = serde_json::json!({ "login": account.login, "after": after });
-        let answer = self
-            .client
-            .graphql_partial::<Data<T>>(installation, query, variables)
-            .await;
-        let (data, errors) = match answer {
-            Ok(answer) => answer,
-            Err(CallError::Status {
-                status: 403,
-                message,
-                ..
-            }) => return Err(Refused::Forbidden(message)),
-            Err(error) => return Err(Refused::Other(error.into())),
-        };
-        if let Some(forbidden) = errors
-            .iter()
-            .find(|e| e.kind.as_deref() == Some("FORBIDDEN"))
-        {
-            return Err(Refused::Forbidden(forbidden.message.clone()));
-        }
-        let answer_error = |message: String| {
-            Refused::Other(DirectoryError::Answer {
-                login: account.login.clone(),
-                message,
-            })
-        };
-        if let Some(error) = errors.first() {
-            return Err(answer_error(error.message.clone()));
-        }
-        let Some(org) = data.organization else {
-            return Err(answer_error("no such organisation".to_owned()));
-        };
-        if org.database_id.is_some_and(|id| id != account.org_id) {
-            return Err(answer_error(format!(
-                "the login now names another organisation than {}",
-                account.org_id
-            )));
-        }
-        org.teams
-            .ok_or_else(|| answer_error("no page in the answer".to_owned()))
     }
 
     /// Reads the accounts webhooks asked about until `stop`, one pass every
@@ -411,29 +242,6 @@ impl DirectoryReader {
             self.db().release(requested.account.org_id, retry).await?;
         }
         Ok(claimed.len())
-    }
-}
-
-/// Why a read stopped: GitHub refused it, or anything else.
-enum Refused {
-    Forbidden(String),
-    Other(DirectoryError),
-}
-
-impl From<DirectoryError> for Refused {
-    fn from(error: DirectoryError) -> Self {
-        Refused::Other(error)
-    }
-}
-
-fn next(account: &Account, page: PageInfo) -> Result<Option<String>, Refused> {
-    match (page.has_next_page, page.end_cursor) {
-        (true, Some(cursor)) => Ok(Some(cursor)),
-        (true, None) => Err(Refused::Other(DirectoryError::Answer {
-            login: account.login.clone(),
-            message: "more pages follow but no cursor was given".to_owned(),
-        })),
-        (false, _) => Ok(None),
     }
 }
 

@@ -17,9 +17,17 @@ pub const PROJECT_FILE: &str = "project.yaml";
 /// The lease of a claim: longer than any test holds one.
 pub const LEASE: Duration = Duration::from_secs(60);
 
-/// The queue of the database behind `pool`.
+/// The queue of the database behind `pool`, shared as the server shares
+/// it between its workers, webhook intake and handler.
 pub fn queue(pool: &PgPool) -> Arc<PgQueue> {
-    Arc::new(PgQueue::new(pool.clone(), LEASE))
+    Arc::new(queue_with(pool, LEASE))
+}
+
+/// The queue of the database behind `pool` with claims leased for `lease`,
+/// not yet shared: for tests of the lease itself, and for those that tune
+/// the queue (`with_poll_interval`) or own it outside an `Arc`.
+pub fn queue_with(pool: &PgPool, lease: Duration) -> PgQueue {
+    PgQueue::new(pool.clone(), lease)
 }
 
 /// The registry's handler on `pool`, re-queueing through `queue`, reading
@@ -50,5 +58,28 @@ pub fn installed_repo(
     RepoInfo {
         installation_id: Some(InstallationId(installation)),
         ..repo_info(owner, name)
+    }
+}
+
+/// `owner/name` as GitHub lists it for installation `installation`: with
+/// its web page, `https://github.com/owner/name`, default branch `main`.
+pub fn github_repo(
+    owner: impl Into<String>,
+    name: impl Into<String>,
+    installation: i64,
+) -> RepoInfo {
+    let repo = installed_repo(owner, name, installation);
+    RepoInfo {
+        html_url: Some(format!("https://github.com/{}", repo.full_name())),
+        ..repo
+    }
+}
+
+/// `repo` with `branch` as its default branch: a repository whose default
+/// branch is not `main`.
+pub fn on_branch(repo: RepoInfo, branch: impl Into<String>) -> RepoInfo {
+    RepoInfo {
+        default_branch: branch.into(),
+        ..repo
     }
 }

@@ -47,7 +47,7 @@ pub async fn fixture_tuned(
     tune: impl FnOnce(&mut AppState),
 ) -> Fixture {
     let (pool, _url) = fresh_database().await.expect("fresh database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+    let queue = crate::registry::queue(&pool);
     let app = app_on(&pool, &queue, options, prepare, tune);
     Fixture { pool, queue, app }
 }

@@ -1,0 +1,103 @@
+//! One account's whole directory loaded at once, by id or by a login it has
+//! or had: what the resolver reads.
+
+use sqlx::{PgConnection, Row};
+
+use super::DirectoryDb;
+use crate::directory::{Directory, KnownTeam, Member, Team, Unchecked};
+
+impl DirectoryDb {
+    /// One account's whole directory, by id.
+    pub async fn load(&self, org: i64) -> Result<Option<Directory>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        load_in(&mut conn, org).await
+    }
+
+    /// One account's whole directory, by a login it has or had.
+    pub async fn load_by_login(&self, login: &str) -> Result<Option<Directory>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        let org: Option<i64> = sqlx::query_scalar(
+            "select org_id from directory_orgs where lower(login) = lower($1)
+             union all
+             select org_id from directory_org_logins where login_lower = lower($1)
+             limit 1",
+        )
+        .bind(login)
+        .fetch_optional(&mut *conn)
+        .await?;
+        match org {
+            Some(org) => load_in(&mut conn, org).await,
+            None => Ok(None),
+        }
+    }
+}
+
+async fn load_in(conn: &mut PgConnection, org: i64) -> Result<Option<Directory>, sqlx::Error> {
+    let Some(row) =
+        sqlx::query("select login, personal, off_reason from directory_orgs where org_id = $1")
+            .bind(org)
+            .fetch_optional(&mut *conn)
+            .await?
+    else {
+        return Ok(None);
+    };
+    let login: String = row.try_get("login")?;
+    let personal: bool = row.try_get("personal")?;
+    let off: Option<String> = row.try_get("off_reason")?;
+    let former_logins: Vec<String> = sqlx::query_scalar(
+        "select login_lower from directory_org_logins where org_id = $1 order by login_lower",
+    )
+    .bind(org)
+    .fetch_all(&mut *conn)
+    .await?;
+    let teams = sqlx::query(
+        "select team_id, slug, name, parent_id, secret, deleted_at is not null as deleted
+         from directory_teams where org_id = $1 order by team_id",
+    )
+    .bind(org)
+    .fetch_all(&mut *conn)
+    .await?
+    .iter()
+    .map(|row| {
+        Ok(KnownTeam {
+            team: Team {
+                id: row.try_get("team_id")?,
+                slug: row.try_get("slug")?,
+                name: row.try_get("name")?,
+                parent_id: row.try_get("parent_id")?,
+                secret: row.try_get("secret")?,
+            },
+            deleted: row.try_get("deleted")?,
+        })
+    })
+    .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    let slugs: Vec<(String, i64)> = sqlx::query_as(
+        "select slug_lower, team_id from directory_team_slugs where org_id = $1 order by slug_lower",
+    )
+    .bind(org)
+    .fetch_all(&mut *conn)
+    .await?;
+    let members: Vec<(i64, String)> = sqlx::query_as(
+        "select user_id, login from directory_members where org_id = $1 order by user_id",
+    )
+    .bind(org)
+    .fetch_all(&mut *conn)
+    .await?;
+    let unchecked = match (personal, off) {
+        (true, _) => Some(Unchecked::Personal),
+        (false, Some(reason)) => Some(Unchecked::Off(reason)),
+        (false, None) => None,
+    };
+    Ok(Some(Directory {
+        org_id: org,
+        login,
+        former_logins,
+        teams,
+        slugs,
+        members: members
+            .into_iter()
+            .map(|(id, login)| Member { id, login })
+            .collect(),
+        unchecked,
+    }))
+}

@@ -1,0 +1,52 @@
+//! The local folder's directory: the account it is kept under and its
+//! replacement, in one transaction, by what `teams.yaml` says.
+
+use chrono::{DateTime, Utc};
+
+use super::accounts::ensure_account_in;
+use super::pages::{finish_members_in, finish_teams_in, put_members_in, put_teams_in};
+use super::{Account, DirectoryDb};
+use crate::directory::{TeamsFile, LOCAL_LOGIN, LOCAL_ORG_ID};
+
+/// The local folder as an account.
+pub fn local_account() -> Account {
+    Account {
+        org_id: LOCAL_ORG_ID,
+        login: LOCAL_LOGIN.to_owned(),
+        installation_id: None,
+        personal: false,
+    }
+}
+
+impl DirectoryDb {
+    /// Replaces the local folder's directory with what `teams.yaml` says,
+    /// in one transaction.
+    pub async fn replace_local(&self, file: &TeamsFile) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let account = local_account();
+        ensure_account_in(&mut tx, &account).await?;
+        let started: DateTime<Utc> = sqlx::query_scalar("select clock_timestamp()")
+            .fetch_one(&mut *tx)
+            .await?;
+        for page in file.teams.chunks(1000) {
+            put_teams_in(&mut tx, LOCAL_ORG_ID, page, started).await?;
+        }
+        finish_teams_in(&mut tx, LOCAL_ORG_ID, started).await?;
+        for page in file.members.chunks(1000) {
+            put_members_in(&mut tx, LOCAL_ORG_ID, page, started).await?;
+        }
+        finish_members_in(&mut tx, LOCAL_ORG_ID, started).await?;
+        sqlx::query("update directory_orgs set read_error = null where org_id = $1")
+            .bind(LOCAL_ORG_ID)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await
+    }
+
+    /// Records that the local `teams.yaml` was refused (the directory is
+    /// kept as it was).
+    pub async fn record_local_error(&self, error: &str) -> Result<(), sqlx::Error> {
+        self.ensure_account(&local_account()).await?;
+        self.record_error(LOCAL_ORG_ID, Some(error)).await
+    }
+}

@@ -1,0 +1,181 @@
+//! A read of an account's teams or members, written page by page
+//! (`directory_teams`, `directory_team_slugs`, `directory_members`): each
+//! page stamped with the read's start, and only a read that finished marks
+//! what it did not see (a team as deleted, a member as gone), so a read that
+//! stopped part-way loses nothing, and 10,000 teams never sit in memory at
+//! once.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+use super::DirectoryDb;
+use crate::directory::{Member, Team};
+
+impl DirectoryDb {
+    /// The start of a read: what it did not see is older than this.
+    pub async fn read_started(&self) -> Result<DateTime<Utc>, sqlx::Error> {
+        sqlx::query_scalar("select clock_timestamp()")
+            .fetch_one(&self.pool)
+            .await
+    }
+
+    /// Writes one page of a read of `org`'s teams.
+    pub async fn put_teams(
+        &self,
+        org: i64,
+        teams: &[Team],
+        started: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        put_teams_in(&mut conn, org, teams, started).await
+    }
+
+    /// A read of `org`'s teams finished: teams it did not see are deleted
+    /// (kept, flagged), and owner checking is on again.
+    pub async fn finish_teams(&self, org: i64, started: DateTime<Utc>) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        finish_teams_in(&mut conn, org, started).await
+    }
+
+    /// Writes one page of a read of `org`'s members.
+    pub async fn put_members(
+        &self,
+        org: i64,
+        members: &[Member],
+        started: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        put_members_in(&mut conn, org, members, started).await
+    }
+
+    /// A read of `org`'s members finished: members it did not see are gone.
+    pub async fn finish_members(
+        &self,
+        org: i64,
+        started: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        finish_members_in(&mut conn, org, started).await
+    }
+}
+
+pub(super) async fn put_teams_in(
+    conn: &mut PgConnection,
+    org: i64,
+    teams: &[Team],
+    started: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    if teams.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = teams.iter().map(|t| t.id).collect();
+    let slugs: Vec<&str> = teams.iter().map(|t| t.slug.as_str()).collect();
+    let names: Vec<&str> = teams.iter().map(|t| t.name.as_str()).collect();
+    let parents: Vec<Option<i64>> = teams.iter().map(|t| t.parent_id).collect();
+    let secret: Vec<bool> = teams.iter().map(|t| t.secret).collect();
+    sqlx::query(
+        "insert into directory_teams (org_id, team_id, slug, name, parent_id, secret, seen_at)
+         select $1, id, slug, name, parent, secret, $7
+         from unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::bool[])
+              as t(id, slug, name, parent, secret)
+         on conflict (org_id, team_id) do update set slug = excluded.slug, name = excluded.name,
+             parent_id = excluded.parent_id, secret = excluded.secret,
+             seen_at = excluded.seen_at, deleted_at = null",
+    )
+    .bind(org)
+    .bind(&ids)
+    .bind(&slugs)
+    .bind(&names)
+    .bind(&parents)
+    .bind(&secret)
+    .bind(started)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "insert into directory_team_slugs (org_id, slug_lower, team_id)
+         select $1, lower(slug), id from unnest($2::text[], $3::bigint[]) as t(slug, id)
+         on conflict (org_id, slug_lower) do update set team_id = excluded.team_id",
+    )
+    .bind(org)
+    .bind(&slugs)
+    .bind(&ids)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn finish_teams_in(
+    conn: &mut PgConnection,
+    org: i64,
+    started: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "update directory_teams set deleted_at = now()
+         where org_id = $1 and seen_at < $2 and deleted_at is null",
+    )
+    .bind(org)
+    .bind(started)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "update directory_orgs set teams_read_at = now(), off_reason = null, off_since = null,
+             read_error = null,
+             teams_requested_at = case when teams_requested_at <= $2 then null
+                                       else teams_requested_at end
+         where org_id = $1",
+    )
+    .bind(org)
+    .bind(started)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn put_members_in(
+    conn: &mut PgConnection,
+    org: i64,
+    members: &[Member],
+    started: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    if members.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<i64> = members.iter().map(|m| m.id).collect();
+    let logins: Vec<&str> = members.iter().map(|m| m.login.as_str()).collect();
+    sqlx::query(
+        "insert into directory_members (org_id, user_id, login, seen_at)
+         select $1, id, login, $4 from unnest($2::bigint[], $3::text[]) as m(id, login)
+         on conflict (org_id, user_id) do update set login = excluded.login,
+             seen_at = excluded.seen_at",
+    )
+    .bind(org)
+    .bind(&ids)
+    .bind(&logins)
+    .bind(started)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn finish_members_in(
+    conn: &mut PgConnection,
+    org: i64,
+    started: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("delete from directory_members where org_id = $1 and seen_at < $2")
+        .bind(org)
+        .bind(started)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "update directory_orgs set members_read_at = now(),
+             members_requested_at = case when members_requested_at <= $2 then null
+                                         else members_requested_at end
+         where org_id = $1",
+    )
+    .bind(org)
+    .bind(started)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
