@@ -76,5 +76,6 @@ mod slow_clients;
 mod spec_citations;
 mod stale_hints;
 mod table_owners;
+mod test_convention;
 mod webhook_bounds;
 mod webhooks;
