@@ -43,6 +43,7 @@ mod graphql_schema;
 mod holds;
 mod hostile_file_e2e;
 mod http_api;
+mod http_shapes;
 mod lease_loss;
 mod listing_requests;
 mod local_ids;
