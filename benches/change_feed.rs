@@ -198,6 +198,7 @@ async fn run() -> Result<()> {
         timeout: roster::notify::TIMEOUT,
         lease: Duration::from_secs(60),
         backoff: roster::controller::Backoff::default(),
+        encode: roster::web::json::change_body,
     });
     tokio::spawn(delivery.run(target.url.clone(), stop_rx));
 

@@ -279,12 +279,15 @@ async fn a_changed_entry_should_store_after_whole_and_only_the_moved_fields_of_b
         .await
         .expect("feed");
     assert_eq!(
-        last.items[0].before.as_ref().map(|b| &b["owner"]),
-        Some(&"team-big".into())
+        last.items[0]
+            .before
+            .as_ref()
+            .map(|b| b.fields.owner.as_str()),
+        Some("team-big")
     );
     assert_eq!(
-        last.items[0].before.as_ref().map(|b| &b["labels"]),
-        last.items[0].after.as_ref().map(|b| &b["labels"])
+        last.items[0].before.as_ref().map(|b| &b.fields.labels),
+        last.items[0].after.as_ref().map(|b| &b.fields.labels)
     );
 }
 
@@ -346,6 +349,7 @@ fn delivery(
             cap: Duration::from_millis(400),
             jitter: 0.2,
         },
+        encode: roster::web::json::change_body,
     })
 }
 

@@ -99,15 +99,18 @@ async fn a_reconcile_should_log_each_created_changed_and_removed_entry() {
     );
     assert_eq!(feed.next_cursor, 5);
     let changed = &feed.items[2];
-    assert_eq!(changed.before.as_ref().expect("before")["owner"], "team-a");
-    assert_eq!(changed.after.as_ref().expect("after")["owner"], "team-b");
+    assert_eq!(
+        changed.before.as_ref().expect("before").fields.owner,
+        "team-a"
+    );
+    assert_eq!(
+        changed.after.as_ref().expect("after").fields.owner,
+        "team-b"
+    );
     assert_eq!(changed.repo, "acme/app");
     assert_eq!(changed.repo_id, RepoId(1));
     let removed = &feed.items[3];
-    assert_eq!(
-        removed.before.as_ref().expect("last version")["name"],
-        "web"
-    );
+    assert_eq!(removed.before.as_ref().expect("last version").name, "web");
     assert!(removed.after.is_none());
 }
 
@@ -146,11 +149,11 @@ async fn a_deleted_repository_should_show_its_entries_as_removed_with_their_last
         assert_eq!(change.kind, ChangeKind::Removed);
         assert_eq!(change.cause, "repo_removed");
         assert_eq!(change.sha, None);
-        assert_eq!(change.before.as_ref().expect("before")["owner"], "team-a");
         assert_eq!(
-            change.before.as_ref().expect("before")["source_sha"],
-            "sha1"
+            change.before.as_ref().expect("before").fields.owner,
+            "team-a"
         );
+        assert_eq!(change.before.as_ref().expect("before").source_sha, "sha1");
     }
     let removed = recently_removed(&pool, 10).await.expect("removed");
     let names: Vec<&str> = removed.iter().map(|c| c.name.as_str()).collect();
@@ -360,4 +363,53 @@ async fn pruning_and_reconciles_should_never_wait_for_each_other() {
         feed.items.iter().map(|c| c.seq).collect::<Vec<_>>(),
         vec![3, 4]
     );
+}
+
+/// A change stored before entries had a path and a resolved owner (an
+/// older version wrote neither) still reads, and shows in today's shape
+/// with those fields at their defaults.
+#[tokio::test]
+async fn a_change_stored_before_later_fields_should_read_with_their_defaults() {
+    let (pool, _, _, handler) = setup().await;
+    apply(
+        &handler,
+        1,
+        found("app", "sha1", &projects("team-a", &["api"])),
+    )
+    .await;
+    apply(
+        &handler,
+        1,
+        found("app", "sha2", &projects("team-b", &["api"])),
+    )
+    .await;
+    let old = "after - 'path' - 'owner_status' - 'owner_team_id' - 'owner_slug'";
+    let rewritten = sqlx::query(&format!("update changes set after = {old}"))
+        .execute(&pool)
+        .await
+        .expect("rewrite as an older version stored it");
+    assert_eq!(rewritten.rows_affected(), 2);
+
+    let feed = changes_after(&pool, 0, 100).await.expect("old rows read");
+    assert_eq!(feed.items.len(), 2);
+    let changed = &feed.items[1];
+    assert_eq!(changed.kind, ChangeKind::Changed);
+    assert_eq!(
+        changed.before.as_ref().expect("before").fields.owner,
+        "team-a"
+    );
+    let after = changed.after.as_ref().expect("after");
+    assert_eq!(
+        (after.fields.owner.as_str(), after.path.as_str()),
+        ("team-b", "project.yaml")
+    );
+
+    let shown =
+        serde_json::to_value(roster::web::json::ChangeJson::from(changed.clone())).expect("json");
+    for version in ["before", "after"] {
+        assert_eq!(shown[version]["path"], "project.yaml", "{shown}");
+        assert_eq!(shown[version]["owner_status"], "unchecked", "{shown}");
+        assert!(shown[version]["owner_slug"].is_null(), "{shown}");
+    }
+    assert_eq!(shown["kind"], "changed");
 }

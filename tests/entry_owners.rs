@@ -23,7 +23,7 @@ use roster::github::GithubSource;
 use roster::metrics::Metrics;
 use roster::project::OwnerStatus;
 use roster::registry::owner_follow::follow_changes;
-use roster::registry::{get_project, EntryJson, RegistryHandler};
+use roster::registry::{get_project, Entry, RegistryHandler};
 use roster::source::{FileState, Observed, RepoId};
 use sqlx::PgPool;
 
@@ -94,7 +94,7 @@ impl Env {
         follow_changes(&self.pool, mode).await.expect("follow")
     }
 
-    async fn entry(&self, name: &str) -> EntryJson {
+    async fn entry(&self, name: &str) -> Entry {
         get_project(&self.pool, name)
             .await
             .expect("read")
@@ -138,7 +138,7 @@ const FILE: &str = "projects:
     owner: legacy
 ";
 
-fn status(entry: &EntryJson) -> OwnerStatus {
+fn status(entry: &Entry) -> OwnerStatus {
     entry.resolved.owner_status
 }
 

@@ -61,6 +61,7 @@ fn delivery_with(
             cap: Duration::from_millis(400),
             jitter: 0.2,
         },
+        encode: roster::web::json::change_body,
     })
 }
 

@@ -786,7 +786,8 @@ async fn repository_detail_should_show_entries_and_events_newest_first() {
         .await
         .expect("query")
         .expect("repo");
-    let json = serde_json::to_value(&detail).expect("json");
+    let json = serde_json::to_value(roster::web::json::RepoDetailJson::from(detail.clone()))
+        .expect("json");
     assert_eq!(json["id"], 1);
     assert_eq!(json["full_name"], "acme/checkout");
     assert_eq!(json["status"], "invalid");
@@ -877,7 +878,7 @@ async fn list_repos_should_filter_by_status_and_name() {
         .await
         .ok();
 
-    let names = |page: roster::registry::Page<roster::registry::RepoJson>| {
+    let names = |page: roster::registry::Page<roster::registry::Repo>| {
         page.items
             .into_iter()
             .map(|r| r.full_name)
@@ -974,7 +975,7 @@ async fn list_projects_should_filter_and_page_by_name() {
         .await
         .ok();
 
-    let names = |page: &roster::registry::Page<roster::registry::EntryJson>| {
+    let names = |page: &roster::registry::Page<roster::registry::Entry>| {
         page.items
             .iter()
             .map(|e| e.name.clone())

@@ -241,7 +241,7 @@ async fn a_repeated_reconcile_should_count_in_the_newest_event_instead_of_adding
         .await
         .expect("query")
         .expect("repo");
-    let json = serde_json::to_value(&detail).expect("json");
+    let json = serde_json::to_value(roster::web::json::RepoDetailJson::from(detail)).expect("json");
     assert_eq!(json["events"][0]["count"], 51);
     assert_eq!(json["events"][1]["count"], 1);
 

@@ -16,7 +16,7 @@ use roster::github::webhook::{list_deliveries, sign, WebhookLimits, WebhookState
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
 use roster::source::{RepoId, RepoInfo};
-use roster::web::delivery_log::DeliveryJson;
+use roster::web::json::DeliveryJson;
 use roster::web::router::webhook as router;
 use secrecy::SecretString;
 use serde_json::Value;

@@ -57,6 +57,7 @@ pub async fn start(
             secret,
             metrics,
             settings.lease,
+            crate::web::json::change_body,
             shutdown,
         )
         .await?;

@@ -2,10 +2,13 @@
 
 pub mod embedded;
 pub mod fence;
+mod page;
 pub mod queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod together;
+
+pub use page::Page;
 
 use std::time::Duration;
 

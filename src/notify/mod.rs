@@ -21,7 +21,7 @@ use secrecy::SecretString;
 use sqlx::PgPool;
 
 pub use metrics::NotifyMetrics;
-pub use target::Delivery;
+pub use target::{Delivery, EncodeChange};
 
 use crate::controller::Backoff;
 use crate::registry::changes::ChangeWaker;
@@ -39,7 +39,8 @@ pub struct NotifyError(String);
 /// starts one delivery task per URL; each is spawned through `shutdown` and stops when it is
 /// asked.
 /// `lease` is how long a replica keeps a target without renewing (the
-/// workers' lease; it must exceed [`TIMEOUT`]).
+/// workers' lease; it must exceed [`TIMEOUT`]); `encode` writes a change
+/// as a body.
 ///
 /// Call it before the workers start, so that a target configured now
 /// receives every change this process writes.
@@ -51,6 +52,7 @@ pub async fn spawn(
     secret: SecretString,
     metrics: NotifyMetrics,
     lease: Duration,
+    encode: EncodeChange,
     shutdown: &Shutdown,
 ) -> Result<(), NotifyError> {
     for url in urls {
@@ -69,6 +71,7 @@ pub async fn spawn(
         timeout: TIMEOUT,
         lease: lease.max(TIMEOUT + Duration::from_secs(1)),
         backoff: Backoff::default(),
+        encode,
     });
     for (url, label) in urls.iter().zip(labels) {
         let run = delivery

@@ -15,11 +15,16 @@ use sqlx::PgPool;
 use super::metrics::NotifyMetrics;
 use super::{outbox, redact, sign, stall};
 use crate::controller::backoff::Backoff;
-use crate::registry::changes::{self, ChangeJson, ChangeWaker, FeedError};
+use crate::registry::changes::{self, Change, ChangeWaker, FeedError};
 use crate::shutdown::Shutdown;
 
 /// Changes read from the log at a time.
 const BATCH: i64 = 100;
+
+/// A change as the body of its notification: the shape the feed shows
+/// (`web::json::change_body`), handed in where the parts are wired so that
+/// what is sent and what the feed answers cannot differ.
+pub type EncodeChange = fn(&Change) -> Result<String, serde_json::Error>;
 
 /// What every target's task shares.
 pub struct Delivery {
@@ -35,6 +40,8 @@ pub struct Delivery {
     /// How long a replica keeps a target without renewing.
     pub lease: Duration,
     pub backoff: Backoff,
+    /// How a change is written as a body.
+    pub encode: EncodeChange,
 }
 
 /// How one attempt at one change ended.
@@ -149,15 +156,15 @@ impl Delivery {
 
     /// POSTs one change, signed, within the timeout; only a 2xx counts.
     /// What a failure says never holds more of the URL than `label`.
-    async fn send(&self, url: &str, label: &str, change: &ChangeJson) -> Sent {
+    async fn send(&self, url: &str, label: &str, change: &Change) -> Sent {
         match self.exchange(url, change).await {
             Sent::Failed(error) => Sent::Failed(error.replace(url, label)),
             sent => sent,
         }
     }
 
-    async fn exchange(&self, url: &str, change: &ChangeJson) -> Sent {
-        let body = match serde_json::to_string(change) {
+    async fn exchange(&self, url: &str, change: &Change) -> Sent {
+        let body = match (self.encode)(change) {
             Ok(body) => body,
             Err(e) => return Sent::Failed(format!("cannot encode change {}: {e}", change.seq)),
         };

@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
 use super::RegistryError;
@@ -284,7 +283,7 @@ pub async fn clear_denied<'e, E: PgExecutor<'e>>(
 }
 
 /// An installation that refused the checks permission, for the dashboard.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ChecksDenied {
     pub installation_id: InstallationId,
     pub denied_at: DateTime<Utc>,
@@ -300,9 +299,9 @@ pub async fn denied_installations(pool: &PgPool) -> Result<Vec<ChecksDenied>, Re
     .await?)
 }
 
-/// One check as the API and the repository page show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, sqlx::FromRow)]
-pub struct CheckJson {
+/// One recent evaluation of a commit and what became of its post.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RecentCheck {
     pub sha: String,
     pub pull_request: Option<i32>,
     /// The conclusion GitHub shows: `None` until GitHub has accepted the
@@ -323,7 +322,7 @@ pub struct CheckJson {
 pub const RECENT_CHECKS: i64 = 20;
 
 /// The repository's checks, newest first, at most [`RECENT_CHECKS`].
-pub async fn recent_checks(pool: &PgPool, repo: RepoId) -> Result<Vec<CheckJson>, RegistryError> {
+pub async fn recent_checks(pool: &PgPool, repo: RepoId) -> Result<Vec<RecentCheck>, RegistryError> {
     Ok(sqlx::query_as(
         "select sha, pull_request,
                 case when not pending and last_error is null then conclusion end as conclusion,

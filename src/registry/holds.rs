@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 
 use std::collections::HashSet;
 
-use super::json::ActiveHoldJson;
+use super::repo_rows::ActiveHold;
 use super::RegistryError;
 use crate::source::{Partition, RepoId};
 
@@ -250,7 +250,7 @@ struct HoldRow {
 }
 
 /// Every active hold, oldest first, with the repositories it holds.
-pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHoldJson>, RegistryError> {
+pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHold>, RegistryError> {
     let rows: Vec<HoldRow> = sqlx::query_as(&format!(
         "select h.id, h.partition, h.since, h.reason,
                 array(select r.owner || '/' || r.name from repositories r
@@ -262,7 +262,7 @@ pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHoldJson>, Registry
     .await?;
     Ok(rows
         .into_iter()
-        .map(|row| ActiveHoldJson {
+        .map(|row| ActiveHold {
             id: row.id,
             installation_id: row.partition.installation(),
             repos: row.repos,

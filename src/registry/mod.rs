@@ -18,6 +18,7 @@ mod decision;
 pub mod default_branch_check;
 mod default_branch_files;
 mod entries;
+mod entry;
 mod entry_owners;
 mod error;
 mod events;
@@ -27,7 +28,6 @@ pub mod free_push;
 mod guard;
 pub mod handler;
 mod holds;
-pub mod json;
 mod known;
 mod max_removals;
 mod node_ids;
@@ -38,6 +38,7 @@ pub mod owner_follow;
 pub mod query;
 pub mod read_only;
 mod repo_page;
+mod repo_rows;
 mod repos;
 mod status;
 #[cfg(any(test, feature = "testing"))]
@@ -45,16 +46,15 @@ pub mod testing;
 mod touched_files;
 pub mod tracker;
 
+pub use crate::db::Page;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use db::{RegistryDb, RepoRecord};
+pub use entry::Entry;
 pub use error::RegistryError;
 pub use free_push::{blob_id, Fingerprint, FreePush, FreePushRows};
 pub use guard::DeletionGuard;
 pub use handler::RegistryHandler;
 pub use holds::{active_hold_count, active_holds, release_hold};
-pub use json::{
-    ActiveHoldJson, EntryJson, EventJson, HoldJson, LinkJson, Page, RepoDetailJson, RepoJson,
-};
 pub use known::{ensure_known, ensure_known_with_node_ids, KnownRows};
 pub use max_removals::MaxRemovals;
 pub use node_ids::record_node_ids;
@@ -62,6 +62,7 @@ pub use query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
+pub use repo_rows::{ActiveHold, Hold, Repo, RepoDetail, RepoEvent};
 pub use repos::{count_of_installation, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{tracked_ids, RegistryTracker};

@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::json::{EntryJson, EventJson, HoldJson, Page, RepoDetailJson, RepoJson};
+use super::entry::Entry;
+use super::repo_rows::{Hold, Repo, RepoDetail, RepoEvent};
 use super::{budget, cursor, RegistryError, Status};
+use crate::db::Page;
 use crate::project::{Fields, ResolvedOwner};
 use crate::source::RepoId;
 
@@ -85,8 +87,8 @@ struct RepoRow {
 }
 
 impl RepoRow {
-    fn into_json(self) -> RepoJson {
-        RepoJson {
+    fn into_repo(self) -> Repo {
+        Repo {
             id: self.id,
             full_name: format!("{}/{}", self.owner, self.name),
             status: self.status,
@@ -96,7 +98,7 @@ impl RepoRow {
             attempts: self.attempts,
             projects: self.projects,
             hold: match (self.hold_id, self.hold_since, self.hold_reason) {
-                (Some(id), Some(since), Some(reason)) => Some(HoldJson { id, since, reason }),
+                (Some(id), Some(since), Some(reason)) => Some(Hold { id, since, reason }),
                 _ => None,
             },
         }
@@ -141,9 +143,9 @@ struct EntryRow {
     updated_at: DateTime<Utc>,
 }
 
-impl From<EntryRow> for EntryJson {
+impl From<EntryRow> for Entry {
     fn from(row: EntryRow) -> Self {
-        EntryJson {
+        Entry {
             name: row.name,
             fields: row.fields,
             resolved: row.resolved,
@@ -167,10 +169,7 @@ fn page_size(limit: u32) -> i64 {
 }
 
 /// Lists repositories ordered by `(owner, name, id)`, one page at a time.
-pub async fn list_repos(
-    pool: &PgPool,
-    filter: &RepoFilter,
-) -> Result<Page<RepoJson>, RegistryError> {
+pub async fn list_repos(pool: &PgPool, filter: &RepoFilter) -> Result<Page<Repo>, RegistryError> {
     let after: Option<(String, String, i64)> =
         filter.cursor.as_deref().map(cursor::decode).transpose()?;
     let (after_owner, after_name, after_id) = match after {
@@ -195,7 +194,7 @@ pub async fn list_repos(
     .bind(size + 1)
     .fetch_all(pool)
     .await?;
-    let items = rows.into_iter().map(RepoRow::into_json).collect();
+    let items = rows.into_iter().map(RepoRow::into_repo).collect();
     Ok(paginate(items, size, |repo| {
         let (owner, name) = repo
             .full_name
@@ -238,7 +237,7 @@ pub async fn get_repo(
     pool: &PgPool,
     owner: &str,
     name: &str,
-) -> Result<Option<RepoDetailJson>, RegistryError> {
+) -> Result<Option<RepoDetail>, RegistryError> {
     let Some(id) = repo_id_by_full_name(pool, owner, name).await? else {
         return Ok(None);
     };
@@ -252,7 +251,7 @@ pub async fn get_repo(
     else {
         return Ok(None);
     };
-    let events: Vec<EventJson> = sqlx::query_as(
+    let events: Vec<RepoEvent> = sqlx::query_as(
         "select at, kind, message, count from events where repo_id = $1
          order by id desc limit $2",
     )
@@ -266,10 +265,10 @@ pub async fn get_repo(
     .bind(id)
     .fetch_all(pool)
     .await?;
-    Ok(Some(RepoDetailJson {
-        repo: row.into_json(),
+    Ok(Some(RepoDetail {
+        repo: row.into_repo(),
         events,
-        entries: entries.into_iter().map(EntryJson::from).collect(),
+        entries: entries.into_iter().map(Entry::from).collect(),
     }))
 }
 
@@ -278,14 +277,14 @@ pub async fn get_repo(
 pub(crate) async fn entries_of(
     conn: &mut sqlx::PgConnection,
     id: RepoId,
-) -> Result<Vec<EntryJson>, sqlx::Error> {
+) -> Result<Vec<Entry>, sqlx::Error> {
     let rows: Vec<EntryRow> = sqlx::query_as(&format!(
         "{ENTRY_SELECT} where e.repo_id = $1 order by e.name"
     ))
     .bind(id)
     .fetch_all(conn)
     .await?;
-    Ok(rows.into_iter().map(EntryJson::from).collect())
+    Ok(rows.into_iter().map(Entry::from).collect())
 }
 
 /// An entry of a page, with how many entries matched before the byte
@@ -306,7 +305,7 @@ const ENTRY_BYTES: &str = "256 + octet_length(to_jsonb(e)::text)";
 pub async fn list_projects(
     pool: &PgPool,
     filter: &ProjectFilter,
-) -> Result<Page<EntryJson>, RegistryError> {
+) -> Result<Page<Entry>, RegistryError> {
     let after: Option<(String,)> = filter.cursor.as_deref().map(cursor::decode).transpose()?;
     let size = page_size(filter.limit);
     let rows: Vec<PagedEntryRow> = sqlx::query_as(&format!(
@@ -337,7 +336,9 @@ pub async fn list_projects(
     .fetch_all(pool)
     .await?;
     let matched = rows.first().map_or(0, |r| r.matched);
-    let mut items: Vec<EntryJson> = rows.into_iter().map(|r| EntryJson::from(r.entry)).collect();
+    let mut items: Vec<Entry> = rows.into_iter().map(|r| Entry::from(r.entry)).collect();
+    // An entry is shown in the form it is stored in (`Entry`'s), so this
+    // measures the answer.
     let cut = budget::fit_json(&mut items);
     let more = cut || usize::try_from(matched).unwrap_or(0) > items.len();
     let next_cursor = items
@@ -353,12 +354,12 @@ pub fn project_cursor(name: &str) -> String {
 }
 
 /// One entry by its name.
-pub async fn get_project(pool: &PgPool, name: &str) -> Result<Option<EntryJson>, RegistryError> {
+pub async fn get_project(pool: &PgPool, name: &str) -> Result<Option<Entry>, RegistryError> {
     let row: Option<EntryRow> = sqlx::query_as(&format!("{ENTRY_SELECT} where e.name = $1"))
         .bind(name)
         .fetch_optional(pool)
         .await?;
-    Ok(row.map(EntryJson::from))
+    Ok(row.map(Entry::from))
 }
 
 /// How many repositories have each status, every status present (zeros too).

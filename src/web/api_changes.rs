@@ -17,6 +17,7 @@ use sqlx::PgPool;
 
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
+use super::json::{shown_changes, FeedJson};
 use super::long_polls::LongPolls;
 use super::state::AppState;
 use crate::registry::changes::{self, ChangeWaker, Feed, FeedError};
@@ -110,7 +111,12 @@ pub async fn feed(
         Err(error) => return error.into_response(),
     };
     match long_poll(&state, request).await {
-        Ok(feed) => Json(feed).into_response(),
+        Ok(feed) => {
+            let (items, _) = shown_changes(feed.items);
+            // A page cut short goes on after its last change.
+            let next_cursor = items.last().map_or(feed.next_cursor, |c| c.seq);
+            Json(FeedJson { items, next_cursor }).into_response()
+        }
         Err(FeedError::Gone { after, oldest }) => (
             StatusCode::GONE,
             Json(json!({
@@ -188,10 +194,13 @@ pub async fn history(
     if page.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
-    let next_cursor = page.next_cursor().map(|seq| seq.to_string());
-    Ok(Json(
-        json!({ "items": page.items, "next_cursor": next_cursor }),
-    ))
+    let more = page.more;
+    let (items, cut) = shown_changes(page.items);
+    let next_cursor = items
+        .last()
+        .filter(|_| more || cut)
+        .map(|c| c.seq.to_string());
+    Ok(Json(json!({ "items": items, "next_cursor": next_cursor })))
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.

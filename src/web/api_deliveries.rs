@@ -3,19 +3,19 @@
 use axum::extract::State;
 use axum::Json;
 
-use super::delivery_log::{self, DeliveryJson};
+use super::delivery_log;
 use super::error::ApiError;
 use super::extract::ApiQuery;
+use super::json::{DeliveryJson, PageJson};
 use super::params::DeliveryParams;
 use super::state::AppState;
-use crate::registry::Page;
 
 /// Deliveries, optionally only those about one repository (`repo=owner/name`).
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<DeliveryParams>,
-) -> Result<Json<Page<DeliveryJson>>, ApiError> {
+) -> Result<Json<PageJson<DeliveryJson>>, ApiError> {
     let limit = params.limit()?;
     let page = delivery_log::page(&state.pool, limit, params.cursor(), params.repo()).await?;
-    Ok(Json(page))
+    Ok(Json(PageJson::of(page)))
 }

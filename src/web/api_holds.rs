@@ -8,18 +8,18 @@ use serde_json::{json, Value};
 use super::auth::WriteAccess;
 use super::error::ApiError;
 use super::extract::ApiPath;
+use super::json::{ActiveHoldJson, PageJson};
 use super::state::AppState;
 use crate::controller::{Enqueue, WorkQueue};
-use crate::registry::{self, ActiveHoldJson, Page};
+use crate::registry;
 
 /// `GET /api/v1/holds`: every active hold (there are few: at most one per
 /// installation), so the list is one page.
-pub async fn list(State(state): State<AppState>) -> Result<Json<Page<ActiveHoldJson>>, ApiError> {
-    let items = registry::active_holds(&state.pool).await?;
-    Ok(Json(Page {
-        items,
-        next_cursor: None,
-    }))
+pub async fn list(
+    State(state): State<AppState>,
+) -> Result<Json<PageJson<ActiveHoldJson>>, ApiError> {
+    let holds = registry::active_holds(&state.pool).await?;
+    Ok(Json(PageJson::whole(holds)))
 }
 
 /// `POST /api/v1/holds/{id}/release`: releases an active hold and enqueues

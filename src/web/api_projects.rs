@@ -5,18 +5,20 @@ use axum::Json;
 
 use super::error::ApiError;
 use super::extract::{ApiPath, ApiQuery};
+use super::json::{EntryJson, PageJson};
 use super::params::ProjectParams;
 use super::state::AppState;
-use crate::registry::{self, EntryJson, Page};
+use crate::registry;
 
 /// The registry: every entry with its repository, filtered by `owner`,
 /// `tag` and `q`, paginated.
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<ProjectParams>,
-) -> Result<Json<Page<EntryJson>>, ApiError> {
+) -> Result<Json<PageJson<EntryJson>>, ApiError> {
     let filter = params.to_filter()?;
-    Ok(Json(registry::list_projects(&state.pool, &filter).await?))
+    let page = registry::list_projects(&state.pool, &filter).await?;
+    Ok(Json(PageJson::of(page)))
 }
 
 /// One entry by its name.
@@ -26,6 +28,6 @@ pub async fn detail(
 ) -> Result<Json<EntryJson>, ApiError> {
     registry::get_project(&state.pool, &name)
         .await?
-        .map(Json)
+        .map(|entry| Json(entry.into()))
         .ok_or_else(|| ApiError::NotFound(format!("project {name} not found")))
 }

@@ -6,19 +6,21 @@ use serde::Deserialize;
 
 use super::error::{repo_not_found, ApiError};
 use super::extract::{ApiPath, ApiQuery};
+use super::json::{CheckJson, PageJson, RepoDetailJson, RepoJson};
 use super::params::RepoParams;
 use super::state::AppState;
+use crate::registry;
 use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
-use crate::registry::check_runs::{recent_checks, CheckJson};
-use crate::registry::{self, Page, RepoDetailJson, RepoJson};
+use crate::registry::check_runs::recent_checks;
 
 /// Repositories with their status, filtered by `status` and `q`, paginated.
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<RepoParams>,
-) -> Result<Json<Page<RepoJson>>, ApiError> {
+) -> Result<Json<PageJson<RepoJson>>, ApiError> {
     let filter = params.to_filter()?;
-    Ok(Json(registry::list_repos(&state.pool, &filter).await?))
+    let page = registry::list_repos(&state.pool, &filter).await?;
+    Ok(Json(PageJson::of(page)))
 }
 
 /// A repository's detail with its recent check runs.
@@ -49,10 +51,15 @@ pub async fn detail(
     ApiPath((owner, name)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<DetailParams>,
 ) -> Result<Json<RepoWithChecks>, ApiError> {
-    let mut detail = registry::get_repo(&state.pool, &owner, &name)
+    let mut detail: RepoDetailJson = registry::get_repo(&state.pool, &owner, &name)
         .await?
-        .ok_or_else(|| repo_not_found(&owner, &name))?;
-    let checks = recent_checks(&state.pool, detail.repo.id).await?;
+        .ok_or_else(|| repo_not_found(&owner, &name))?
+        .into();
+    let checks: Vec<CheckJson> = recent_checks(&state.pool, detail.repo.id)
+        .await?
+        .into_iter()
+        .map(CheckJson::from)
+        .collect();
     if let Some(after) = params.entries_after.as_deref().filter(|a| !a.is_empty()) {
         detail.entries.retain(|e| e.name.as_str() > after);
     }

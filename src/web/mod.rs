@@ -2,9 +2,10 @@
 //! (docs/contract.md#http-routes, docs/operations.md#metrics). Every route
 //! Roster serves is declared in `router.rs`, the webhook's and setup mode's
 //! too (their handlers live with the GitHub code and the setup); the API
-//! and dashboard handlers share [`AppState`]. The JSON shapes are the
-//! registry's read types, and a delivery's (`delivery_log.rs`, the one
-//! place `web` reads the delivery log).
+//! and dashboard handlers share [`AppState`]. Every JSON shape an answer
+//! takes is declared in [`json`], made from the plain rows the registry's
+//! reads and the delivery log (`delivery_log.rs`, the one place `web`
+//! reads it) return.
 
 pub mod api_changes;
 mod api_deliveries;
@@ -24,6 +25,7 @@ mod extract;
 pub mod forwarded;
 pub(crate) mod health;
 mod html_budget;
+pub mod json;
 pub mod long_polls;
 mod metrics_route;
 mod origin;

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::delivery_log::DeliveryJson;
+use super::delivery_log::DeliveryRecord;
 use crate::registry::Status;
 
 /// A status as the dashboard shows it: its name always, a symbol and a
@@ -217,7 +217,7 @@ pub struct DeliveryView {
 }
 
 impl DeliveryView {
-    pub fn new(delivery: DeliveryJson, now: DateTime<Utc>) -> Self {
+    pub fn new(delivery: DeliveryRecord, now: DateTime<Utc>) -> Self {
         let event = match delivery.action {
             Some(action) => format!("{}.{action}", delivery.event),
             None => delivery.event,

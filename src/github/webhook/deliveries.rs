@@ -11,7 +11,7 @@ use sqlx::postgres::PgArguments;
 use sqlx::{Arguments, PgExecutor, PgPool};
 
 use crate::db::together::Part;
-use crate::registry::Page;
+use crate::db::Page;
 
 /// The most items one page holds (docs/contract.md#http-routes).
 pub const MAX_LIMIT: u32 = 1000;

@@ -19,8 +19,7 @@ use crate::source::{InstallationId, RepoId, RepoInfo};
 use directory::{parse_membership, parse_organization, parse_team};
 use installation::{parse_installation, parse_installation_repositories};
 use pull_request::{parse_pull_request, parse_rerequest};
-use push::parse_push;
-pub use push::{MAX_PUSH_COMMITS, MAX_PUSH_PATHS};
+pub use push::{parse_push, MAX_PUSH_COMMITS, MAX_PUSH_PATHS};
 use repository::parse_repository;
 
 /// A repository named in a payload, with what the payload says about it.
@@ -172,23 +171,15 @@ pub enum ParseError {
 /// Parses a verified body of event type `event` (the `X-GitHub-Event` header).
 ///
 /// The body is read into typed structs only, never into a
-/// `serde_json::Value` of the whole payload (see [`Envelope`]).
+/// `serde_json::Value` of the whole payload (see [`Envelope`]). Pushes,
+/// most of the deliveries, are read in one pass by [`parse_push`] first
+/// (the webhook's gate calls it directly); one that does not parse there
+/// is read here, so that its error is the same as any event's.
 pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
-    if event == "push" {
-        // One pass for the event and the log. A push that does not parse
-        // is read again below, so that its error is the same as any event's.
-        if let Ok((event, Envelope { action, repo })) = parse_push(body) {
-            return Ok(ParsedDelivery {
-                action,
-                repo,
-                event,
-            });
-        }
-    }
     let Envelope { action, repo } = serde_json::from_slice(body).map_err(ParseError::NotJson)?;
     let event = match event {
         "ping" => Ok(WebhookEvent::Ping),
-        "push" => parse_push(body).map(|(event, _)| event),
+        "push" => parse_push(body).map(|parsed| parsed.event),
         "repository" => parse_repository(body),
         "installation" => parse_installation(body),
         "installation_repositories" => parse_installation_repositories(body),

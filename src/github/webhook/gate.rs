@@ -110,7 +110,12 @@ pub fn after_body(
         }
         Some(event) => event.to_owned(),
     };
-    match event::parse(&event, body) {
+    // Pushes, most of the deliveries, straight to their one-pass reader.
+    let parsed = match event.as_str() {
+        "push" => event::parse_push(body).or_else(|_| event::parse(&event, body)),
+        _ => event::parse(&event, body),
+    };
+    match parsed {
         Ok(parsed) => Ok(Accepted {
             delivery_id,
             event,

@@ -60,10 +60,11 @@ pub enum GroupError {
     Stopped,
 }
 
-/// One delivery waiting for its group's commit.
-struct Job {
-    accepted: Accepted,
-    done: oneshot::Sender<Result<Intake, GroupError>>,
+/// One delivery waiting for its group's commit: the route sends it
+/// ([`GroupCommit::jobs`]) and waits for its group's verdict on `done`.
+pub(super) struct Job {
+    pub(super) accepted: Accepted,
+    pub(super) done: oneshot::Sender<Result<Intake, GroupError>>,
 }
 
 type Jobs = Arc<tokio::sync::Mutex<mpsc::Receiver<Job>>>;
@@ -126,16 +127,11 @@ impl GroupCommit {
         self
     }
 
-    /// Writes `accepted` with whatever else is waiting; resolves once the
-    /// group has committed (or failed).
-    pub async fn submit(&self, accepted: Accepted) -> Result<Intake, GroupError> {
+    /// Where the route sends each delivery ([`Job`]): a writer takes it
+    /// with whatever else is waiting. The writers start with the first.
+    pub(super) fn jobs(&self) -> &mpsc::Sender<Job> {
         self.start();
-        let (done, verdict) = oneshot::channel();
-        self.jobs
-            .send(Job { accepted, done })
-            .await
-            .map_err(|_| GroupError::Stopped)?;
-        verdict.await.unwrap_or(Err(GroupError::Stopped))
+        &self.jobs
     }
 
     fn start(&self) {
@@ -224,6 +220,11 @@ impl Writers {
 /// which PostgreSQL would otherwise do when the group's sizes make a
 /// custom plan look cheaper (a burst of pushes to one repository: about a
 /// sixth of the intake, docs/performance.md).
+///
+/// A connection is not pinged before each group: the ping was a second
+/// round trip for every group. A connection that broke while idle fails
+/// its group instead (503: GitHub shows the delivery failed, and it is
+/// redelivered), and the pool replaces it.
 fn own_connections(shared: &PgPool, writers: usize) -> PgPool {
     let options = (*shared.connect_options())
         .clone()
@@ -231,6 +232,7 @@ fn own_connections(shared: &PgPool, writers: usize) -> PgPool {
     PgPoolOptions::new()
         .max_connections(u32::try_from(writers).unwrap_or(u32::MAX))
         .acquire_timeout(Duration::from_secs(10))
+        .test_before_acquire(false)
         .connect_lazy_with(options)
 }
 

@@ -10,10 +10,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use tokio::sync::oneshot;
 
 use super::admission::Admission;
 use super::answer;
-use super::group::{GroupCommit, GroupLimits};
+use super::group::{GroupCommit, GroupError, GroupLimits, Job};
 use super::state::{Route, WebhookState};
 use super::verified::VerifiedDelivery;
 
@@ -45,11 +46,11 @@ pub fn prepare(state: WebhookState) -> (Arc<Route>, Arc<Admission>) {
     (Arc::new(route), admission)
 }
 
-/// Hands a verified delivery to the group commit ([`GroupCommit`]), which
-/// enqueues what the event implies and records the delivery in one
-/// transaction shared with the deliveries that arrived at the same time,
-/// and answers: 202 only once that has committed; 503 when it could not
-/// be, or not within [`PERSIST_TIMEOUT`] (nothing enqueued, nothing
+/// Hands a verified delivery to a writer of the group commit
+/// ([`GroupCommit`]), which enqueues what the event implies and records
+/// the delivery in one transaction shared with the deliveries that arrived
+/// at the same time, and answers its verdict: 202 only once that has
+/// committed; 503 when it could not be, or not within [`PERSIST_TIMEOUT`] (nothing enqueued, nothing
 /// recorded: GitHub shows the delivery failed). Workers are woken after
 /// the commit, so they find the rows.
 ///
@@ -61,7 +62,14 @@ pub async fn receive(
 ) -> Response {
     let (delivery_id, event) = (accepted.delivery_id.clone(), accepted.event.clone());
     let (action, repo) = (accepted.parsed.action.clone(), accepted.parsed.repo.clone());
-    let submitted = tokio::time::timeout(PERSIST_TIMEOUT, route.group.submit(accepted)).await;
+    let (done, verdict) = oneshot::channel();
+    let job = Job { accepted, done };
+    let submitted = tokio::time::timeout(PERSIST_TIMEOUT, async {
+        let sent = route.group.jobs().send(job).await;
+        sent.map_err(|_| GroupError::Stopped)?;
+        verdict.await.unwrap_or(Err(GroupError::Stopped))
+    })
+    .await;
     let intake = match submitted {
         Ok(Ok(intake)) => intake,
         failed => {
@@ -80,7 +88,9 @@ pub async fn receive(
     };
     let outcome = intake.outcome();
     route.state.metrics.webhook(&event, outcome);
-    tracing::info!(delivery = %delivery_id, event, action = ?action,
+    // Every delivery is in the delivery log (and counted): the log line is
+    // for debugging, at a cost the intake's hot path should not pay.
+    tracing::debug!(delivery = %delivery_id, event, action = ?action,
         repo = ?repo, outcome, enqueued = intake.enqueued, "webhook");
     let body = Answer {
         status: outcome,

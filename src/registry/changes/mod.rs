@@ -12,7 +12,7 @@
 //! - `patch`: a change stores `after` whole and only the moved fields of
 //!   `before`.
 
-mod json;
+mod change;
 mod patch;
 pub mod prune;
 pub mod read;
@@ -20,7 +20,7 @@ pub(crate) mod record;
 pub mod stream;
 pub mod wake;
 
-pub use json::{ChangeJson, ChangeKind};
+pub use change::{Change, ChangeKind};
 pub use read::{
     changes_after, head, history, oldest_kept, recently_removed, removed_before, Feed, FeedError,
     Listed,

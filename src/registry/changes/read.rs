@@ -5,9 +5,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgExecutor, PgPool};
 
-use super::{ChangeJson, ChangeKind};
+use super::{Change, ChangeKind};
 use crate::registry::budget;
-use crate::registry::RegistryError;
+use crate::registry::{Entry, RegistryError};
 use crate::source::RepoId;
 
 /// Most changes one read answers.
@@ -16,9 +16,9 @@ pub const MAX_FEED_LIMIT: i64 = 1000;
 /// A page of the feed: the changes after the asked `seq`, oldest first, and
 /// the cursor to ask with next (the last `seq` here, or the asked one when
 /// nothing is new).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Feed {
-    pub items: Vec<ChangeJson>,
+    pub items: Vec<Change>,
     pub next_cursor: i64,
 }
 
@@ -50,7 +50,7 @@ pub(super) struct ChangeRow {
 }
 
 impl ChangeRow {
-    fn into_json(self) -> Result<ChangeJson, RegistryError> {
+    fn into_change(self) -> Result<Change, RegistryError> {
         let kind = ChangeKind::parse(&self.kind).ok_or_else(|| {
             sqlx::Error::Decode(format!("unknown change kind {:?}", self.kind).into())
         })?;
@@ -61,7 +61,16 @@ impl ChangeRow {
             )),
             _ => self.before,
         };
-        Ok(ChangeJson {
+        let seq = self.seq;
+        let entry = |stored: Option<Value>| -> Result<Option<Entry>, RegistryError> {
+            stored.map(serde_json::from_value).transpose().map_err(|e| {
+                sqlx::Error::Decode(
+                    format!("change {seq}: an entry that does not read: {e}").into(),
+                )
+                .into()
+            })
+        };
+        Ok(Change {
             seq: self.seq,
             at: self.at,
             kind,
@@ -70,26 +79,21 @@ impl ChangeRow {
             repo_id: RepoId(self.repo_id),
             sha: self.sha,
             cause: self.cause,
-            before,
-            after: self.after,
+            before: entry(before)?,
+            after: entry(self.after)?,
         })
     }
 }
 
-/// A page of changes cut to the byte bound, and whether more matched.
+/// A page of changes within the byte bound by their stored sizes, and
+/// whether more matched. The stored sizes are close, not exact: what shows
+/// the page cuts it to the exact bound of its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed {
-    pub items: Vec<ChangeJson>,
+    pub items: Vec<Change>,
     /// Whether changes beyond the last of `items` matched (the page was
     /// full, or cut by its size).
     pub more: bool,
-}
-
-impl Listed {
-    /// The cursor of the next page: the last `seq` here, when there is more.
-    pub fn next_cursor(&self) -> Option<i64> {
-        self.items.last().filter(|_| self.more).map(|c| c.seq)
-    }
 }
 
 const COLUMNS: &str = "c.seq, c.at, c.kind, c.name, c.repo, c.repo_id, c.sha, c.cause, \
@@ -114,16 +118,14 @@ pub(super) fn page_query(filter: &str, order: &str) -> String {
     )
 }
 
-/// Decodes a page and cuts it to the exact byte bound (the stored sizes
-/// are close, not exact).
+/// Decodes a page.
 pub(super) fn listed(rows: Vec<ChangeRow>) -> Result<Listed, RegistryError> {
     let matched = rows.first().map_or(0, |r| r.matched);
-    let mut items: Vec<ChangeJson> = rows
+    let items: Vec<Change> = rows
         .into_iter()
-        .map(ChangeRow::into_json)
+        .map(ChangeRow::into_change)
         .collect::<Result<_, _>>()?;
-    let cut = budget::fit_json(&mut items);
-    let more = cut || usize::try_from(matched).unwrap_or(0) > items.len();
+    let more = usize::try_from(matched).unwrap_or(0) > items.len();
     Ok(Listed { items, more })
 }
 
@@ -199,7 +201,7 @@ pub async fn history(
 
 /// The latest removals whose name has not come back since, newest first,
 /// within the byte bound: each carries the entry's last version in `before`.
-pub async fn recently_removed(pool: &PgPool, limit: i64) -> Result<Vec<ChangeJson>, RegistryError> {
+pub async fn recently_removed(pool: &PgPool, limit: i64) -> Result<Vec<Change>, RegistryError> {
     Ok(removed_before(pool, None, limit).await?.items)
 }
 

@@ -12,7 +12,7 @@ use super::ChangeKind;
 use crate::controller::{Claim, Trigger};
 use crate::db::fence::ClaimFence;
 use crate::registry::query::entries_of;
-use crate::registry::EntryJson;
+use crate::registry::Entry;
 use crate::source::{FileState, Observed, RepoId};
 
 /// Why a change was made, as the change log and the feed say it.
@@ -137,7 +137,7 @@ pub(crate) struct Pending {
 }
 
 /// A repository's entries by name, as the change log stores them.
-pub(crate) type Snapshot = BTreeMap<String, EntryJson>;
+pub(crate) type Snapshot = BTreeMap<String, Entry>;
 
 /// The repository's entries now, read in the caller's transaction (which
 /// holds the repository's row lock, so they cannot move under it).
@@ -215,7 +215,7 @@ pub(crate) fn diff(
     changes
 }
 
-fn to_value(entry: &EntryJson) -> Value {
+fn to_value(entry: &Entry) -> Value {
     serde_json::to_value(entry).unwrap_or(Value::Null)
 }
 
@@ -323,9 +323,9 @@ mod tests {
 
     use super::*;
 
-    fn entry(name: &str, owner: &str) -> EntryJson {
+    fn entry(name: &str, owner: &str) -> Entry {
         let at = chrono::DateTime::<Utc>::from_timestamp(0, 0).unwrap_or_default();
-        EntryJson {
+        Entry {
             name: name.into(),
             fields: crate::project::Fields {
                 owner: owner.into(),
@@ -341,7 +341,7 @@ mod tests {
         }
     }
 
-    fn snap(entries: &[EntryJson]) -> Snapshot {
+    fn snap(entries: &[Entry]) -> Snapshot {
         entries
             .iter()
             .map(|e| (e.name.clone(), e.clone()))

@@ -6,8 +6,9 @@ use chrono::Utc;
 use serde_json::Value;
 
 use crate::registry::budget::ITEMS_BUDGET;
-use crate::registry::changes::{self, ChangeJson};
+use crate::registry::changes;
 use crate::web::html_budget::{escaped_len, keep_rows};
+use crate::web::json::ChangeJson;
 use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
 
 /// Bytes of rows each of the two lists of `/changes` may take.
@@ -62,17 +63,25 @@ impl ChangeRow {
         let sha = change.sha.clone().unwrap_or_default();
         Self {
             seq: change.seq,
-            kind: change.kind.as_str(),
+            kind: change.kind,
             at: TimeView::new(change.at, now),
             sha_href: commit_link(web, &change.repo, &sha),
             sha: short_sha(Some(&sha)),
             repo_href: repo_href(&change.repo),
-            diff: field_diff(change.before.as_ref(), change.after.as_ref()),
+            diff: field_diff(
+                shown(&change.before).as_ref(),
+                shown(&change.after).as_ref(),
+            ),
             cause: change.cause,
             name: change.name,
             repo: change.repo,
         }
     }
+}
+
+/// A version of an entry as its JSON shows it (`None`: it did not exist).
+fn shown<T: serde::Serialize>(version: &Option<T>) -> Option<Value> {
+    version.as_ref().and_then(|v| serde_json::to_value(v).ok())
 }
 
 /// The fields whose values differ between two versions of an entry, in
@@ -141,7 +150,7 @@ pub(super) fn page_rows(
     let mut rows: Vec<ChangeRow> = page
         .items
         .into_iter()
-        .map(|c| ChangeRow::new(c, web, now))
+        .map(|c| ChangeRow::new(ChangeJson::from(c), web, now))
         .collect();
     let cut = keep_rows(&mut rows, budget, ChangeRow::html_len);
     let next = rows.last().filter(|_| more || cut).map(|r| r.seq);

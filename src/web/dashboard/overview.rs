@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
 use crate::registry::query::{listing_times, queue_summary, ListingTimes, QueueSummary};
-use crate::registry::{self, RepoJson, Status};
+use crate::registry::{self, Repo, Status};
 use crate::source::InstallationId;
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
@@ -174,7 +174,7 @@ struct RepoRow {
 }
 
 impl RepoRow {
-    fn new(repo: RepoJson, web: Option<&str>, now: DateTime<Utc>) -> Self {
+    fn new(repo: Repo, web: Option<&str>, now: DateTime<Utc>) -> Self {
         let full_sha = repo.synced_sha.clone().unwrap_or_default();
         Self {
             status: repo.status.into(),

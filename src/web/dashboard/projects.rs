@@ -11,7 +11,7 @@ use super::owner_view::{tag_links, OwnerView};
 use crate::project::Fields;
 use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::query::project_cursor;
-use crate::registry::{self, EntryJson};
+use crate::registry::{self, Entry};
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
 use crate::web::html_budget::{escaped_len, keep_rows};
@@ -71,8 +71,8 @@ impl ProjectRow {
     }
 }
 
-impl From<EntryJson> for ProjectRow {
-    fn from(entry: EntryJson) -> Self {
+impl From<Entry> for ProjectRow {
+    fn from(entry: Entry) -> Self {
         let repo_page = repo_href(&entry.repo);
         Self {
             href: format!("{repo_page}#entry-{}", entry.name),

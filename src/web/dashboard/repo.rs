@@ -16,7 +16,7 @@ use crate::project::Fields;
 use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
-use crate::registry::{self, EntryJson, EventJson, Status};
+use crate::registry::{self, Entry, RepoEvent, Status};
 use crate::web::delivery_log;
 use crate::web::error::{repo_not_found, ApiError};
 use crate::web::extract::ApiPath;
@@ -116,7 +116,7 @@ struct LinkView {
 }
 
 impl EntryView {
-    fn new(entry: EntryJson, web: Option<&str>, branch: Option<&str>, now: DateTime<Utc>) -> Self {
+    fn new(entry: Entry, web: Option<&str>, branch: Option<&str>, now: DateTime<Utc>) -> Self {
         Self {
             owner: OwnerView::new(&entry.fields.owner, &entry.resolved),
             path_href: project_file_link(web, &entry.repo, branch, &entry.path),
@@ -152,7 +152,7 @@ struct EventView {
 }
 
 impl EventView {
-    fn new(event: EventJson, now: DateTime<Utc>) -> Self {
+    fn new(event: RepoEvent, now: DateTime<Utc>) -> Self {
         Self {
             at: TimeView::new(event.at, now),
             kind: event.kind,

@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::payload::{ignored, Installation, Repository};
-use super::{PushChange, WebhookEvent};
-use crate::github::webhook::envelope::{Envelope, Text};
+use super::{ParsedDelivery, PushChange, WebhookEvent};
+use crate::github::webhook::envelope::Text;
 
 /// GitHub lists at most 2,048 commits of a push: one that lists that many
 /// may have more, whose paths it does not show.
@@ -23,8 +23,10 @@ const MAX_KEPT_PATHS: usize = 1_000;
 
 /// Reads a push, and in the same pass what the delivery log keeps of it
 /// (pushes are most of the deliveries: a second pass for the log cost about
-/// a tenth of the intake's throughput).
-pub(super) fn parse_push(body: &[u8]) -> Result<(WebhookEvent, Envelope), serde_json::Error> {
+/// a tenth of the intake's throughput). The error is serde's alone: the
+/// delivery's refusal comes from [`super::parse`], which reads such a push
+/// as any event.
+pub fn parse_push(body: &[u8]) -> Result<ParsedDelivery, serde_json::Error> {
     #[derive(Deserialize)]
     struct Push<'a> {
         #[serde(rename = "ref")]
@@ -49,10 +51,7 @@ pub(super) fn parse_push(body: &[u8]) -> Result<(WebhookEvent, Envelope), serde_
         commits: Option<&'a RawValue>,
     }
     let mut push: Push<'_> = serde_json::from_slice(body)?;
-    let envelope = Envelope {
-        action: push.action.0,
-        repo: push.repository.full_name.0.take(),
-    };
+    let (action, repo) = (push.action.0, push.repository.full_name.0.take());
     let default_ref = format!("refs/heads/{}", push.repository.default_branch);
     let event = if push.deleted {
         ignored(format!("{} was deleted", push.git_ref))
@@ -74,7 +73,11 @@ pub(super) fn parse_push(body: &[u8]) -> Result<(WebhookEvent, Envelope), serde_
             change,
         }
     };
-    Ok((event, envelope))
+    Ok(ParsedDelivery {
+        action,
+        repo,
+        event,
+    })
 }
 
 /// The raw fields of a push that say what it moved.
@@ -170,9 +173,9 @@ mod tests {
 
     fn change_of(body: &Value) -> Option<PushChange> {
         let bytes = serde_json::to_vec(body).unwrap_or_default();
-        match parse_push(&bytes) {
-            Ok((WebhookEvent::DefaultBranchPush { change, .. }, _)) => change,
-            other => panic!("not a default-branch push: {:?}", other.map(|(e, _)| e)),
+        match parse_push(&bytes).map(|parsed| parsed.event) {
+            Ok(WebhookEvent::DefaultBranchPush { change, .. }) => change,
+            other => panic!("not a default-branch push: {other:?}"),
         }
     }
 

@@ -1,15 +1,13 @@
-//! The JSON shape of one change, as the feed, the history and the
-//! notifications show it.
+//! One change of the log, as its reads return it: the feed, an entry's
+//! history, the stream and the notifications all start from it.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
+use crate::registry::Entry;
 use crate::source::RepoId;
 
 /// What happened to the entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
     Created,
     Changed,
@@ -17,6 +15,7 @@ pub enum ChangeKind {
 }
 
 impl ChangeKind {
+    /// The kind as stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
             ChangeKind::Created => "created",
@@ -36,10 +35,11 @@ impl ChangeKind {
     }
 }
 
-/// One change of one entry. `before` and `after` are the entry as
-/// `/api/v1/projects/{name}` showed it then (`null` when it did not exist).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChangeJson {
+/// One change of one entry. `before` and `after` are the entry as it was
+/// then (`None` when it did not exist), `before` whole again for a change
+/// (it is stored as the fields that moved).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
     pub seq: i64,
     pub at: DateTime<Utc>,
     pub kind: ChangeKind,
@@ -50,6 +50,6 @@ pub struct ChangeJson {
     /// The commit that caused the change, when there is one.
     pub sha: Option<String>,
     pub cause: String,
-    pub before: Option<Value>,
-    pub after: Option<Value>,
+    pub before: Option<Entry>,
+    pub after: Option<Entry>,
 }
