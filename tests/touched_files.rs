@@ -14,7 +14,7 @@ use roster::registry::changes::{self, ChangeKind};
 use roster::registry::{get_project, get_repo, RegistryHandler};
 use roster::source::{FileContent, FileState, Observed, PathFile, RepoId, TouchedFiles};
 use sqlx::PgPool;
-use support::registry::{installed_repo, queue};
+use support::registry::{handler, installed_repo, queue};
 
 const PATTERNS: &str = "services/*/project.yaml";
 const ID: RepoId = RepoId(1);
@@ -61,8 +61,7 @@ async fn synced() -> Fixture {
         .expect("test database");
     let queue = queue(&pool);
     let files = ProjectFiles::parse(PATTERNS).expect("patterns");
-    let handler =
-        RegistryHandler::new(pool.clone(), queue.clone(), PATTERNS).with_project_files(&files);
+    let handler = handler(&pool, queue.clone()).with_project_files(&files);
     let all = vec![service("a", "v0"), service("b", "v0"), service("c", "v0")];
     let full = present(FileState::Files {
         sha: "a".repeat(40),

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::support;
 use roster::controller::{Enqueue, Trigger, WorkQueue};
 use roster::db::queue::{EnqueueRows, PgQueue};
 use roster::db::together;
@@ -31,7 +32,7 @@ async fn fresh() -> Queue {
     let (pool, _url) = roster::db::testing::fresh_database()
         .await
         .expect("test database");
-    let queue = PgQueue::new(pool.clone(), std::time::Duration::from_secs(60));
+    let queue = support::registry::queue_with(&pool, std::time::Duration::from_secs(60));
     Queue { queue, pool }
 }
 
