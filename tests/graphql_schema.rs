@@ -107,6 +107,22 @@ fn the_queries_for_several_project_files_should_be_valid() {
 }
 
 #[test]
+fn the_read_of_a_pull_requests_files_should_be_valid() {
+    let schema = github_schema();
+    for paths in [1, 5, 50] {
+        let query = roster::github::checks_api::files_at_head_query(paths);
+        if let Err(invalid) =
+            ExecutableDocument::parse_and_validate(&schema, query, "files_at_head.graphql")
+        {
+            panic!(
+                "the read of {paths} files at a pull request's head is not valid:\n{}",
+                invalid.errors
+            );
+        }
+    }
+}
+
+#[test]
 fn the_read_of_touched_files_should_be_valid() {
     let schema = github_schema();
     for (repos, paths) in [(1, 1), (3, 5)] {

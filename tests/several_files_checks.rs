@@ -1,7 +1,8 @@
 //! The `Roster` check with several project files (`ROSTER_PROJECT_FILES`
 //! with patterns), end to end in process: a pull request's changed files
 //! listed by the fake GitHub (paged like GitHub), only the touched
-//! project files read at its head and previewed together; and the default
+//! project files read at its head (all in one GraphQL query) and
+//! previewed together; and the default
 //! branch's run posted only when a matching file changed, naming it.
 
 use crate::checks::{env, Env, ACME};
@@ -122,9 +123,89 @@ async fn a_pull_request_touching_two_of_five_files_should_preview_both_and_their
         note["message"],
         "projects[1].name: \"shared\" is also declared in services/a/project.yaml"
     );
-    // One listing of the changed files, the two touched files read.
+    // One listing of the changed files, the two touched files read together.
     assert_eq!(env.fake.count(routes::PULL_FILES), 1);
-    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 2);
+    assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 1);
+}
+
+#[tokio::test]
+async fn a_pull_request_touching_five_files_should_read_them_in_one_query() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let (a, b, c, d, e) = (
+        service("a"),
+        service("b"),
+        service("c"),
+        service("d"),
+        service("e"),
+    );
+    let b_text =
+        "projects:\n  - name: svc-b\n    owner: team-b\n  - name: svc-b2\n    owner: team-b\n";
+    let sha = env.fake.pr_commit_files(
+        repo,
+        &[
+            (&a, Some(entry("a", "new").as_bytes())),
+            (&b, Some(b_text.as_bytes())),
+            (&c, Some(b"name: svc-c\nowner: ''\n")),
+            (&d, Some(b"name: svc-d\0\xff\n")),
+            (&e, Some(b"name: svc-e\nowner: team-e\ndescription: five\n")),
+            ("README.md", Some(b"hello\n")),
+        ],
+    );
+    open(&env, repo, "mono", 10, &sha).await;
+    let run = env.only_run(repo, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.title.as_deref(), Some("2 problems"));
+    let summary = run.summary.unwrap_or_default();
+    assert!(
+        summary.contains("This commit touches 5 project files"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("owner: `team-a` → `team-new`"),
+        "{summary}"
+    );
+    assert!(summary.contains("svc-b2"), "{summary}");
+    let mut notes: Vec<(String, String)> = run
+        .annotations
+        .iter()
+        .map(|n| {
+            let field = |k: &str| n[k].as_str().unwrap_or_default().to_owned();
+            (field("path"), field("message"))
+        })
+        .collect();
+    notes.sort();
+    assert_eq!(
+        notes,
+        [
+            (c.clone(), "owner: must not be empty".to_owned()),
+            (
+                d.clone(),
+                "file: is binary or not UTF-8 text (GitHub shows no text for it)".to_owned()
+            ),
+        ],
+        "{summary}"
+    );
+    // Exactly, as the installation: the listing of the changed paths, one
+    // GraphQL query for the five files at the head, and the run posted
+    // (the App's own request for the installation's token aside).
+    let mut asked: Vec<&str> = env
+        .fake
+        .log()
+        .iter()
+        .filter(|l| l.installation == Some(ACME))
+        .map(|l| l.route)
+        .collect();
+    asked.sort_unstable();
+    assert_eq!(
+        asked,
+        [
+            routes::PULL_FILES,
+            routes::GRAPHQL_FILE,
+            routes::CHECK_RUN_CREATE,
+        ],
+        "{summary}"
+    );
 }
 
 #[tokio::test]

@@ -1,9 +1,12 @@
 //! A pull request's check with several project files
 //! (`ROSTER_PROJECT_FILES` with patterns): the paths it changes are listed
-//! (one request per 100 files), each matching one is read at the head
-//! (one GraphQL request each, at most [`MAX_READS`]; none for a file the
-//! listing says is removed or renamed away), and all of them are
-//! evaluated together against one read-only snapshot of the registry.
+//! (one request per 100 files), the matching ones are read at the head
+//! together (one GraphQL query for all of them, at most [`MAX_READS`]; no
+//! read for a file the listing says is removed or renamed away, and no
+//! query when that leaves none), and all of them are evaluated together
+//! against one read-only snapshot of the registry.
+
+use std::collections::HashMap;
 
 use sqlx::PgPool;
 
@@ -45,22 +48,27 @@ impl Several<'_> {
             .map_err(Failure::from)?;
         let matching = self.files.select(changed.paths.iter().cloned());
         let read = matching.len().min(MAX_READS);
-        let mut touched = Vec::with_capacity(read);
-        for path in &matching[..read] {
-            // A file the pull request removes is absent at its head: no read.
-            let head = if changed.gone.contains(path) {
-                HeadFile::Absent
-            } else {
-                self.api
-                    .file_at_path(installation, owner, name, &request.head_sha, path)
-                    .await
-                    .map_err(Failure::from)?
-            };
-            touched.push(TouchedFile {
+        let previewed = &matching[..read];
+        // A file the pull request removes is absent at its head: not read,
+        // so not among `heads` below.
+        let present: Vec<String> = previewed
+            .iter()
+            .filter(|path| !changed.gone.contains(path))
+            .cloned()
+            .collect();
+        let heads = self
+            .api
+            .files_at_paths(installation, owner, name, &request.head_sha, &present)
+            .await
+            .map_err(Failure::from)?;
+        let mut heads: HashMap<String, HeadFile> = present.into_iter().zip(heads).collect();
+        let touched: Vec<TouchedFile> = previewed
+            .iter()
+            .map(|path| TouchedFile {
                 path: path.clone(),
-                parsed: Parsed::read(path, head),
-            });
-        }
+                parsed: Parsed::read(path, heads.remove(path).unwrap_or(HeadFile::Absent)),
+            })
+            .collect();
         let mut reader = RegistryReader::begin(self.pool)
             .await
             .map_err(Failure::db)?;

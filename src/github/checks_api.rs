@@ -1,6 +1,7 @@
 //! The GitHub calls of the `Roster` check run: the project file at one
 //! commit (one GraphQL query, a fork's head included, since GitHub keeps a
-//! pull request's commits in the base repository too), and creating,
+//! pull request's commits in the base repository too), the project files
+//! a pull request touches (all in one query, [`files_at_head`]), and creating,
 //! updating and finding the run over REST. Every call goes through the
 //! same road as the rest of Roster ([`super::http::Http::send`]): the
 //! installation's rate limits, `Retry-After` and the request metrics apply.
@@ -12,15 +13,17 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::client::Client;
-use super::graphql::too_large;
+use super::graphql::{too_large, GraphqlError};
 use super::http::{join, CallError, Reply, Request};
 use super::rate_limit::{Bucket, Resource, Who};
 use super::MAX_FILE_BYTES;
 use crate::project::verdict::HeadFile;
 use crate::source::InstallationId;
 
+mod files_at_head;
 mod pull_files;
 
+pub use files_at_head::files_at_head_query;
 pub use pull_files::{ChangedPaths, MAX_PAGES, PER_PAGE};
 
 /// The check run's name on GitHub.
@@ -139,19 +142,6 @@ impl ChecksApi {
         struct Commit {
             file: Option<Entry>,
         }
-        #[derive(Deserialize)]
-        struct Entry {
-            mode: Option<u64>,
-            object: Option<Blob>,
-        }
-        #[derive(Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Blob {
-            byte_size: Option<u64>,
-            is_binary: Option<bool>,
-            is_truncated: Option<bool>,
-            text: Option<String>,
-        }
         let variables = json!({
             "owner": owner, "name": name, "oid": sha, "path": path,
         });
@@ -160,49 +150,13 @@ impl ChecksApi {
             .graphql_partial(installation, FILE_AT_COMMIT, variables)
             .await?;
         let Some(repository) = data.repository else {
-            let message = errors
-                .first()
-                .map_or("no repository", |e| e.message.as_str());
-            return Err(CallError::unexpected("the file at a commit", message));
+            return Err(no_repository(&errors));
         };
         // GitHub answers an unknown commit with `object: null` (and an error).
         let Some(commit) = repository.object else {
             return Ok(HeadFile::CommitGone);
         };
-        let Some(entry) = commit.file else {
-            return Ok(HeadFile::Absent);
-        };
-        let mode = entry.mode.unwrap_or(0o100_644);
-        if mode == MODE_SYMLINK {
-            return Ok(HeadFile::Unreadable(
-                "is a symbolic link; Roster reads only a regular file at this path".into(),
-            ));
-        }
-        if !MODE_FILES.contains(&mode) {
-            return Ok(HeadFile::Unreadable(
-                "is not a regular file (a folder or a submodule)".into(),
-            ));
-        }
-        let Some(blob) = entry.object else {
-            return Ok(HeadFile::Unreadable(
-                "GitHub did not return the file".into(),
-            ));
-        };
-        let size = blob.byte_size.unwrap_or(0);
-        if size > MAX_FILE_BYTES {
-            return Ok(HeadFile::Unreadable(too_large(size)));
-        }
-        if blob.is_binary == Some(true) {
-            return Ok(HeadFile::Unreadable(
-                "is binary or not UTF-8 text (GitHub shows no text for it)".into(),
-            ));
-        }
-        match (blob.text, blob.is_truncated) {
-            (Some(text), Some(false) | None) => Ok(HeadFile::Found(text.into_bytes())),
-            _ => Ok(HeadFile::Unreadable(
-                "GitHub did not return the file's text".into(),
-            )),
-        }
+        Ok(head_file(commit.file))
     }
 
     /// The id of the `Roster` run on `sha`, if one exists.
@@ -312,6 +266,63 @@ impl ChecksApi {
             }
             return Ok(reply);
         }
+    }
+}
+
+/// A `file(path:)` answer: the entry's mode and blob.
+#[derive(Deserialize)]
+struct Entry {
+    mode: Option<u64>,
+    object: Option<Blob>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Blob {
+    byte_size: Option<u64>,
+    is_binary: Option<bool>,
+    is_truncated: Option<bool>,
+    text: Option<String>,
+}
+
+/// The error of an answer without its repository.
+fn no_repository(errors: &[GraphqlError]) -> CallError {
+    let message = errors
+        .first()
+        .map_or("no repository", |e| e.message.as_str());
+    CallError::unexpected("the file at a commit", message)
+}
+
+/// What one `file(path:)` answer inside a known commit says of the file:
+/// absent (`null`), a regular file's text, or why it cannot be read.
+fn head_file(entry: Option<Entry>) -> HeadFile {
+    let Some(entry) = entry else {
+        return HeadFile::Absent;
+    };
+    let mode = entry.mode.unwrap_or(0o100_644);
+    if mode == MODE_SYMLINK {
+        return HeadFile::Unreadable(
+            "is a symbolic link; Roster reads only a regular file at this path".into(),
+        );
+    }
+    if !MODE_FILES.contains(&mode) {
+        return HeadFile::Unreadable("is not a regular file (a folder or a submodule)".into());
+    }
+    let Some(blob) = entry.object else {
+        return HeadFile::Unreadable("GitHub did not return the file".into());
+    };
+    let size = blob.byte_size.unwrap_or(0);
+    if size > MAX_FILE_BYTES {
+        return HeadFile::Unreadable(too_large(size));
+    }
+    if blob.is_binary == Some(true) {
+        return HeadFile::Unreadable(
+            "is binary or not UTF-8 text (GitHub shows no text for it)".into(),
+        );
+    }
+    match (blob.text, blob.is_truncated) {
+        (Some(text), Some(false) | None) => HeadFile::Found(text.into_bytes()),
+        _ => HeadFile::Unreadable("GitHub did not return the file's text".into()),
     }
 }
 

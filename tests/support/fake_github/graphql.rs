@@ -179,8 +179,9 @@ pub fn is_file_at_commit(query: &str) -> bool {
 }
 
 /// The file at a commit: `repository(owner:, name:) { object(oid:) { …
-/// on Commit { file(path:) { mode object { … on Blob } } } } }`. An
-/// unknown commit is `object: null`, as GitHub answers it.
+/// on Commit { file(path:) { mode object { … on Blob } } } } }`, or the
+/// files `fJ: file(path: $pJ)` of a pull request's read. An unknown commit
+/// is `object: null`, as GitHub answers it.
 fn file_at_commit(world: &World, installation: i64, query: &str, request: &Value) -> Answer {
     let var = |name: &str| {
         request
@@ -202,6 +203,20 @@ fn file_at_commit(world: &World, installation: i64, query: &str, request: &Value
     let Some(commit) = repo.commits.get(&oid) else {
         return Answer::json(200, json!({"data": {"repository": {"object": null}}}));
     };
+    if request.pointer("/variables/p0").is_some() {
+        // A pull request's files: `fJ: file(path: $pJ)` for each path.
+        let mut fields = serde_json::Map::new();
+        for j in 0.. {
+            let Some(path) = request
+                .pointer(&format!("/variables/p{j}"))
+                .and_then(Value::as_str)
+            else {
+                break;
+            };
+            fields.insert(format!("f{j}"), file_entry(world, commit, &oid, path));
+        }
+        return Answer::json(200, json!({"data": {"repository": {"object": fields}}}));
+    }
     if super::trees::asks_files(query) {
         let (fields, entries) = super::trees::commit_fields(world, commit, query);
         if let Some(refused) = refusal(world, entries) {
