@@ -1,7 +1,8 @@
 //! `**` patterns on GitHub, through the real `roster serve` against the
 //! fake GitHub: the Git trees API is asked only for a repository whose root
 //! tree changed since its last walk, the matching blobs are read in batched
-//! GraphQL queries, and a tree GitHub truncates is walked folder by folder
+//! GraphQL queries at the commit whose tree was walked (a head that moves
+//! meanwhile is the next read's), and a tree GitHub truncates is walked folder by folder
 //! or, when even that is too large, makes the repository `invalid` with its
 //! entries kept.
 
@@ -75,6 +76,43 @@ async fn any_depth_should_walk_a_tree_once_until_it_changes() {
         "{changed}"
     );
     assert_eq!(env.fake.count(routes::GIT_TREE), 3);
+    assert!(env.roster.terminate().success());
+}
+
+#[tokio::test]
+async fn a_head_moving_between_the_walk_and_the_blob_read_should_not_mix_commits() {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(ACME, "acme");
+    let deep = fake.add_repo(ACME, "deep");
+    let first = fake.change_files(deep, |files| {
+        files.insert("a/project.yaml".into(), yaml("deep-a"));
+        files.insert("b/project.yaml".into(), yaml("deep-b"));
+    });
+    // Right after GitHub answers the walk of `first`'s tree, the branch
+    // moves on: `a` declares another name, `b` goes, `c` comes.
+    fake.change_files_after(routes::GIT_TREE, deep, |files| {
+        files.insert("a/project.yaml".into(), yaml("deep-a2"));
+        files.remove("b/project.yaml");
+        files.insert("c/project.yaml".into(), yaml("deep-c"));
+    });
+    let env = Env::start(fake, "**/project.yaml").await;
+
+    let synced = env
+        .repo_until("deep", "read", |r| r["status"] != "pending")
+        .await;
+    let second = env.fake.head(deep).expect("head");
+    assert_ne!(second, first, "the head moved during the read");
+    // The walked tree's paths, the walked commit's texts, that commit synced.
+    assert_eq!(synced["status"], "synced", "{synced}");
+    assert_eq!(synced["synced_sha"], first.as_str(), "{synced}");
+    assert_eq!(names(&synced), ["deep-a", "deep-b"], "{synced}");
+    assert_eq!(env.fake.count(routes::GIT_TREE), 1);
+
+    // The next listing reads the new head whole: its tree, its texts.
+    let moved = resync_until(&env, "deep", &second).await;
+    assert_eq!(moved["status"], "synced", "{moved}");
+    assert_eq!(names(&moved), ["deep-a2", "deep-c"], "{moved}");
+    assert_eq!(env.fake.count(routes::GIT_TREE), 2);
     assert!(env.roster.terminate().success());
 }
 

@@ -4,6 +4,15 @@
 //! the matching blobs read 100 to a GraphQL query
 //! (`fK: object(expression: "<commit>:<path>")`).
 //!
+//! The paths and the texts cannot come from different commits: `<commit>`
+//! is the sha the observation is recorded with, and the root tree oid
+//! comes from the same `... on Commit` of the same answer (the listing, the
+//! batch read, or the read at a commit after a REST look-up of the head).
+//! A commit never changes, so its `<commit>:<path>` is the walked tree's
+//! blob even when the branch has moved on since; a stored walk is reused
+//! only for the very same root tree oid. A head without its tree fails
+//! the read rather than be recorded without what `**` finds.
+//!
 //! A tree GitHub truncates (over 100,000 entries or 7 MB) is walked again
 //! folder by folder where the patterns can reach, each folder recursively,
 //! within [`MAX_TREE_REQUESTS`]; past that the repository's files are
@@ -23,7 +32,7 @@ use super::http::{join, CallError};
 use super::walked_trees::{self, Walk, WalkedEntry};
 use crate::controller::Failure;
 use crate::project::patterns::{too_many_files, MAX_FILES_PER_REPO};
-use crate::source::{FileContent, FileState, InstallationId, Observed, RepoId};
+use crate::source::{FileContent, FileState, InstallationId, Observed, RepoId, RepoInfo};
 
 /// Trees API requests one repository's walk may take when GitHub truncated
 /// its tree.
@@ -90,23 +99,36 @@ pub async fn complete(
     let mut walks = Vec::new();
     let mut found: HashMap<usize, Found> = HashMap::new();
     let mut to_walk = Vec::new();
+    let mut treeless = Vec::new();
     for (index, item) in pending.iter().enumerate() {
-        let (Ok(Observed::Present { repo, file }), Some(tree)) = (&item.observed, &item.tree)
-        else {
-            continue;
+        let (repo, tree) = match walkable(item) {
+            Walkable::No => continue,
+            Walkable::WithoutTree => {
+                treeless.push(index);
+                continue;
+            }
+            Walkable::Yes { repo, tree } => (repo, tree),
         };
-        if sha_of(file).is_none() {
-            continue;
-        }
         match known
             .get(&item.id)
-            .filter(|w| &w.tree_oid == tree && w.patterns == patterns)
+            .filter(|w| w.tree_oid == tree && w.patterns == patterns)
         {
             Some(walk) => {
                 found.insert(index, Found::Entries(walk.entries.clone()));
             }
-            None => to_walk.push((index, repo.owner.clone(), repo.name.clone(), tree.clone())),
+            None => to_walk.push((
+                index,
+                repo.owner.clone(),
+                repo.name.clone(),
+                tree.to_owned(),
+            )),
         }
+    }
+    for index in treeless {
+        // Recorded without its walk, the commit would lose what `**` finds.
+        pending[index].observed = Err(Failure::new(
+            "GitHub did not give the commit's root tree, which `**` patterns walk",
+        ));
     }
     let walked: Vec<_> = stream::iter(to_walk)
         .map(|(index, owner, name, tree)| async move {
@@ -160,6 +182,32 @@ pub async fn complete(
     }
     if let Err(error) = walked_trees::save(&client.pool, &walks).await {
         tracing::warn!(%error, "could not store the walked trees");
+    }
+}
+
+/// Whether an observation has `**` files to find.
+enum Walkable<'a> {
+    /// Nothing to walk: a failure, a removed or empty repository.
+    No,
+    /// A head commit without the root tree its answer should carry.
+    WithoutTree,
+    Yes {
+        repo: &'a RepoInfo,
+        tree: &'a str,
+    },
+}
+
+fn walkable(item: &Pending) -> Walkable<'_> {
+    let Ok(Observed::Present { repo, file }) = &item.observed else {
+        return Walkable::No;
+    };
+    // A push's partial read (`Touched`) reads only its paths: no walk.
+    if matches!(file, FileState::Touched(_)) || sha_of(file).is_none() {
+        return Walkable::No;
+    }
+    match &item.tree {
+        Some(tree) => Walkable::Yes { repo, tree },
+        None => Walkable::WithoutTree,
     }
 }
 
@@ -375,3 +423,6 @@ async fn read_blobs(
     }
     texts
 }
+
+#[cfg(test)]
+mod tests;

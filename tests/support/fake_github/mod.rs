@@ -429,6 +429,22 @@ impl FakeGithub {
         self.shared.world().commit(repo, change)
     }
 
+    /// Pushes one commit that applies `change` to `repo`'s head files right
+    /// after the next request of `route` is answered (once): the head
+    /// moving between two requests of one read.
+    pub fn change_files_after(
+        &self,
+        route: &'static str,
+        repo: i64,
+        change: impl FnOnce(&mut std::collections::BTreeMap<String, Vec<u8>>) + Send + 'static,
+    ) {
+        self.shared.world().moves.push(world::Move {
+            after: route,
+            repo,
+            change: Box::new(change),
+        });
+    }
+
     /// Makes the Git trees API truncate trees of more than `entries`.
     pub fn set_tree_entry_cap(&self, entries: usize) {
         self.shared.world().tree_entry_cap = entries;
@@ -998,6 +1014,11 @@ async fn answer_request(
         ],
     };
     world.log.push(logged(answer.status));
+    // The answer is decided: a head that moves now moves after it.
+    if let Some(at) = world.moves.iter().position(|m| m.after == route) {
+        let moved = world.moves.remove(at);
+        world.commit(moved.repo, moved.change);
+    }
     respond(answer, &rate_headers)
 }
 

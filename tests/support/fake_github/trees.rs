@@ -193,10 +193,15 @@ pub fn blobs(world: &World, installation: i64, query: &str) -> super::rest::Answ
         let mut fields = Map::new();
         for blob in blob_re.captures_iter(body) {
             let expression: String = serde_json::from_str(&blob[2]).unwrap_or_default();
-            let (sha, path) = expression.split_once(':').unwrap_or_default();
-            let value = repo
-                .commits
-                .get(sha)
+            // `<rev>:<path>`, the revision a sha, a branch or `HEAD`, as
+            // Git resolves it.
+            let (rev, path) = expression.split_once(':').unwrap_or_default();
+            let commit = if rev == "HEAD" {
+                repo.head()
+            } else {
+                repo.resolve(rev)
+            };
+            let value = commit
                 .and_then(|c| c.files.get(path))
                 .map_or(Value::Null, |bytes| super::graphql::blob(bytes));
             fields.insert(blob[1].to_owned(), value);

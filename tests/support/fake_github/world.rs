@@ -84,6 +84,26 @@ pub struct Logged {
     pub status: u16,
 }
 
+/// A change to a repository's files pushed as a new commit once a request
+/// of `after` (a route of [`super::routes`]) has been answered.
+pub struct Move {
+    pub after: &'static str,
+    pub repo: i64,
+    pub change: Box<dyn FnOnce(&mut Files) + Send>,
+}
+
+/// A commit's files: path → bytes.
+pub type Files = BTreeMap<String, Vec<u8>>;
+
+impl std::fmt::Debug for Move {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Move")
+            .field("after", &self.after)
+            .field("repo", &self.repo)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Debug)]
 pub struct World {
     pub app_id: u64,
@@ -123,6 +143,9 @@ pub struct World {
     pub tree_entry_cap: usize,
     /// Each installation's organisation: teams and members.
     pub directories: BTreeMap<i64, super::directory::OrgDirectory>,
+    /// Commits pushed right after a request of a given route is answered:
+    /// the head moving in the middle of a read.
+    pub moves: Vec<Move>,
     next_id: i64,
     next_sha: u64,
 }
@@ -151,6 +174,7 @@ impl World {
             pulls: BTreeMap::new(),
             refuse_entries_over: None,
             tree_entry_cap: 100_000,
+            moves: Vec::new(),
             next_id: 100_000,
             next_sha: 1,
         }

@@ -1,0 +1,46 @@
+//! Which observations a walk of `**` patterns takes, and by which tree.
+
+use super::*;
+
+fn pending(file: FileState, tree: Option<&str>) -> Pending {
+    let repo = RepoInfo {
+        owner: "acme".into(),
+        name: "deep".into(),
+        installation_id: Some(InstallationId(1)),
+        default_branch: "main".into(),
+        html_url: None,
+    };
+    Pending {
+        id: RepoId(7),
+        tree: tree.map(str::to_owned),
+        observed: Ok(Observed::Present { repo, file }),
+    }
+}
+
+#[test]
+fn a_head_commit_should_be_walked_by_the_tree_its_own_answer_gave() {
+    let item = pending(
+        FileState::Absent {
+            sha: Some("c1".into()),
+        },
+        Some("t1"),
+    );
+    assert!(matches!(walkable(&item), Walkable::Yes { tree: "t1", .. }));
+}
+
+#[test]
+fn a_head_commit_without_its_tree_should_not_be_recorded_without_the_walk() {
+    let item = pending(
+        FileState::Absent {
+            sha: Some("c1".into()),
+        },
+        None,
+    );
+    assert!(matches!(walkable(&item), Walkable::WithoutTree));
+}
+
+#[test]
+fn an_empty_repository_should_have_nothing_to_walk() {
+    let item = pending(FileState::Absent { sha: None }, None);
+    assert!(matches!(walkable(&item), Walkable::No));
+}
