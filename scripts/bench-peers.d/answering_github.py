@@ -8,11 +8,14 @@ by id answers 200, check runs are accepted. Every answer carries GitHub's
 rate-limit headers with a full budget, so no read waits for a window.
 A repository asked for by its commits answers the head as a bare sha.
 Repositories are those of push_bodies.py: `repo-NNNN` is id 200000000 +
-NNNN, any other name is the fixture's id (186853002).
+NNNN, any other name is the fixture's id (186853002). A node id is read in
+either of GitHub's forms: `R_{id}`, or base64 of `010:Repository{id}`.
 
     python3 answering_github.py PORT
 """
 
+import base64
+import binascii
 import json
 import re
 import sys
@@ -21,11 +24,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FIXTURE_ID = 186853002
 HEAD = "0" * 39 + "1"
+# The fixture's default branch: what GitHub answers agrees with the pushes.
+BRANCH = "master"
 
 
 def database_id(name):
     match = re.fullmatch(r"repo-(\d+)", name)
     return 200_000_000 + int(match.group(1)) if match else FIXTURE_ID
+
+
+def name_of(repo_id):
+    return "Hello-World" if repo_id == FIXTURE_ID else f"repo-{repo_id - 200_000_000:04d}"
+
+
+def id_of_node(node_id):
+    """The database id in a node id of either form, or None."""
+    if node_id.startswith("R_"):
+        digits = node_id[2:]
+    else:
+        try:
+            decoded = base64.b64decode(node_id, validate=True).decode()
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        digits = decoded.removeprefix("010:Repository")
+    return int(digits) if digits.isdigit() else None
 
 
 def repository(owner, name, repo_id):
@@ -36,15 +58,15 @@ def repository(owner, name, repo_id):
         "owner": {"login": owner},
         "isArchived": False,
         "url": f"https://github.com/{owner}/{name}",
-        "defaultBranchRef": {"name": "main", "target": {"oid": HEAD, "file": None}},
+        "defaultBranchRef": {"name": BRANCH, "target": {"oid": HEAD, "file": None}},
     }
 
 
 def batch_read(variables):
     nodes = []
     for node_id in variables.get("ids", []):
-        digits = node_id[2:] if node_id.startswith("R_") else ""
-        nodes.append(repository("Codertocat", f"repo-{digits}", int(digits)) if digits.isdigit() else None)
+        repo_id = id_of_node(node_id)
+        nodes.append(repository("Codertocat", name_of(repo_id), repo_id) if repo_id else None)
     data = {
         "rateLimit": {"limit": 5000, "remaining": 4999, "resetAt": "2099-01-01T00:00:00Z", "cost": 1},
         "nodes": nodes,
@@ -85,9 +107,9 @@ class Handler(BaseHTTPRequestHandler):
             self.answer(200, [])
         elif m := re.fullmatch(r"/repositories/(\d+)", path):
             repo_id = int(m.group(1))
-            name = f"repo-{repo_id - 200_000_000:04d}" if repo_id != FIXTURE_ID else "Hello-World"
+            name = name_of(repo_id)
             self.answer(200, {"id": repo_id, "name": name, "full_name": f"Codertocat/{name}",
-                              "owner": {"login": "Codertocat"}, "default_branch": "main",
+                              "owner": {"login": "Codertocat"}, "default_branch": BRANCH,
                               "archived": False, "private": False})
         elif re.fullmatch(r"/repos/[^/]+/[^/]+/commits/.+", path):
             # A read by id (the payloads' node ids are the fixture's) asks

@@ -4,11 +4,15 @@
 Every copy is the same push (compact JSON, padded in the head commit's
 message to exactly SIZE bytes); with COUNT above 1 each names its own
 repository, so that deliveries do not all queue for one repository's rows,
-as GitHub's pushes come from many repositories.
+as GitHub's pushes come from many repositories. Each copy carries its
+repository's own `html_url` and `node_id` (the latter in GitHub's older
+form, base64 of `010:Repository{id}`, as the fixture's is): no two
+repositories share them.
 
     python3 push_bodies.py FIXTURE SECRET COUNT SIZE OUT
 """
 
+import base64
 import hashlib
 import hmac
 import json
@@ -23,6 +27,8 @@ def body(template, number, count, size):
         repo["id"] = 200_000_000 + number
         repo["name"] = name
         repo["full_name"] = f"{repo['owner']['login']}/{name}"
+        repo["html_url"] = f"https://github.com/{repo['full_name']}"
+        repo["node_id"] = base64.b64encode(f"010:Repository{repo['id']}".encode()).decode()
     text = json.dumps(push, separators=(",", ":"))
     missing = size - len(text.encode())
     if missing < 2:

@@ -35,6 +35,13 @@ pub trait ClaimFence: Send + Sync + 'static {
     ) -> impl Future<Output = Result<bool, sqlx::Error>> + Send;
 }
 
+/// Whether the claim on repository `$1` with token `$2` is live, for a
+/// statement that checks it without locking the queue row ([`HOLDS`]
+/// locks it): `src/registry/unchanged.rs` says when that is enough.
+pub const CLAIM_IS_LIVE: &str = "exists (
+    select 1 from queue
+    where repo_id = $1 and claim_token = $2 and claimed_until > clock_timestamp())";
+
 /// `clock_timestamp()`, not `now()`: `now()` is when the transaction began,
 /// which may be long before the commit this check guards.
 const HOLDS: &str = "

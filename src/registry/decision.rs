@@ -51,7 +51,7 @@ pub(super) async fn decide(
         } => {
             let deleted = entries::delete_all(conn, id).await?;
             Decision {
-                message: with_deleted(format!("no {file}"), &deleted),
+                message: with_deleted(no_file_message(file), &deleted),
                 // The head found without a file: a push from it that
                 // touches no project file leaves it as it is.
                 state: cleared(Status::NoFile, None, sha),
@@ -127,6 +127,12 @@ pub(super) async fn decide(
             }
         }
     })
+}
+
+/// What a reconcile finding no project file records (`file` as messages
+/// name the project files).
+pub(super) fn no_file_message(file: &str) -> String {
+    format!("no {file}")
 }
 
 /// The state of a repository whose entries are all gone (`removed`, `no_file`),

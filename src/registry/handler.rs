@@ -6,13 +6,13 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
-use super::decision::decide;
+use super::decision::{decide, no_file_message};
 use super::default_branch_check as default_branch;
 use super::default_branch_files::preview_files;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
-use super::{known, repos};
+use super::{known, repos, unchanged};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -34,7 +34,7 @@ pub struct RegistryHandler<Q = PgQueue> {
     /// The project file patterns, as the fingerprint names them.
     patterns: Vec<String>,
     /// What decides a state under these settings, recorded with it.
-    fingerprint: Fingerprint,
+    pub(super) fingerprint: Fingerprint,
     guard: DeletionGuard,
     /// Whether reconciles record their changes (always, but in the
     /// benchmark that measures what the log costs).
@@ -132,6 +132,20 @@ where
         observed: Observed,
         claim: Option<&Claim<RepoId>>,
     ) -> Result<Ended, RegistryError> {
+        if let Observed::Present {
+            repo,
+            file: FileState::Absent { .. },
+        } = &observed
+        {
+            let (fingerprint, message) = (
+                self.fingerprint.as_str(),
+                no_file_message(&self.project_file),
+            );
+            if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await? {
+                record_name(Some(repo.full_name()));
+                return Ok(Ended::Committed(Status::NoFile.as_str(), Vec::new()));
+            }
+        }
         let mut tx = self.pool.begin().await?;
         let repo = match &observed {
             Observed::Removed { repo, .. } => repo.as_ref(),

@@ -45,6 +45,7 @@ mod status;
 pub mod testing;
 mod touched_files;
 pub mod tracker;
+mod unchanged;
 
 pub use crate::db::Page;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};

@@ -1,0 +1,105 @@
+//! A read that finds what the registry already says: a repository recorded
+//! `no_file` at a commit, read again at that same commit with no project
+//! file, under the same settings. Most repositories of an organisation have
+//! no project file, and every listing and every push that must be read
+//! reads them again, so this is the commonest reconcile there is; written
+//! the long way it takes a transaction of a dozen statements to change
+//! nothing but two times and an event's count. Here it is one statement,
+//! which writes exactly what that transaction would (`observed_at` and
+//! `last_synced_at` now, the newest event counted once more) and nothing at
+//! all unless every condition holds; the caller then reconciles the long
+//! way, which decides whatever this one does not.
+
+use std::sync::LazyLock;
+
+use sqlx::PgPool;
+
+use super::clip::{clip, MAX_EVENT_BYTES};
+use super::Status;
+use crate::controller::Claim;
+use crate::db::fence::CLAIM_IS_LIVE;
+use crate::source::{FileState, Observed, RepoId};
+
+/// One statement, all or nothing: the repository row is updated only when
+/// its state is exactly the `no_file` state the reconcile would write, its
+/// names are the observed ones, it owns no entry, its newest event is the
+/// one the reconcile would record again, and (with a claim) the claim is
+/// live; the event is counted only when the row was updated.
+///
+/// The claim's queue row is checked, not locked: locking it before the
+/// repository row would take the two in the order opposite to the intake's
+/// and the long way's, and could deadlock with them. Unlocked, the claim
+/// may lapse between the check and the commit; what is written then is
+/// still true, since the row matched the state this read observed, field
+/// for field, and only its times and the event's count move.
+static SETTLE: LazyLock<String> = LazyLock::new(|| {
+    "
+with newest as (
+    select id from events where repo_id = $1 order by id desc limit 1
+),
+settled as (
+    update repositories set observed_at = now(), last_synced_at = now()
+    where id = $1
+      and set_config('synchronous_commit', 'off', true) = 'off'
+      and ($2::text is null or {claim_is_live})
+      and status = $3 and error is null and attempts = 0 and cardinality(conflicts) = 0
+      and synced_sha is not distinct from $4
+      and file_blob is null and hold_id is null
+      and fingerprint is not distinct from $5
+      and owner = $6 and name = $7
+      and installation_id is not distinct from $8
+      and default_branch is not distinct from $9
+      and html_url is not distinct from $10
+      and not exists (select 1 from entries where repo_id = $1)
+      and exists (select 1 from events e join newest using (id)
+                  where e.kind = $3 and e.message = $11)
+    returning id
+),
+counted as (
+    update events set at = now(), count = count + 1
+    where id = (select id from newest) and exists (select 1 from settled)
+    returning id
+)
+select count(*) from settled"
+        .replace("{claim_is_live}", CLAIM_IS_LIVE)
+});
+
+/// Settles `observed` in one statement when it changes nothing but the
+/// times (see the module); `false` when it may change more, or the claim
+/// is no longer live, and the caller must reconcile the long way.
+/// `fingerprint` and `message` are what the long way would record.
+pub(super) async fn settle(
+    pool: &PgPool,
+    id: RepoId,
+    observed: &Observed,
+    claim: Option<&Claim<RepoId>>,
+    fingerprint: &str,
+    message: &str,
+) -> Result<bool, sqlx::Error> {
+    let Observed::Present {
+        repo,
+        file: FileState::Absent { sha },
+    } = observed
+    else {
+        return Ok(false);
+    };
+    let message = clip(message, MAX_EVENT_BYTES);
+    let settled: i64 = sqlx::query_scalar(SETTLE.as_str())
+        .bind(id)
+        .bind(claim.map(|c| c.token.as_str()))
+        .bind(Status::NoFile.as_str())
+        .bind(sha.as_deref())
+        .bind(fingerprint)
+        .bind(&repo.owner)
+        .bind(&repo.name)
+        .bind(repo.installation_id.map(|i| i.0))
+        .bind(&repo.default_branch)
+        .bind(repo.html_url.as_deref())
+        .bind(message.as_ref())
+        .fetch_one(pool)
+        .await?;
+    Ok(settled > 0)
+}
+
+#[cfg(test)]
+mod tests;
