@@ -201,8 +201,14 @@ fn walkable(item: &Pending) -> Walkable<'_> {
     let Ok(Observed::Present { repo, file }) = &item.observed else {
         return Walkable::No;
     };
-    // A push's partial read (`Touched`) reads only its paths: no walk.
-    if matches!(file, FileState::Touched(_)) || sha_of(file).is_none() {
+    // Only what [`merged`] adds to is walked: a push's partial read
+    // (`Touched`) reads only its paths, and a repository already unreadable
+    // as a whole stays so whatever the walk finds (its trees and blobs
+    // would be requests spent for nothing).
+    if !matches!(
+        file,
+        FileState::Files { .. } | FileState::Absent { sha: Some(_) }
+    ) {
         return Walkable::No;
     }
     match &item.tree {

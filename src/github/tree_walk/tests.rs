@@ -44,3 +44,27 @@ fn an_empty_repository_should_have_nothing_to_walk() {
     let item = pending(FileState::Absent { sha: None }, None);
     assert!(matches!(walkable(&item), Walkable::No));
 }
+
+#[test]
+fn a_repository_already_unreadable_should_not_be_walked() {
+    let item = pending(
+        FileState::Unreadable {
+            sha: Some("c1".into()),
+            message: "file: too many project files".into(),
+        },
+        Some("t1"),
+    );
+    assert!(matches!(walkable(&item), Walkable::No));
+}
+
+#[test]
+fn files_found_by_the_fixed_prefixes_should_be_walked_for_the_rest() {
+    let item = pending(
+        FileState::Files {
+            sha: "c1".into(),
+            files: Vec::new(),
+        },
+        Some("t1"),
+    );
+    assert!(matches!(walkable(&item), Walkable::Yes { tree: "t1", .. }));
+}
