@@ -2,14 +2,19 @@
 //! written in one transaction.
 //!
 //! Each request verifies and parses its own delivery (so that work runs
-//! concurrently), then hands it to a writer and waits. A writer takes every
-//! delivery waiting (at most [`GroupLimits::max`]) and writes them all at
+//! concurrently), then hands it to a writer and waits. A writer takes its
+//! share of the deliveries waiting ([`group_size`]) and writes them all at
 //! once: the commit's wait for the disk and the round trips to the database,
 //! the biggest costs of a durable intake, are paid once per group instead of
-//! once per delivery. While one writer commits, the deliveries arriving
+//! once per delivery. While writers commit, the deliveries arriving
 //! meanwhile gather for the next, so groups grow with the load by themselves
 //! and a lone delivery is written at once (a fixed wait for more only
-//! delayed every answer: docs/performance.md). Whatever events it holds, a
+//! delayed every answer: docs/performance.md). Deliveries tend to arrive
+//! in bursts (a sender answered at once sends again at once); a burst is
+//! shared among the writers rather than taken whole by one, so that the
+//! database works on it on several cores at once, but never in groups
+//! smaller than [`GroupLimits::min_share`], below which each statement's
+//! fixed cost outweighs that. Whatever events it holds, a
 //! group is written by [`intake::write`]. Every request of the group hears
 //! the same verdict: 202 after the commit, or 503 when the group failed, so
 //! nothing answered 202 is lost.
@@ -34,6 +39,10 @@ use crate::shutdown::Shutdown;
 pub struct GroupLimits {
     /// The most deliveries one transaction writes.
     pub max: usize,
+    /// The fewest deliveries a burst is split into per writer: a writer
+    /// takes an even share of what is waiting, but at least this many
+    /// (or all, when fewer wait).
+    pub min_share: usize,
     /// How long a writer waits for more when fewer than `max` are waiting
     /// (none by default: the next group gathers while one commits).
     pub window: Duration,
@@ -45,8 +54,9 @@ impl Default for GroupLimits {
     fn default() -> Self {
         Self {
             max: 256,
+            min_share: 8,
             window: Duration::ZERO,
-            writers: 2,
+            writers: 4,
         }
     }
 }
@@ -97,6 +107,7 @@ impl GroupCommit {
     pub fn new(pool: PgPool, queue: Arc<PgQueue>, limits: GroupLimits, shutdown: Shutdown) -> Self {
         let limits = GroupLimits {
             max: limits.max.max(1),
+            min_share: limits.min_share.max(1),
             writers: limits.writers.max(1),
             ..limits
         };
@@ -167,8 +178,8 @@ impl Writers {
 
     /// Takes groups and writes them ([`intake::write`]) until every sender
     /// is gone; refuses to write once the server's pool is closed. A group
-    /// is everything waiting now, up to `max`, plus what arrives within the
-    /// window when that is less.
+    /// is this writer's share of what is waiting now ([`group_size`]), plus
+    /// what arrives within the window when that is less.
     async fn run(self: Arc<Self>) {
         loop {
             let mut group = Vec::new();
@@ -178,14 +189,15 @@ impl Writers {
                     return;
                 };
                 group.push(first);
-                while group.len() < self.limits.max {
+                let size = group_size(1 + jobs.len(), &self.limits);
+                while group.len() < size {
                     match jobs.try_recv() {
                         Ok(job) => group.push(job),
                         Err(_) => break,
                     }
                 }
                 let deadline = Instant::now() + self.limits.window;
-                while group.len() < self.limits.max {
+                while group.len() < size {
                     match tokio::time::timeout_at(deadline, jobs.recv()).await {
                         Ok(Some(job)) => group.push(job),
                         Ok(None) | Err(_) => break,
@@ -214,6 +226,18 @@ impl Writers {
     }
 }
 
+/// How many of the `waiting` deliveries one writer takes: an even share
+/// among the writers, at least `min_share` (or all of them, when fewer
+/// wait), at most `max`. A burst of 16 with four writers is two groups of
+/// 8 written at once; a backlog of 1,000 is four groups of 250.
+fn group_size(waiting: usize, limits: &GroupLimits) -> usize {
+    waiting
+        .div_ceil(limits.writers.max(1))
+        .max(limits.min_share)
+        .min(limits.max)
+        .max(1)
+}
+
 /// The writers' own connections, one per writer, closed when the writers
 /// end or the server's pool closes. Their statements always take PostgreSQL's generic plan: a group's
 /// statement is planned once per connection instead of at every group,
@@ -239,6 +263,22 @@ fn own_connections(shared: &PgPool, writers: usize) -> PgPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_burst_should_be_shared_among_the_writers_in_groups_of_at_least_the_floor() {
+        let limits = GroupLimits::default();
+        assert_eq!(limits.writers, 4);
+        assert_eq!(group_size(1, &limits), 8, "a lone delivery: all waiting");
+        assert_eq!(group_size(16, &limits), 8, "two groups, not four of 4");
+        assert_eq!(group_size(40, &limits), 10);
+        assert_eq!(group_size(1_000, &limits), 250);
+        assert_eq!(group_size(100_000, &limits), 256, "never past max");
+        let one = GroupLimits {
+            writers: 1,
+            ..limits
+        };
+        assert_eq!(group_size(16, &one), 16, "one writer takes every one");
+    }
 
     #[tokio::test]
     async fn the_writers_connections_should_take_generic_plans() {
