@@ -43,8 +43,9 @@ pub struct GroupLimits {
     /// takes an even share of what is waiting, but at least this many
     /// (or all, when fewer wait).
     pub min_share: usize,
-    /// How long a writer waits for more when fewer than `max` are waiting
-    /// (none by default: the next group gathers while one commits).
+    /// How long a writer waits for more when fewer than its share
+    /// ([`group_size`]) are waiting (none by default: the next group
+    /// gathers while one commits).
     pub window: Duration,
     /// Writers working at once: one groups while another commits.
     pub writers: usize,
