@@ -199,8 +199,11 @@ async fn claim_of_a_killed_process_should_be_taken_again_once_its_lease_runs_out
 
 /// Deliveries are written in groups (one transaction for those arriving
 /// together): a `kill -9` in the middle of a flood must still leave every
-/// delivery that was answered 202 recorded, with its repository made known
-/// and enqueued, since the group committed before any of them was answered.
+/// delivery that was answered 202 with its repository made known and
+/// enqueued, since the group committed before any of them was answered.
+/// Their records in the delivery log follow the answers: those not yet
+/// written when the process died are lost (docs/contract.md#webhooks), and
+/// the test prints how many.
 #[tokio::test]
 async fn every_delivery_answered_202_should_survive_a_kill_9_in_the_middle_of_a_flood() {
     let (s, first) = setup().await;
@@ -259,11 +262,9 @@ async fn every_delivery_answered_202_should_survive_a_kill_9_in_the_middle_of_a_
     .fetch_one(&s.pool)
     .await
     .expect("the queue");
-    println!("{} deliveries answered 202 before the kill", answered.len());
-    assert_eq!(
-        recorded,
-        answered.len() as i64,
-        "a delivery answered 202 is not recorded"
+    println!(
+        "{} deliveries answered 202 before the kill, {recorded} of them in the delivery log",
+        answered.len()
     );
     assert_eq!(
         known,

@@ -125,6 +125,23 @@ async fn deliveries(
         .expect("the deliveries table")
 }
 
+/// The delivery log once it holds every one of `ids`, or as it is after
+/// 10 s: an accepted delivery's record follows its answer.
+async fn logged(
+    pool: &PgPool,
+    ids: &[&str],
+) -> Vec<(String, String, Option<String>, Option<String>, String)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let rows = deliveries(pool).await;
+        let all = ids.iter().all(|id| rows.iter().any(|row| row.0 == *id));
+        if all || std::time::Instant::now() > deadline {
+            return rows;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 async fn repository_count(pool: &PgPool) -> i64 {
     sqlx::query_scalar("select count(*) from repositories")
         .fetch_one(pool)
@@ -291,7 +308,7 @@ async fn every_fixture_should_enqueue_exactly_what_its_event_implies() {
         }
         assert_eq!(queued(&h.pool).await, ids, "{name}");
         assert_eq!(listing_requested(&h.pool).await, listing, "{name}");
-        let logged = deliveries(&h.pool).await;
+        let logged = logged(&h.pool, &["delivery-1"]).await;
         assert_eq!(logged.len(), 1, "{name}");
         assert_eq!(logged[0].0, "delivery-1", "{name}");
         assert_eq!(logged[0].1, event, "{name}");
@@ -330,7 +347,7 @@ async fn default_branch_push_should_show_the_repository_as_pending_at_once() {
             "pending".to_owned()
         )
     );
-    let logged = deliveries(&h.pool).await;
+    let logged = logged(&h.pool, &["d-push"]).await;
     assert_eq!(logged[0].3.as_deref(), Some("Codertocat/Hello-World"));
     let node_id: Option<String> =
         sqlx::query_scalar("select node_id from repositories where id = 186853002")
@@ -423,6 +440,7 @@ async fn pushes_that_cannot_change_the_project_file_should_enqueue_nothing() {
         ("deleted-default", push_with(|v| v["deleted"] = true.into())),
         ("tag-deleted", fixture("push.tag-deleted.json")),
     ];
+    let ids: Vec<&str> = cases.iter().map(|(id, _)| *id).collect();
     for (id, body) in cases {
         let (status, answer) = send(&h.app, signed("push", id, body)).await;
         assert_eq!(status, StatusCode::ACCEPTED, "{id}");
@@ -430,7 +448,11 @@ async fn pushes_that_cannot_change_the_project_file_should_enqueue_nothing() {
     }
     assert!(queued(&h.pool).await.is_empty());
     assert_eq!(repository_count(&h.pool).await, 0);
-    let outcomes: Vec<String> = deliveries(&h.pool).await.into_iter().map(|d| d.4).collect();
+    let outcomes: Vec<String> = logged(&h.pool, &ids)
+        .await
+        .into_iter()
+        .map(|d| d.4)
+        .collect();
     assert_eq!(outcomes, vec!["ignored"; 4]);
 }
 
@@ -548,7 +570,7 @@ async fn redelivered_id_should_keep_one_row_and_enqueue_again_harmlessly() {
         let (status, _) = send(&h.app, signed("push", "same-id", body.clone())).await;
         assert_eq!(status, StatusCode::ACCEPTED);
     }
-    let logged = deliveries(&h.pool).await;
+    let logged = logged(&h.pool, &["same-id"]).await;
     assert_eq!(logged.len(), 1);
     assert_eq!(logged[0].4, "queued");
     assert_eq!(queued(&h.pool).await, vec![186853002]);
@@ -629,6 +651,7 @@ async fn deliveries_should_list_newest_first_with_cursor_and_repo_filter() {
     )
     .await;
     assert_eq!(status, StatusCode::ACCEPTED);
+    assert_eq!(logged(&h.pool, &["a", "b", "c", "p"]).await.len(), 4);
     // Distinct, known times, so the order is the test's and not the clock's.
     sqlx::query(
         "update deliveries set at = timestamptz '2024-01-01' + case id

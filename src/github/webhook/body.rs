@@ -2,7 +2,7 @@
 //! never past [`MAX_BODY_BYTES`], whatever the body declared (a chunked
 //! body declares nothing).
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 
 use super::gate::MAX_BODY_BYTES;
@@ -18,24 +18,44 @@ pub enum BodyError {
     Broken(String),
 }
 
-/// Reads `body` whole. `declared` (`Content-Length`, already checked to be
-/// at most the limit) sizes the buffer once, so a body of the largest size
-/// never takes twice its size while the buffer grows.
-pub async fn read(body: Body, declared: Option<u64>) -> Result<Vec<u8>, BodyError> {
+/// Reads `body` whole. A body that arrives in one chunk (most of them) is
+/// that chunk, not a copy; otherwise `declared` (`Content-Length`, already
+/// checked to be at most the limit) sizes the buffer once, so a body of
+/// the largest size never takes twice its size while the buffer grows.
+pub async fn read(body: Body, declared: Option<u64>) -> Result<Bytes, BodyError> {
+    let mut stream = body.into_data_stream();
+    let first = match stream.next().await {
+        Some(chunk) => within_limit(0, chunk.map_err(broken)?)?,
+        None => return Ok(Bytes::new()),
+    };
+    let Some(second) = stream.next().await else {
+        return Ok(first);
+    };
     let capacity = declared
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0)
         .min(MAX_BODY_BYTES);
-    let mut buffer = Vec::with_capacity(capacity);
-    let mut stream = body.into_data_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BodyError::Broken(e.to_string()))?;
-        if buffer.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err(BodyError::TooLarge);
-        }
+    let mut buffer = Vec::with_capacity(capacity.max(first.len()));
+    buffer.extend_from_slice(&first);
+    let mut next = Some(second);
+    while let Some(chunk) = next {
+        let chunk = within_limit(buffer.len(), chunk.map_err(broken)?)?;
         buffer.extend_from_slice(&chunk);
+        next = stream.next().await;
     }
-    Ok(buffer)
+    Ok(Bytes::from(buffer))
+}
+
+/// `chunk`, unless it takes a body of `read` bytes past the limit.
+fn within_limit(read: usize, chunk: Bytes) -> Result<Bytes, BodyError> {
+    if read + chunk.len() > MAX_BODY_BYTES {
+        return Err(BodyError::TooLarge);
+    }
+    Ok(chunk)
+}
+
+fn broken(e: axum::Error) -> BodyError {
+    BodyError::Broken(e.to_string())
 }
 
 #[cfg(test)]
@@ -50,7 +70,23 @@ mod tests {
     #[tokio::test]
     async fn a_body_in_chunks_should_be_read_whole() {
         let body = chunked(vec![b"{\"a\":".to_vec(), b" 1}".to_vec()]);
-        assert_eq!(read(body, None).await.ok(), Some(b"{\"a\": 1}".to_vec()));
+        assert_eq!(
+            read(body, None).await.ok().as_deref(),
+            Some(&b"{\"a\": 1}"[..])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_in_one_chunk_should_be_that_chunk_not_a_copy() {
+        let sent = Bytes::from(vec![b'x'; 7_700]);
+        let read = read(Body::from(sent.clone()), Some(7_700)).await.ok();
+        assert_eq!(read.as_ref().map(|b| b.as_ptr()), Some(sent.as_ptr()));
+    }
+
+    #[tokio::test]
+    async fn a_single_chunk_past_the_limit_should_be_refused() {
+        let body = Body::from(vec![b' '; MAX_BODY_BYTES + 1]);
+        assert!(matches!(read(body, None).await, Err(BodyError::TooLarge)));
     }
 
     #[tokio::test]

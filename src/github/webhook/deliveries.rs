@@ -6,11 +6,8 @@ use std::collections::HashSet;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use sqlx::error::BoxDynError;
-use sqlx::postgres::PgArguments;
-use sqlx::{Arguments, PgExecutor, PgPool};
+use sqlx::{PgExecutor, PgPool};
 
-use crate::db::together::Part;
 use crate::db::Page;
 
 /// The most items one page holds (docs/contract.md#http-routes).
@@ -71,48 +68,37 @@ where
     Ok(())
 }
 
-/// A group's delivery records, as a [`Part`]: a webhook group records its
-/// deliveries in the statement that writes their effects, as [`record`]
-/// would one by one (an id given twice keeps its last outcome).
-pub struct DeliveryRows<'a> {
-    ids: Vec<&'a str>,
-    events: Vec<&'a str>,
-    actions: Vec<Option<&'a str>>,
-    repos: Vec<Option<&'a str>>,
-    outcomes: Vec<&'a str>,
-}
-
-impl<'a> DeliveryRows<'a> {
-    /// One row per id (a statement may not update a row twice; the last
-    /// one wins), in id order so that concurrent groups lock in one order.
-    pub fn new(deliveries: &[NewDelivery<'a>]) -> Self {
-        let unique: std::collections::BTreeMap<&str, &NewDelivery<'a>> =
-            deliveries.iter().map(|d| (d.id, d)).collect();
-        Self {
-            ids: unique.keys().copied().collect(),
-            events: unique.values().map(|d| d.event).collect(),
-            actions: unique.values().map(|d| d.action).collect(),
-            repos: unique.values().map(|d| d.repo).collect(),
-            outcomes: unique.values().map(|d| d.outcome).collect(),
-        }
-    }
-}
-
-impl Part for DeliveryRows<'_> {
-    fn sql(&self) -> &'static str {
+/// Records the answered `deliveries` in one statement, as [`record`] would
+/// one by one (an id given twice keeps its last outcome), committed without
+/// waiting for the disk: they are already answered, so the wait would only
+/// hold up the next batch ([`super::delivery_log`]).
+pub async fn record_answered(
+    pool: &PgPool,
+    deliveries: &[NewDelivery<'_>],
+) -> Result<(), DeliveriesError> {
+    // One row per id (a statement may not update a row twice; the last one
+    // wins), in id order so that concurrent writers lock in one order.
+    let unique: std::collections::BTreeMap<&str, &NewDelivery<'_>> =
+        deliveries.iter().map(|d| (d.id, d)).collect();
+    let ids: Vec<&str> = unique.keys().copied().collect();
+    let events: Vec<&str> = unique.values().map(|d| d.event).collect();
+    let actions: Vec<Option<&str>> = unique.values().map(|d| d.action).collect();
+    let repos: Vec<Option<&str>> = unique.values().map(|d| d.repo).collect();
+    let outcomes: Vec<&str> = unique.values().map(|d| d.outcome).collect();
+    sqlx::query(
         "insert into deliveries (id, event, action, repo, outcome)
          select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-         on conflict (id) do update set outcome = excluded.outcome, at = now()"
-    }
-
-    fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
-        args.add(&self.ids)?;
-        args.add(&self.events)?;
-        args.add(&self.actions)?;
-        args.add(&self.repos)?;
-        args.add(&self.outcomes)?;
-        Ok(())
-    }
+         where set_config('synchronous_commit', 'off', true) = 'off'
+         on conflict (id) do update set outcome = excluded.outcome, at = now()",
+    )
+    .bind(ids)
+    .bind(events)
+    .bind(actions)
+    .bind(repos)
+    .bind(outcomes)
+    .execute(pool)
+    .await?;
+    Ok(())
 }
 
 /// Which of the delivery ids `ids` the log holds (received, or asked for).

@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::delivery_log::{DeliveryLog, Logged};
 use super::free_push::FreePushes;
 use super::gate::Accepted;
 use super::intake::{self, Intake};
@@ -99,6 +100,8 @@ struct Writers {
     limits: GroupLimits,
     /// How pushes are decided without a read; `None`: every push is read.
     free: Option<FreePushes>,
+    /// Where the answered deliveries' rows go, made at start.
+    log: Option<DeliveryLog>,
 }
 
 impl GroupCommit {
@@ -120,6 +123,7 @@ impl GroupCommit {
             queue,
             limits,
             free: None,
+            log: None,
         };
         Self {
             jobs,
@@ -153,6 +157,9 @@ impl GroupCommit {
         };
         let Some(mut writers) = writers else { return };
         writers.pool = own_connections(&writers.shared, writers.limits.writers);
+        let (log, writing) = DeliveryLog::new(own_connections(&writers.shared, 1));
+        writers.log = Some(log);
+        self.shutdown.spawn("delivery log", writing);
         self.shutdown
             .spawn("webhook writers", Arc::new(writers).run_all());
     }
@@ -219,9 +226,15 @@ impl Writers {
                     vec![Err(GroupError::Failed(e.to_string())); group.len()]
                 }
             };
+            let mut logged = Vec::with_capacity(group.len());
             for (job, verdict) in group.into_iter().zip(verdicts) {
+                let outcome = verdict.as_ref().ok().map(Intake::outcome);
                 // A request that gave up waiting is gone; its group stands.
                 let _ = job.done.send(verdict);
+                logged.extend(outcome.map(|outcome| Logged::of(job.accepted, outcome)));
+            }
+            if let Some(log) = &self.log {
+                log.record(logged).await;
             }
         }
     }
@@ -313,6 +326,7 @@ mod tests {
         let joined = tokio::time::timeout(Duration::from_secs(30), stop.join())
             .await
             .expect("the writers ended");
-        assert_eq!((joined.spawned, joined.joined, joined.panicked), (1, 1, 0));
+        // The writers and the delivery log's writer.
+        assert_eq!((joined.spawned, joined.joined, joined.panicked), (2, 2, 0));
     }
 }

@@ -20,7 +20,6 @@ use std::collections::BTreeSet;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
-use super::deliveries::{DeliveryRows, NewDelivery};
 use super::event::{DirectoryChange, PayloadRepo, RequestedCheck, WebhookEvent};
 use super::free_push::FreePushes;
 use super::gate::Accepted;
@@ -85,8 +84,9 @@ pub enum IntakeError {
     Database(#[from] sqlx::Error),
 }
 
-/// Writes what every delivery of `group` implies and records them, on
-/// `pool`, committed before it returns; then wakes the workers (here and,
+/// Writes what every delivery of `group` implies, on `pool`, committed
+/// before it returns (their rows in the delivery log come after their
+/// answers: [`super::delivery_log`]); then wakes the workers (here and,
 /// by the statement's `NOTIFY`, in the other replicas) when an id became
 /// claimable. One [`Intake`] per delivery, in order, as if each had been
 /// written alone. With `free`, a repository whose pushes left the project
@@ -95,7 +95,7 @@ pub enum IntakeError {
 ///
 /// The group's writes are one statement: free pushes settled, repositories
 /// made known and ids enqueued (those the settle moved left out of both),
-/// deliveries recorded, and the `NOTIFY` when the enqueue changed a row. A
+/// and the `NOTIFY` when the enqueue changed a row. A
 /// group with an event that needs more ([`needs_transaction`]) runs it in a
 /// transaction, after that event's reads and before its requests.
 pub async fn write(
@@ -168,15 +168,13 @@ pub async fn write(
         known = known.except_settled();
         enqueue = enqueue.except_settled();
     }
-    let records = records(group, &intakes);
-    let deliveries = DeliveryRows::new(&records);
-    let mut parts: Vec<&dyn Part> = Vec::with_capacity(4);
+    let mut parts: Vec<&dyn Part> = Vec::with_capacity(3);
     if let Some(settle) = &settle {
         parts.push(settle);
     }
     parts.push(&known);
     let enqueue_part = parts.len();
-    parts.extend([&enqueue as &dyn Part, &deliveries]);
+    parts.push(&enqueue);
     let woke = together::execute_and_notify(&mut *conn, &parts, CHANNEL, enqueue_part).await?;
     match (listing, seen_after) {
         (false, _) => {}
@@ -237,23 +235,6 @@ async fn unseen_or_complete(
 }
 
 /// The delivery records of a group, each with its event's outcome.
-fn records<'a>(group: &[&'a Accepted], intakes: &[Intake]) -> Vec<NewDelivery<'a>> {
-    group
-        .iter()
-        .zip(intakes)
-        .map(|(accepted, intake)| NewDelivery {
-            id: &accepted.delivery_id,
-            event: &accepted.event,
-            action: accepted.parsed.action.as_deref(),
-            repo: accepted.parsed.repo.as_deref(),
-            outcome: intake.outcome(),
-        })
-        .collect()
-}
-
-/// Asks for a re-read of an organisation's directory (after recording its
-/// new login, for a rename). An organisation Roster does not know is left
-/// to its installation's listing, which reads it whole.
 async fn ask_directory(
     conn: &mut PgConnection,
     change: &DirectoryChange,

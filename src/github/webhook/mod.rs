@@ -13,6 +13,7 @@ pub mod admission;
 mod answer;
 pub mod body;
 pub mod deliveries;
+pub mod delivery_log;
 pub mod envelope;
 pub mod event;
 pub mod free_push;

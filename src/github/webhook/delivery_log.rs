@@ -1,0 +1,183 @@
+//! The delivery log's writer. A delivery's 202 promises its enqueue
+//! (docs/contract.md#webhooks), which commits before the answer; its row in
+//! the log is for the dashboard, `GET /api/v1/deliveries` and the recovery
+//! of missed deliveries, and is written just after the answer, in batches
+//! of what arrived meanwhile. A row costs then about a fifth of what it
+//! cost inside each group's statement (docs/performance.md, "The delivery
+//! log off the answer's path"), and a crash loses at most the rows not yet
+//! written: their deliveries are enqueued, and the recovery asks GitHub
+//! again only for those it recorded as failed.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+use tokio::sync::mpsc;
+
+use super::deliveries::{self, NewDelivery};
+use super::gate::Accepted;
+
+/// The most rows one insert writes.
+pub const MAX_BATCH: usize = 1_000;
+
+/// Rows waiting to be written at most; past it the webhook's writers wait
+/// for room (after their deliveries' answers), so memory stays bounded
+/// when the database is slow.
+const CAPACITY: usize = 8 * MAX_BATCH;
+
+/// How often a batch is tried before it is given up (and logged).
+const ATTEMPTS: u32 = 5;
+
+/// One delivery's row, owned, on its way to the log.
+#[derive(Debug)]
+pub struct Logged {
+    id: String,
+    event: String,
+    action: Option<String>,
+    repo: Option<String>,
+    outcome: &'static str,
+}
+
+impl Logged {
+    /// The row of `accepted`, answered with `outcome`.
+    pub fn of(accepted: Accepted, outcome: &'static str) -> Self {
+        Self {
+            id: accepted.delivery_id,
+            event: accepted.event,
+            action: accepted.parsed.action,
+            repo: accepted.parsed.repo,
+            outcome,
+        }
+    }
+
+    fn as_new(&self) -> NewDelivery<'_> {
+        NewDelivery {
+            id: &self.id,
+            event: &self.event,
+            action: self.action.as_deref(),
+            repo: self.repo.as_deref(),
+            outcome: self.outcome,
+        }
+    }
+}
+
+/// Where the webhook's writers hand their rows; cloned by each.
+#[derive(Debug, Clone)]
+pub struct DeliveryLog {
+    rows: mpsc::Sender<Logged>,
+}
+
+impl DeliveryLog {
+    /// The log and its writer on `pool` (its own: the writer closes it at
+    /// the end), which runs until every [`DeliveryLog`] is dropped and
+    /// what they sent is written.
+    pub fn new(pool: PgPool) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
+        let (rows, receiver) = mpsc::channel(CAPACITY);
+        (Self { rows }, run(pool, receiver))
+    }
+
+    /// Queues `rows`, waiting for room when the writer is behind.
+    pub async fn record(&self, rows: impl IntoIterator<Item = Logged>) {
+        for row in rows {
+            if self.rows.send(row).await.is_err() {
+                tracing::error!("the delivery log's writer stopped; a delivery is not recorded");
+                return;
+            }
+        }
+    }
+}
+
+async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Logged>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        write(&pool, &batch).await;
+        batch.clear();
+    }
+    pool.close().await;
+}
+
+/// Writes `batch`, trying again after a failure; a batch that fails
+/// [`ATTEMPTS`] times is left out of the log, and said so.
+async fn write(pool: &PgPool, batch: &[Logged]) {
+    let new: Vec<NewDelivery<'_>> = batch.iter().map(Logged::as_new).collect();
+    let mut wait = Duration::from_millis(100);
+    for attempt in 1..=ATTEMPTS {
+        match deliveries::record_answered(pool, &new).await {
+            Ok(()) => return,
+            Err(e) if attempt == ATTEMPTS => {
+                tracing::error!(deliveries = batch.len(), error = %e,
+                    "deliveries not recorded in the log (they were enqueued)");
+            }
+            Err(e) => {
+                tracing::warn!(deliveries = batch.len(), attempt, error = %e,
+                    "delivery log write failed; trying again");
+                tokio::time::sleep(wait).await;
+                wait *= 4;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, outcome: &'static str) -> Logged {
+        Logged {
+            id: id.to_owned(),
+            event: "push".to_owned(),
+            action: None,
+            repo: Some("acme/widgets".to_owned()),
+            outcome,
+        }
+    }
+
+    /// A pool of its own for the writer, which closes it when it ends.
+    fn own(pool: &PgPool) -> PgPool {
+        sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect_lazy_with((*pool.connect_options()).clone())
+    }
+
+    async fn rows(pool: &PgPool) -> Vec<(String, String)> {
+        sqlx::query_as("select id, outcome from deliveries order by id")
+            .fetch_all(pool)
+            .await
+            .expect("the rows")
+    }
+
+    #[tokio::test]
+    async fn every_row_sent_should_be_written_before_the_writer_ends() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let (log, writing) = DeliveryLog::new(own(&pool));
+        let writer = tokio::spawn(writing);
+        let many: Vec<Logged> = (0..2 * MAX_BATCH + 1)
+            .map(|n| row(&format!("d-{n:05}"), "queued"))
+            .collect();
+        log.record(many).await;
+        drop(log);
+        writer.await.expect("the writer ended");
+        assert_eq!(rows(&pool).await.len(), 2 * MAX_BATCH + 1);
+    }
+
+    #[tokio::test]
+    async fn an_id_sent_twice_should_keep_its_last_outcome() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let (log, writing) = DeliveryLog::new(own(&pool));
+        let writer = tokio::spawn(writing);
+        log.record([row("a", "queued"), row("b", "queued"), row("a", "ignored")])
+            .await;
+        drop(log);
+        writer.await.expect("the writer ended");
+        assert_eq!(
+            rows(&pool).await,
+            [
+                ("a".into(), "ignored".into()),
+                ("b".into(), "queued".into())
+            ]
+        );
+    }
+}
