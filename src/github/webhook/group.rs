@@ -56,9 +56,9 @@ impl Default for GroupLimits {
     fn default() -> Self {
         Self {
             max: 256,
-            min_share: 8,
+            min_share: 16,
             window: Duration::ZERO,
-            writers: 4,
+            writers: 2,
         }
     }
 }
@@ -281,17 +281,17 @@ mod tests {
     #[test]
     fn a_burst_should_be_shared_among_the_writers_in_groups_of_at_least_the_floor() {
         let limits = GroupLimits::default();
-        assert_eq!(limits.writers, 4);
-        assert_eq!(group_size(1, &limits), 8, "a lone delivery: all waiting");
-        assert_eq!(group_size(16, &limits), 8, "two groups, not four of 4");
-        assert_eq!(group_size(40, &limits), 10);
-        assert_eq!(group_size(1_000, &limits), 250);
-        assert_eq!(group_size(100_000, &limits), 256, "never past max");
+        assert_eq!((limits.writers, limits.min_share), (2, 16));
+        assert_eq!(group_size(1, &limits), 16, "a lone delivery: all waiting");
+        assert_eq!(group_size(24, &limits), 16, "not two groups of 12");
+        assert_eq!(group_size(32, &limits), 16, "two groups at once");
+        assert_eq!(group_size(40, &limits), 20);
+        assert_eq!(group_size(1_000, &limits), 256, "never past max");
         let one = GroupLimits {
             writers: 1,
             ..limits
         };
-        assert_eq!(group_size(16, &one), 16, "one writer takes every one");
+        assert_eq!(group_size(40, &one), 40, "one writer takes every one");
     }
 
     #[tokio::test]
