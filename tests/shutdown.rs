@@ -63,7 +63,7 @@ async fn sigterm_should_exit_cleanly_with_every_task_joined() {
         "project.yaml",
         "name: checkout\nowner: team-a\n",
     );
-    let (_pool, url) = roster::db::testing::fresh_database()
+    let (pool, url) = roster::db::testing::fresh_database()
         .await
         .expect("test database");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -75,10 +75,17 @@ async fn sigterm_should_exit_cleanly_with_every_task_joined() {
         (answer.json()["status"] == "synced").then_some(())
     })
     .await;
-    // A webhook starts the group commit's writers: they are joined too.
+    // Webhooks start the group commit's writers and the delivery log's:
+    // they are joined too, the log once every answered delivery is in it.
     let repo = Repo::new(id, 1, "acme", "checkout");
-    let answer = deliver(&roster.base, "push", push(&repo, "a", "b")).await;
-    assert_eq!(answer.status, 202, "{}", answer.body);
+    let answers = futures_util::future::join_all(
+        (0..100).map(|_| deliver(&roster.base, "push", push(&repo, "a", "b"))),
+    )
+    .await;
+    assert!(
+        answers.iter().all(|a| a.status == 202),
+        "not every push got 202"
+    );
 
     let asked = Instant::now();
     let log = roster.log.clone();
@@ -106,5 +113,13 @@ async fn sigterm_should_exit_cleanly_with_every_task_joined() {
     assert!(
         !logs.contains("did not finish in time"),
         "the deadline fired: {logs}"
+    );
+    let logged: i64 = sqlx::query_scalar("select count(*) from deliveries where event = 'push'")
+        .fetch_one(&pool)
+        .await
+        .expect("the delivery log");
+    assert_eq!(
+        logged, 100,
+        "answered deliveries missing from the log after the stop"
     );
 }
