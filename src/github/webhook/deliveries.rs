@@ -88,7 +88,7 @@ pub async fn record_answered(
     sqlx::query(
         "insert into deliveries (id, event, action, repo, outcome)
          select * from unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-         where set_config('synchronous_commit', 'off', true) = 'off'
+         where (select set_config('synchronous_commit', 'off', true)) = 'off'
          on conflict (id) do update set outcome = excluded.outcome, at = now()",
     )
     .bind(ids)
