@@ -8,6 +8,8 @@
 //! written: their deliveries are enqueued, and the recovery asks GitHub
 //! again only for those it recorded as failed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::PgPool;
@@ -19,10 +21,11 @@ use super::gate::Accepted;
 /// The most rows one insert writes.
 pub const MAX_BATCH: usize = 1_000;
 
-/// Rows waiting to be written at most; past it the webhook's writers wait
-/// for room (after their deliveries' answers), so memory stays bounded
-/// when the database is slow.
-const CAPACITY: usize = 8 * MAX_BATCH;
+/// Rows waiting to be written at most, so that memory stays bounded. The
+/// writer keeps up with tens of thousands of rows a second; the log fills
+/// only while its writes fail, and then rows are left out rather than
+/// holding up the intake, whose enqueues are what matters.
+pub const CAPACITY: usize = 8 * MAX_BATCH;
 
 /// How often a batch is tried before it is given up (and logged).
 const ATTEMPTS: u32 = 5;
@@ -64,6 +67,8 @@ impl Logged {
 #[derive(Debug, Clone)]
 pub struct DeliveryLog {
     rows: mpsc::Sender<Logged>,
+    /// Whether rows are being left out (said once, until one fits again).
+    full: Arc<AtomicBool>,
 }
 
 impl DeliveryLog {
@@ -72,16 +77,30 @@ impl DeliveryLog {
     /// what they sent is written.
     pub fn new(pool: PgPool) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
         let (rows, receiver) = mpsc::channel(CAPACITY);
-        (Self { rows }, run(pool, receiver))
+        let full = Arc::new(AtomicBool::new(false));
+        (Self { rows, full }, run(pool, receiver))
     }
 
-    /// Queues `rows`, waiting for room when the writer is behind.
-    pub async fn record(&self, rows: impl IntoIterator<Item = Logged>) {
+    /// Queues `rows` for the writer, never waiting: a row that finds the
+    /// log full ([`CAPACITY`]) is left out, and said so.
+    pub fn record(&self, rows: impl IntoIterator<Item = Logged>) {
+        let mut left_out = 0usize;
         for row in rows {
-            if self.rows.send(row).await.is_err() {
-                tracing::error!("the delivery log's writer stopped; a delivery is not recorded");
-                return;
+            match self.rows.try_send(row) {
+                Ok(()) => {
+                    if self.full.swap(false, Ordering::Relaxed) {
+                        tracing::info!("the delivery log takes rows again");
+                    }
+                }
+                Err(_) => left_out += 1,
             }
+        }
+        if left_out > 0 && !self.full.swap(true, Ordering::Relaxed) {
+            tracing::error!(
+                left_out,
+                "the delivery log is full (its writes fail or stopped); \
+                deliveries are enqueued but left out of the log until it has room"
+            );
         }
     }
 }
@@ -155,7 +174,7 @@ mod tests {
         let many: Vec<Logged> = (0..2 * MAX_BATCH + 1)
             .map(|n| row(&format!("d-{n:05}"), "queued"))
             .collect();
-        log.record(many).await;
+        log.record(many);
         drop(log);
         writer.await.expect("the writer ended");
         assert_eq!(rows(&pool).await.len(), 2 * MAX_BATCH + 1);
@@ -168,8 +187,7 @@ mod tests {
             .expect("a fresh test database");
         let (log, writing) = DeliveryLog::new(own(&pool));
         let writer = tokio::spawn(writing);
-        log.record([row("a", "queued"), row("b", "queued"), row("a", "ignored")])
-            .await;
+        log.record([row("a", "queued"), row("b", "queued"), row("a", "ignored")]);
         drop(log);
         writer.await.expect("the writer ended");
         assert_eq!(
@@ -179,5 +197,23 @@ mod tests {
                 ("b".into(), "queued".into())
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_full_log_should_leave_rows_out_rather_than_hold_up_the_intake() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        // No writer runs: nothing leaves the log.
+        let (log, writing) = DeliveryLog::new(own(&pool));
+        log.record((0..CAPACITY).map(|n| row(&format!("d-{n:05}"), "queued")));
+        log.record([row("one-too-many", "queued")]);
+        // What fitted is written once the writer runs; the last row is not.
+        let writer = tokio::spawn(writing);
+        drop(log);
+        writer.await.expect("the writer ended");
+        let written = rows(&pool).await;
+        assert_eq!(written.len(), CAPACITY);
+        assert!(written.iter().all(|(id, _)| id != "one-too-many"));
     }
 }

@@ -234,7 +234,7 @@ impl Writers {
                 logged.extend(outcome.map(|outcome| Logged::of(job.accepted, outcome)));
             }
             if let Some(log) = &self.log {
-                log.record(logged).await;
+                log.record(logged);
             }
         }
     }
