@@ -17,7 +17,8 @@
 //! fixed cost outweighs that. Whatever events it holds, a
 //! group is written by [`intake::write`]. Every request of the group hears
 //! the same verdict: 202 after the commit, or 503 when the group failed, so
-//! nothing answered 202 is lost.
+//! no enqueue answered 202 is lost (the deliveries' records follow, through
+//! [`DeliveryLog`]).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

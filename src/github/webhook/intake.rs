@@ -1,13 +1,12 @@
-//! The one intake path: what a group of verified deliveries implies, and
-//! their records, written and committed together, whichever events the
-//! group holds. A webhook never does more than make the repositories it
+//! The one intake path: what a group of verified deliveries implies,
+//! written and committed together, whichever events the group holds (their
+//! records in the delivery log follow the answers: [`super::delivery_log`]). A webhook never does more than make the repositories it
 //! names known and enqueue their ids (or ask for a listing, or checks): the
 //! reconcile reads GitHub afresh and decides; nothing is deleted here.
 //!
 //! [`write`] plans each event ([`plan`], pure), then writes the group with
 //! one statement ([`together`]): pushes decided without a read
-//! ([`FreePushes`]), repositories made known, ids enqueued, deliveries
-//! recorded. A group of pushes and repository events (the common case:
+//! ([`FreePushes`]), repositories made known, ids enqueued. A group of pushes and repository events (the common case:
 //! their payloads say all that is needed) is that statement alone, which
 //! commits by itself in one round trip. A group with an event that needs
 //! more (an installation's tracked repositories, a payload naming

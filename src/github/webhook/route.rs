@@ -47,12 +47,13 @@ pub fn prepare(state: WebhookState) -> (Arc<Route>, Arc<Admission>) {
 }
 
 /// Hands a verified delivery to a writer of the group commit
-/// ([`GroupCommit`]), which enqueues what the event implies and records
-/// the delivery in one transaction shared with the deliveries that arrived
-/// at the same time, and answers its verdict: 202 only once that has
-/// committed; 503 when it could not be, or not within [`PERSIST_TIMEOUT`]
-/// (nothing enqueued, nothing recorded: GitHub shows the delivery
-/// failed). Workers are woken after the commit, so they find the rows.
+/// ([`GroupCommit`]), which enqueues what the event implies in one
+/// transaction shared with the deliveries that arrived at the same time,
+/// and answers its verdict: 202 only once that has committed (the
+/// delivery's record in the log follows); 503 when it could not be, or not
+/// within [`PERSIST_TIMEOUT`] (nothing enqueued, nothing recorded: GitHub
+/// shows the delivery failed). Workers are woken after the commit, so they
+/// find the rows.
 ///
 /// The answer carries counts, never the ids: a payload may name hundreds
 /// of thousands of repositories.
