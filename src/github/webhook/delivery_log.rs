@@ -2,11 +2,11 @@
 //! (docs/contract.md#webhooks), which commits before the answer; its row in
 //! the log is for the dashboard, `GET /api/v1/deliveries` and the recovery
 //! of missed deliveries, and is written just after the answer, in batches
-//! of what arrived meanwhile. A row costs then about a fifth of what it
+//! of what arrived meanwhile. A row costs then about a third of what it
 //! cost inside each group's statement (docs/performance.md, "The delivery
 //! log off the answer's path"), and a crash loses at most the rows not yet
-//! written: their deliveries are enqueued, and the recovery asks GitHub
-//! again only for those it recorded as failed.
+//! written: their deliveries are enqueued, and the recovery of missed
+//! deliveries asks again only for those GitHub's own log shows failed.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use super::deliveries::{self, NewDelivery};
 use super::gate::Accepted;
+use crate::shutdown::Shutdown;
 
 /// The most rows one insert writes.
 pub const MAX_BATCH: usize = 1_000;
@@ -74,11 +75,16 @@ pub struct DeliveryLog {
 impl DeliveryLog {
     /// The log and its writer on `pool` (its own: the writer closes it at
     /// the end), which runs until every [`DeliveryLog`] is dropped and
-    /// what they sent is written.
-    pub fn new(pool: PgPool) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
+    /// what they sent is written. Once `shutdown` is asked, a failed write
+    /// is not tried again, so a database that is gone does not hold up the
+    /// stop.
+    pub fn new(
+        pool: PgPool,
+        shutdown: Shutdown,
+    ) -> (Self, impl std::future::Future<Output = ()> + Send + 'static) {
         let (rows, receiver) = mpsc::channel(CAPACITY);
         let full = Arc::new(AtomicBool::new(false));
-        (Self { rows, full }, run(pool, receiver))
+        (Self { rows, full }, run(pool, receiver, shutdown))
     }
 
     /// Queues `rows` for the writer, never waiting: a row that finds the
@@ -105,24 +111,25 @@ impl DeliveryLog {
     }
 }
 
-async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Logged>) {
+async fn run(pool: PgPool, mut receiver: mpsc::Receiver<Logged>, shutdown: Shutdown) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     while receiver.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        write(&pool, &batch).await;
+        write(&pool, &batch, &shutdown).await;
         batch.clear();
     }
     pool.close().await;
 }
 
 /// Writes `batch`, trying again after a failure; a batch that fails
-/// [`ATTEMPTS`] times is left out of the log, and said so.
-async fn write(pool: &PgPool, batch: &[Logged]) {
+/// [`ATTEMPTS`] times, or once the stop is asked, is left out of the log,
+/// and said so.
+async fn write(pool: &PgPool, batch: &[Logged], shutdown: &Shutdown) {
     let new: Vec<NewDelivery<'_>> = batch.iter().map(Logged::as_new).collect();
     let mut wait = Duration::from_millis(100);
     for attempt in 1..=ATTEMPTS {
         match deliveries::record_answered(pool, &new).await {
             Ok(()) => return,
-            Err(e) if attempt == ATTEMPTS => {
+            Err(e) if attempt == ATTEMPTS || shutdown.is_stopped() => {
                 tracing::error!(deliveries = batch.len(), error = %e,
                     "deliveries not recorded in the log (they were enqueued)");
             }
@@ -169,7 +176,7 @@ mod tests {
         let (pool, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
-        let (log, writing) = DeliveryLog::new(own(&pool));
+        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
         let writer = tokio::spawn(writing);
         let many: Vec<Logged> = (0..2 * MAX_BATCH + 1)
             .map(|n| row(&format!("d-{n:05}"), "queued"))
@@ -185,7 +192,7 @@ mod tests {
         let (pool, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
-        let (log, writing) = DeliveryLog::new(own(&pool));
+        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
         let writer = tokio::spawn(writing);
         log.record([row("a", "queued"), row("b", "queued"), row("a", "ignored")]);
         drop(log);
@@ -205,7 +212,7 @@ mod tests {
             .await
             .expect("a fresh test database");
         // No writer runs: nothing leaves the log.
-        let (log, writing) = DeliveryLog::new(own(&pool));
+        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
         log.record((0..CAPACITY).map(|n| row(&format!("d-{n:05}"), "queued")));
         log.record([row("one-too-many", "queued")]);
         // What fitted is written once the writer runs; the last row is not.
@@ -215,5 +222,27 @@ mod tests {
         let written = rows(&pool).await;
         assert_eq!(written.len(), CAPACITY);
         assert!(written.iter().all(|(id, _)| id != "one-too-many"));
+    }
+
+    #[tokio::test]
+    async fn once_the_stop_is_asked_a_failed_write_should_not_be_tried_again() {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        sqlx::query("alter table deliveries rename to deliveries_gone")
+            .execute(&pool)
+            .await
+            .expect("the rename");
+        let (stop, shutdown) = crate::shutdown::channel();
+        stop.stop();
+        let (log, writing) = DeliveryLog::new(own(&pool), shutdown);
+        let writer = tokio::spawn(writing);
+        log.record([row("doomed", "queued")]);
+        drop(log);
+        // Tried 5 times, the failure would take about 8.5 s.
+        tokio::time::timeout(Duration::from_secs(3), writer)
+            .await
+            .expect("the writer gave up at once")
+            .expect("the writer ended");
     }
 }

@@ -158,7 +158,8 @@ impl GroupCommit {
         };
         let Some(mut writers) = writers else { return };
         writers.pool = own_connections(&writers.shared, writers.limits.writers);
-        let (log, writing) = DeliveryLog::new(own_connections(&writers.shared, 1));
+        let (log, writing) =
+            DeliveryLog::new(own_connections(&writers.shared, 1), self.shutdown.clone());
         writers.log = Some(log);
         self.shutdown.spawn("delivery log", writing);
         self.shutdown
