@@ -3,6 +3,7 @@
 //! registry, the delivery log and the metrics come out (docs/contract.md#webhooks).
 
 use crate::support::registry::{github_repo, on_branch, queue};
+use crate::support::server::eventually;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -125,21 +126,19 @@ async fn deliveries(
         .expect("the deliveries table")
 }
 
-/// The delivery log once it holds every one of `ids`, or as it is after
-/// 10 s: an accepted delivery's record follows its answer.
+/// The delivery log once it holds every one of `ids` (an accepted
+/// delivery's record follows its answer).
 async fn logged(
     pool: &PgPool,
     ids: &[&str],
 ) -> Vec<(String, String, Option<String>, Option<String>, String)> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
+    let limit = std::time::Duration::from_secs(10);
+    eventually("the deliveries in the log", limit, || async {
         let rows = deliveries(pool).await;
         let all = ids.iter().all(|id| rows.iter().any(|row| row.0 == *id));
-        if all || std::time::Instant::now() > deadline {
-            return rows;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+        all.then_some(rows)
+    })
+    .await
 }
 
 async fn repository_count(pool: &PgPool) -> i64 {

@@ -164,6 +164,20 @@ mod tests {
             .connect_lazy_with((*pool.connect_options()).clone())
     }
 
+    /// A fresh database whose log was sent `sent`, once the writer has
+    /// ended.
+    async fn written(sent: impl IntoIterator<Item = Logged>) -> PgPool {
+        let (pool, _url) = crate::db::testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
+        let writer = tokio::spawn(writing);
+        log.record(sent);
+        drop(log);
+        writer.await.expect("the writer ended");
+        pool
+    }
+
     async fn rows(pool: &PgPool) -> Vec<(String, String)> {
         sqlx::query_as("select id, outcome from deliveries order by id")
             .fetch_all(pool)
@@ -173,30 +187,14 @@ mod tests {
 
     #[tokio::test]
     async fn every_row_sent_should_be_written_before_the_writer_ends() {
-        let (pool, _url) = crate::db::testing::fresh_database()
-            .await
-            .expect("a fresh test database");
-        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
-        let writer = tokio::spawn(writing);
-        let many: Vec<Logged> = (0..2 * MAX_BATCH + 1)
-            .map(|n| row(&format!("d-{n:05}"), "queued"))
-            .collect();
-        log.record(many);
-        drop(log);
-        writer.await.expect("the writer ended");
+        let many = (0..2 * MAX_BATCH + 1).map(|n| row(&format!("d-{n:05}"), "queued"));
+        let pool = written(many).await;
         assert_eq!(rows(&pool).await.len(), 2 * MAX_BATCH + 1);
     }
 
     #[tokio::test]
     async fn an_id_sent_twice_should_keep_its_last_outcome() {
-        let (pool, _url) = crate::db::testing::fresh_database()
-            .await
-            .expect("a fresh test database");
-        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
-        let writer = tokio::spawn(writing);
-        log.record([row("a", "queued"), row("b", "queued"), row("a", "ignored")]);
-        drop(log);
-        writer.await.expect("the writer ended");
+        let pool = written([row("a", "queued"), row("b", "queued"), row("a", "ignored")]).await;
         assert_eq!(
             rows(&pool).await,
             [

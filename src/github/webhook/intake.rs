@@ -1,18 +1,20 @@
 //! The one intake path: what a group of verified deliveries implies,
 //! written and committed together, whichever events the group holds (their
-//! records in the delivery log follow the answers: [`super::delivery_log`]). A webhook never does more than make the repositories it
-//! names known and enqueue their ids (or ask for a listing, or checks): the
-//! reconcile reads GitHub afresh and decides; nothing is deleted here.
+//! records in the delivery log follow the answers: [`super::delivery_log`]).
+//! A webhook never does more than make the repositories it names known and
+//! enqueue their ids (or ask for a listing, or checks): the reconcile reads
+//! GitHub afresh and decides; nothing is deleted here.
 //!
 //! [`write`] plans each event ([`plan`], pure), then writes the group with
 //! one statement ([`together`]): pushes decided without a read
-//! ([`FreePushes`]), repositories made known, ids enqueued. A group of pushes and repository events (the common case:
-//! their payloads say all that is needed) is that statement alone, which
-//! commits by itself in one round trip. A group with an event that needs
-//! more (an installation's tracked repositories, a payload naming
-//! repositories partially, a directory, a listing, checks) runs the same
-//! statement inside a transaction, between that event's reads and its
-//! requests. Workers hear of the ids with the commit.
+//! ([`FreePushes`]), repositories made known, ids enqueued. A group of
+//! pushes and repository events (the common case: their payloads say all
+//! that is needed) is that statement alone, which commits by itself in one
+//! round trip. A group with an event that needs more (an installation's
+//! tracked repositories, a payload naming repositories partially, a
+//! directory, a listing, checks) runs the same statement inside a
+//! transaction, between that event's reads and its requests. Workers hear
+//! of the ids with the commit.
 
 use std::collections::BTreeSet;
 
@@ -94,9 +96,9 @@ pub enum IntakeError {
 ///
 /// The group's writes are one statement: free pushes settled, repositories
 /// made known and ids enqueued (those the settle moved left out of both),
-/// and the `NOTIFY` when the enqueue changed a row. A
-/// group with an event that needs more ([`needs_transaction`]) runs it in a
-/// transaction, after that event's reads and before its requests.
+/// and the `NOTIFY` when the enqueue changed a row. A group with an event
+/// that needs more ([`needs_transaction`]) runs it in a transaction, after
+/// that event's reads and before its requests.
 pub async fn write(
     pool: &PgPool,
     queue: &PgQueue,
@@ -233,7 +235,9 @@ async fn unseen_or_complete(
     Ok(upsert)
 }
 
-/// The delivery records of a group, each with its event's outcome.
+/// Asks for a re-read of an organisation's directory (after recording its
+/// new login, for a rename). An organisation Roster does not know is left
+/// to its installation's listing, which reads it whole.
 async fn ask_directory(
     conn: &mut PgConnection,
     change: &DirectoryChange,
