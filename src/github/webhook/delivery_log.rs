@@ -187,12 +187,18 @@ mod tests {
         let (pool, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
-        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
+        write_to(&pool, sent).await;
+        pool
+    }
+
+    /// Sends `sent` to a writer on `pool`'s database, and waits for it to
+    /// end.
+    async fn write_to(pool: &PgPool, sent: impl IntoIterator<Item = Logged>) {
+        let (log, writing) = DeliveryLog::new(own(pool), crate::shutdown::channel().1);
         let writer = tokio::spawn(writing);
         log.record(sent);
         drop(log);
         writer.await.expect("the writer ended");
-        pool
     }
 
     async fn rows(pool: &PgPool) -> Vec<(String, String)> {
@@ -226,11 +232,7 @@ mod tests {
         let pool = written([row("a", "queued")]).await;
         // A redelivery of `a` in the same batch as a new id: the plain
         // insert fails on `a`, the upsert writes both.
-        let (log, writing) = DeliveryLog::new(own(&pool), crate::shutdown::channel().1);
-        let writer = tokio::spawn(writing);
-        log.record([row("a", "ignored"), row("b", "queued")]);
-        drop(log);
-        writer.await.expect("the writer ended");
+        write_to(&pool, [row("a", "ignored"), row("b", "queued")]).await;
         assert_eq!(
             rows(&pool).await,
             [
