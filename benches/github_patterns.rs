@@ -95,7 +95,7 @@ impl Layout {
 type Failed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Failed> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
