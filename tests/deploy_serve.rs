@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_yaml::Value;
 
-use support::server::{eventually, free_port, Roster};
+use crate::support::server::{eventually, free_port, Roster};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
