@@ -118,3 +118,51 @@ async fn an_organisation_whose_teams_github_refuses_should_say_owners_are_unchec
     // Nothing is dangling while owners are not checked.
     assert!(!page.body.contains("Owners that name nobody current"));
 }
+
+#[tokio::test]
+async fn a_repository_whose_owner_is_flagged_should_say_so_on_the_overview_and_in_the_api() {
+    let f = fixture().await;
+    let list = get_as(&f.app, "/api/v1/repos", None).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    let list: serde_json::Value = serde_json::from_str(&list.body).expect("JSON");
+    let warnings: Vec<(String, i64)> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|r| {
+            (
+                r["full_name"].as_str().unwrap_or_default().to_owned(),
+                r["warnings"].as_i64().expect("warnings is a number"),
+            )
+        })
+        .collect();
+    // `pay` and `PAY` name a renamed team, `nobody` nobody; a team and a
+    // member are fine.
+    let expected: Vec<(String, i64)> = [
+        ("acme/a", 1),
+        ("acme/b", 1),
+        ("acme/c", 0),
+        ("acme/d", 0),
+        ("acme/e", 1),
+    ]
+    .map(|(n, w)| (n.to_owned(), w))
+    .into();
+    assert_eq!(warnings, expected);
+    let detail = get_as(&f.app, "/api/v1/repos/acme/e", None).await;
+    let detail: serde_json::Value = serde_json::from_str(&detail.body).expect("JSON");
+    assert_eq!(detail["status"], "synced");
+    assert_eq!(detail["warnings"], 1);
+
+    let overview = get_as(&f.app, "/", None).await;
+    assert_eq!(overview.status, StatusCode::OK);
+    let body = &overview.body;
+    let row = |name: &str| {
+        let start = at(body, &format!(">acme/{name}</a>"));
+        let row_start = body[..start].rfind("<tr>").unwrap_or(0);
+        let row_end = start + body[start..].find("</tr>").unwrap_or(0);
+        body[row_start..row_end].to_owned()
+    };
+    assert!(row("e").contains("1 owner to fix"), "{}", row("e"));
+    assert!(row("e").contains("href=\"/repos/acme/e#entries\""), "{}", row("e"));
+    assert!(!row("c").contains("to fix"), "{}", row("c"));
+}
