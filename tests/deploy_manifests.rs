@@ -368,7 +368,11 @@ fn secrets_should_come_from_secret_key_refs_that_the_example_secret_defines() {
         .into();
     assert_eq!(defined, setup_mode, "the example defines setup mode's keys");
     assert!(
-        optional.is_superset(&["GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET"].map(str::to_owned).into()),
+        optional.is_superset(
+            &["GITHUB_APP_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET"]
+                .map(str::to_owned)
+                .into()
+        ),
         "the App's key and webhook secret are optional: {optional:?}"
     );
 }

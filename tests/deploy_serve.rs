@@ -32,10 +32,12 @@ fn documents() -> Vec<Value> {
     paths
         .iter()
         .flat_map(|path| {
-            let text = std::fs::read_to_string(path)
-                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let text =
+                std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             serde_yaml::Deserializer::from_str(&text)
-                .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+                .map(|d| {
+                    Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                })
                 .filter(|v| !v.is_null())
                 .collect::<Vec<_>>()
         })
@@ -121,7 +123,10 @@ fn filled(database_url: &str, port: u16) -> BTreeMap<String, String> {
         .filter(|(_, v)| v.contains("CHANGE-ME"))
         .map(|(k, _)| k)
         .collect();
-    assert!(left.is_empty(), "placeholders the test does not fill: {left:?}");
+    assert!(
+        left.is_empty(),
+        "placeholders the test does not fill: {left:?}"
+    );
     env
 }
 

@@ -149,13 +149,16 @@ async fn setup_mode_should_answer_the_probes_and_open_only_with_its_token() {
     let api = get(&roster.url("/api/v1/repos")).await.expect("api");
     assert_eq!(api.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(
-        api.header(header::CONTENT_TYPE).starts_with("application/json"),
+        api.header(header::CONTENT_TYPE)
+            .starts_with("application/json"),
         "{:?}",
         api.header(header::CONTENT_TYPE)
     );
     let error: Value = serde_json::from_str(&api.body).expect("a JSON answer");
     assert!(
-        error["error"].as_str().is_some_and(|e| e.contains("no GitHub App yet")),
+        error["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no GitHub App yet")),
         "{error}"
     );
     assert_eq!(stored_apps(&pool).await, 0);
