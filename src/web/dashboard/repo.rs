@@ -156,11 +156,25 @@ struct EventView {
 }
 
 impl EventView {
-    fn new(event: RepoEvent, now: DateTime<Utc>) -> Self {
+    /// The timeline says what happened in one line: a multi-line message
+    /// (an invalid file's problems) shows its first line and how many more
+    /// there are, pointing up to the error shown in full when it is the
+    /// current one.
+    fn new(event: RepoEvent, now: DateTime<Utc>, current_error: Option<&str>) -> Self {
+        let mut lines = event.message.lines();
+        let first = lines.next().unwrap_or_default().to_owned();
+        let more = lines.count();
+        let message = match more {
+            0 => event.message.clone(),
+            _ if current_error.is_some_and(|e| !e.is_empty() && event.message.ends_with(e)) => {
+                format!("{first} (and {more} more, in full above)")
+            }
+            _ => format!("{first} (and {more} more)"),
+        };
         Self {
             at: TimeView::new(event.at, now),
             kind: event.kind,
-            message: event.message,
+            message,
             count: event.count,
         }
     }
@@ -293,6 +307,7 @@ pub async fn repo_detail(
     let local = crate::source::dir::is_local(repo.id);
     let web = state.github_web_url.as_deref().filter(|_| !local);
     let full_sha = repo.synced_sha.clone().unwrap_or_default();
+    let current_error = repo.error.clone();
     Ok(RepoTemplate {
         chrome: Chrome::new(viewer, &done.map(|Query(d)| d).unwrap_or_default()),
         href: repo_href(&repo.full_name),
@@ -345,7 +360,7 @@ pub async fn repo_detail(
         events: detail
             .events
             .into_iter()
-            .map(|e| EventView::new(e, now))
+            .map(|e| EventView::new(e, now, current_error.as_deref()))
             .collect(),
         deliveries: deliveries
             .items
