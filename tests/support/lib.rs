@@ -8,6 +8,7 @@
 //! compiling these files again, and the library's own build never sees it.
 
 pub mod cdp;
+pub mod example_org;
 pub mod fake_github;
 pub mod free_pushes;
 pub mod github_app;
