@@ -14,8 +14,8 @@ use axum::body::Body;
 use axum::http::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use roster::github::webhook::signature::sign;
-use roster::github::webhook::{WebhookLimits, WebhookState};
+use roster::intake::signature::sign;
+use roster::intake::{WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 use roster::web::router::webhook as router;
 

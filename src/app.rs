@@ -3,7 +3,7 @@
 //! [`crate::shutdown::STOP_DEADLINE`]). What every source shares is built in
 //! `app/shared.rs`, each source's own parts in `app/source.rs`.
 
-mod history;
+mod change_log_tasks;
 mod setup_mode;
 mod shared;
 mod source;
@@ -103,7 +103,7 @@ where
         mut registry,
         config,
     } = parts;
-    let history = history::start(&pool, settings, &mut registry, &signal).await?;
+    let history = change_log_tasks::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
         .with_project_files(&settings.project_files)

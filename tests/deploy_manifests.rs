@@ -16,7 +16,7 @@ use serde_yaml::Value;
 
 use roster::config::ServeArgs;
 use roster::controller::{ControllerConfig, ControllerMetrics};
-use roster::github::webhook::event::{self, WebhookEvent};
+use roster::intake::event::{self, WebhookEvent};
 use roster::metrics::Metrics;
 
 /// Events GitHub delivers to every App without a subscription; they cannot
@@ -472,7 +472,7 @@ fn the_app_manifest_should_ask_only_for_read_access_to_metadata_and_contents() {
     );
     let hook = app["hook_attributes"]["url"].as_str().unwrap_or_default();
     assert!(hook.starts_with("https://"), "{hook}");
-    assert!(hook.ends_with(roster::github::webhook::PATH), "{hook}");
+    assert!(hook.ends_with(roster::intake::PATH), "{hook}");
     assert_eq!(app["hook_attributes"]["active"].as_bool(), Some(true));
     for key in ["name", "url", "redirect_url"] {
         assert!(app[key].is_string(), "app.yml has no {key}");
@@ -750,7 +750,7 @@ fn the_public_ingress_should_route_only_the_webhook_path_and_the_internal_one_ev
     };
     assert_eq!(
         routes("roster-webhooks"),
-        [(roster::github::webhook::PATH.to_owned(), "Exact".to_owned())]
+        [(roster::intake::PATH.to_owned(), "Exact".to_owned())]
     );
     assert_eq!(
         routes("roster-internal"),

@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::controller::{ControllerMetrics, ListingSchedule, WorkQueue};
-use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::intake::deliveries::{record, NewDelivery};
 use roster::project::{Fields, Project, ProjectName};
 use roster::source::RepoId;
 use serde_json::{json, Value};

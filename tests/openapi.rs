@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
-use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::intake::deliveries::{record, NewDelivery};
 use roster::registry::changes::ChangeWaker;
 use roster::web::api_changes::ChangesState;
 use roster::web::long_polls::LongPolls;

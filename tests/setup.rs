@@ -293,8 +293,7 @@ async fn after_a_restart_the_stored_app_should_be_used_and_the_environment_shoul
         get(&roster.url("/setup")).await.expect("setup").status,
         StatusCode::NOT_FOUND
     );
-    let signed =
-        |secret: &str| roster::github::webhook::sign(secret, b"{\"zen\":\"hi\",\"hook_id\":1}");
+    let signed = |secret: &str| roster::intake::sign(secret, b"{\"zen\":\"hi\",\"hook_id\":1}");
     let ping = |secret: String| {
         let base = roster.base.clone();
         async move {

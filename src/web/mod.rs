@@ -17,7 +17,6 @@ mod api_write;
 pub(crate) mod assets;
 mod auth;
 mod backstage;
-pub mod client;
 mod dashboard;
 pub mod delivery_log;
 pub mod error;
@@ -39,6 +38,7 @@ pub mod serve;
 mod session;
 pub mod state;
 pub mod throttle;
+pub mod throttle_key;
 mod view;
 
 pub use error::ApiError;
