@@ -125,6 +125,18 @@ async fn every_api_route_of_the_router_should_be_in_the_document_and_no_other() 
         extra.is_empty(),
         "documented routes the router lacks: {extra:?}"
     );
+    // Generators name a client's methods after them: each must be unique.
+    let ids: Vec<&str> = document["paths"]
+        .as_object()
+        .into_iter()
+        .flat_map(|paths| paths.values())
+        .filter_map(|item| item.as_object())
+        .flat_map(|item| item.values())
+        .filter_map(|operation| operation["operationId"].as_str())
+        .collect();
+    let unique: BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(ids.len(), documented.len(), "an operation without an id");
+    assert_eq!(unique.len(), ids.len(), "operation ids repeat: {ids:?}");
 }
 
 /// The document compiled, each answer's schema found by its JSON pointer.

@@ -106,7 +106,8 @@ impl FeedParams {
 
 /// `GET /api/v1/changes`: the changes after `after`, oldest first; with
 /// `wait`, held until one commits or the wait ends.
-#[utoipa::path(get, path = "/api/v1/changes", tag = "changes", params(FeedParams),
+#[utoipa::path(get, path = "/api/v1/changes", operation_id = "list_changes",
+    tag = "changes", params(FeedParams),
     responses((status = 200, description = "The changes after `after`, oldest first", body = FeedJson),
               (status = 400, description = "A bad parameter", body = ErrorJson),
               (status = 410, description = "Changes after `after` are no longer kept", body = GoneJson)))]
@@ -196,7 +197,8 @@ pub struct HistoryParams {
 /// `GET /api/v1/projects/{name}/history`: the name's changes, newest
 /// first, also after it was removed, at most 1 MiB a page; `404` when it
 /// never had one.
-#[utoipa::path(get, path = "/api/v1/projects/{name}/history", tag = "changes",
+#[utoipa::path(get, path = "/api/v1/projects/{name}/history", operation_id = "get_project_history",
+    tag = "changes",
     params(("name" = String, Path, description = "The project's name"), HistoryParams),
     responses((status = 200, description = "The name's changes, newest first", body = PageJson<ChangeJson>),
               (status = 400, description = "A bad parameter", body = ErrorJson),
@@ -234,7 +236,8 @@ pub struct TargetsJson {
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.
-#[utoipa::path(get, path = "/api/v1/notify", tag = "changes",
+#[utoipa::path(get, path = "/api/v1/notify", operation_id = "list_notify_targets",
+    tag = "changes",
     responses((status = 200, description = "Every notification target", body = TargetsJson)))]
 pub async fn notify_targets(State(state): State<AppState>) -> Result<Json<TargetsJson>, ApiError> {
     let items = crate::notify::outbox::status(&state.pool)

@@ -11,7 +11,8 @@ use super::params::DeliveryParams;
 use super::state::AppState;
 
 /// Deliveries, optionally only those about one repository (`repo=owner/name`).
-#[utoipa::path(get, path = "/api/v1/deliveries", tag = "webhooks", params(DeliveryParams),
+#[utoipa::path(get, path = "/api/v1/deliveries", operation_id = "list_deliveries",
+    tag = "webhooks", params(DeliveryParams),
     responses((status = 200, description = "A page of deliveries, newest first", body = PageJson<DeliveryJson>),
               (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(

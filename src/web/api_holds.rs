@@ -15,7 +15,8 @@ use crate::registry;
 
 /// `GET /api/v1/holds`: every active hold (there are few: at most one per
 /// installation), so the list is one page.
-#[utoipa::path(get, path = "/api/v1/holds", tag = "operators",
+#[utoipa::path(get, path = "/api/v1/holds", operation_id = "list_holds",
+    tag = "operators",
     responses((status = 200, description = "The active holds", body = PageJson<ActiveHoldJson>)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -33,7 +34,8 @@ pub struct ReleasedJson {
 /// `POST /api/v1/holds/{id}/release`: releases an active hold and enqueues
 /// its repositories, whose removals then proceed; 404 when no active hold
 /// has that id.
-#[utoipa::path(post, path = "/api/v1/holds/{id}/release", tag = "operators",
+#[utoipa::path(post, path = "/api/v1/holds/{id}/release", operation_id = "release_hold",
+    tag = "operators",
     security(("token" = [])),
     params(("id" = String, Path, description = "The hold's id")),
     responses((status = 200, description = "Released", body = ReleasedJson),

@@ -173,7 +173,8 @@ pub enum OwnersAnswer {
 
 /// The teams and members, or with `?status=` the owners that name nobody
 /// current.
-#[utoipa::path(get, path = "/api/v1/owners", tag = "registry", params(OwnerParams),
+#[utoipa::path(get, path = "/api/v1/owners", operation_id = "list_owners",
+    tag = "registry", params(OwnerParams),
     responses((status = 200, description = "A page of owners", body = OwnersAnswer),
               (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(

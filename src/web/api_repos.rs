@@ -14,7 +14,8 @@ use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
 use crate::registry::check_runs::recent_checks;
 
 /// Repositories with their status, filtered by `status` and `q`, paginated.
-#[utoipa::path(get, path = "/api/v1/repos", tag = "repositories", params(RepoParams),
+#[utoipa::path(get, path = "/api/v1/repos", operation_id = "list_repos",
+    tag = "repositories", params(RepoParams),
     responses((status = 200, description = "A page of repositories", body = PageJson<RepoJson>),
               (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(
@@ -50,7 +51,8 @@ pub struct DetailParams {
 /// answer stays under the byte bound of every answer that lists things: a
 /// repository of many large entries gives the first ones and
 /// `entries_next_cursor`.
-#[utoipa::path(get, path = "/api/v1/repos/{owner}/{name}", tag = "repositories",
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{name}", operation_id = "get_repo",
+    tag = "repositories",
     params(("owner" = String, Path, description = "The repository's owner"),
            ("name" = String, Path, description = "The repository's name"), DetailParams),
     responses((status = 200, description = "The repository", body = RepoWithChecks),

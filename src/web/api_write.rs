@@ -28,7 +28,8 @@ pub struct QueuedJson {
 }
 
 /// `POST /api/v1/resync`: an org-wide listing as soon as possible.
-#[utoipa::path(post, path = "/api/v1/resync", tag = "operators",
+#[utoipa::path(post, path = "/api/v1/resync", operation_id = "resync_all",
+    tag = "operators",
     security(("token" = [])),
     responses((status = 202, description = "Scheduled", body = ScheduledJson),
               (status = 401, description = "No token, or a wrong one", body = ErrorJson),
@@ -47,7 +48,8 @@ pub async fn resync_all(
 }
 
 /// `POST /api/v1/repos/{owner}/{name}/resync`: that repository afresh.
-#[utoipa::path(post, path = "/api/v1/repos/{owner}/{name}/resync", tag = "operators",
+#[utoipa::path(post, path = "/api/v1/repos/{owner}/{name}/resync", operation_id = "resync_repo",
+    tag = "operators",
     security(("token" = [])),
     params(("owner" = String, Path, description = "The repository's owner"),
            ("name" = String, Path, description = "The repository's name")),

@@ -67,7 +67,8 @@ static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// `GET /api/v1/openapi.json`: this document.
-#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "meta",
+#[utoipa::path(get, path = "/api/v1/openapi.json", operation_id = "get_openapi",
+    tag = "meta",
     responses((status = 200, description = "The OpenAPI 3.1 document of every /api/v1 route",
                content_type = "application/json", body = Object)))]
 pub async fn openapi_json() -> impl IntoResponse {

@@ -26,7 +26,8 @@ use crate::registry::export::export_version;
 const FORMAT: &str = "b1";
 
 /// `GET /api/v1/backstage/entities.yaml`.
-#[utoipa::path(get, path = "/api/v1/backstage/entities.yaml", tag = "registry",
+#[utoipa::path(get, path = "/api/v1/backstage/entities.yaml", operation_id = "get_backstage_entities",
+    tag = "registry",
     params(("If-None-Match" = Option<String>, Header,
             description = "The `ETag` of the export a catalog already holds")),
     responses(
