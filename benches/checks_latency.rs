@@ -59,7 +59,13 @@ fn main() -> Result<(), Failed> {
     let pulls = std::env::var("CHECKS_LATENCY_PULLS")
         .ok()
         .and_then(|p| p.parse().ok())
-        .unwrap_or(if full { 200 } else { 20 });
+        .unwrap_or(if full {
+            200
+        } else if bench_mode::tiny() {
+            5
+        } else {
+            20
+        });
     runtime.block_on(run(pulls, full))
 }
 

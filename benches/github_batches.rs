@@ -72,6 +72,14 @@ const SMOKE: Size = Size {
     paced: 20,
 };
 
+/// `ROSTER_BENCH_SMOKE=1`: the least that still runs every round.
+const TINY: Size = Size {
+    repos: 60,
+    with_file: 20,
+    pushes: 10,
+    paced: 4,
+};
+
 type Failed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Failed> {
@@ -79,7 +87,16 @@ fn main() -> Result<(), Failed> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(if full { &FULL } else { &SMOKE }, full))
+    runtime.block_on(run(
+        if full {
+            &FULL
+        } else if bench_mode::tiny() {
+            &TINY
+        } else {
+            &SMOKE
+        },
+        full,
+    ))
 }
 
 fn yaml(name: &str, description: &str) -> String {

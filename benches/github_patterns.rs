@@ -68,6 +68,12 @@ const SMOKE: Size = Size {
     with_files: 90,
 };
 
+/// `ROSTER_BENCH_SMOKE=1`: the least that still runs every layout.
+const TINY: Size = Size {
+    repos: 60,
+    with_files: 20,
+};
+
 #[derive(Clone, Copy, PartialEq)]
 enum Layout {
     /// `project.yaml` at the root.
@@ -99,7 +105,13 @@ fn main() -> Result<(), Failed> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let size = if full { &FULL } else { &SMOKE };
+    let size = if full {
+        &FULL
+    } else if roster_testkit::bench_mode::tiny() {
+        &TINY
+    } else {
+        &SMOKE
+    };
     println!(
         "github_patterns{}: {} repositories ({} with project files), {} ms added to every GitHub request",
         if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },

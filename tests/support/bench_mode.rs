@@ -19,6 +19,13 @@ pub fn full() -> bool {
     !smoke && std::env::args().any(|a| a == "--bench")
 }
 
+/// True when `ROSTER_BENCH_SMOKE` asks for the smoke run (as
+/// `scripts/bench-smoke` does): the slowest benchmarks then take their
+/// smallest size, so that every one runs within about a minute in all.
+pub fn tiny() -> bool {
+    std::env::var_os(SMOKE_VAR).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// `" (target TEXT)"` in a full run; nothing in a smoke run.
 pub fn target(text: &str) -> String {
     if full() {
