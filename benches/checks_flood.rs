@@ -16,7 +16,7 @@
 //! the default.
 //!
 //! `cargo bench --bench checks_flood` runs the full size; without
-//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! `--bench` (as `scripts/bench-smoke` runs it) a small smoke run keeps
 //! the suite fast.
 
 use roster_testkit::registry::{handler, queue};

@@ -17,7 +17,7 @@
 //! (`ROSTER_OWNERS=warn`, the default). Measured the same way.
 //!
 //! `cargo bench --bench checks_latency` runs the full size; without
-//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! `--bench` (as `scripts/bench-smoke` runs it) a small smoke run keeps
 //! the suite fast.
 
 use roster_testkit::bench_mode;

@@ -26,7 +26,7 @@
 //!     (i) 100 pushes changing the project file: check runs posted.
 //!
 //! `cargo bench --bench github_batches` runs the full size; without
-//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! `--bench` (as `scripts/bench-smoke` runs it) a small smoke run keeps
 //! the suite fast.
 
 use roster_testkit::bench_mode;

@@ -17,7 +17,7 @@
 //! repositories at once (the installation webhook, a burst of pushes).
 //!
 //! `cargo bench --bench github_e2e` runs the full size; without `--bench`
-//! (as `cargo test --benches` runs it) a small smoke run keeps the suite fast.
+//! (as `scripts/bench-smoke` runs it) a small smoke run keeps the suite fast.
 
 use roster_testkit::bench_mode;
 use roster_testkit::fake_github;

@@ -27,7 +27,7 @@ const TEAMS: usize = 500;
 const MEMBERS: usize = 5_000;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
+    // `cargo bench` passes `--bench`; `scripts/bench-smoke` runs this
     // binary without it, and the figures only mean something in release.
     if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");

@@ -18,7 +18,7 @@
 //!   the wait for a reset.
 //!
 //! `cargo bench --bench github_patterns` runs the full size; without
-//! `--bench` (as `cargo test --benches` runs it) a small smoke run keeps
+//! `--bench` (as `scripts/bench-smoke` runs it) a small smoke run keeps
 //! the suite fast.
 
 use github_counts::{check_requests, github_requests, rest_reads, settle, verdict, wait_for_log};

@@ -22,7 +22,7 @@
 //! requests per push of both are printed.
 //!
 //! `cargo bench --bench monorepo_push`; without `--bench` (as
-//! `cargo test --benches` runs it) a small smoke run keeps the suite fast.
+//! `scripts/bench-smoke` runs it) a small smoke run keeps the suite fast.
 
 use roster_testkit::bench_mode;
 use roster_testkit::fake_github;

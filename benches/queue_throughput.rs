@@ -32,7 +32,7 @@ const CLAIM_BATCH: usize = 100;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
+    // `cargo bench` passes `--bench`; `scripts/bench-smoke` runs this
     // binary without it, and the figures only mean something in release.
     if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");
