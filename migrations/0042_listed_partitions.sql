@@ -1,4 +1,4 @@
--- One trigger, one listing (SPEC §11): each partition (an installation) a
+-- One trigger, one listing (docs/contract.md): each partition (an installation) a
 -- listing found, and when. A listing that found an installation lists it
 -- as it is then, so it has seen whatever the installation was created with:
 -- an `installation` `created` delivery for it (late, redelivered, or sent

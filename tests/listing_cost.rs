@@ -1,4 +1,4 @@
-//! One trigger, one listing (SPEC §11), counted request by request against
+//! One trigger, one listing (docs/contract.md), counted request by request against
 //! the fake GitHub: an installation webhook lists the installation once and
 //! applies what its pages read without reading a repository again; a second
 //! listing of an organisation where nothing changed costs its pages alone;
@@ -190,4 +190,44 @@ async fn quiet_start(roster: &Roster) {
         roster.logs().contains("listing done").then_some(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_listing_asked_for_while_the_last_ones_answers_are_applied_should_apply_its_own() {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(ACME, "acme");
+    populate(&fake);
+    let (pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (api, graphql) = (fake.api_url().to_string(), fake.graphql_url().to_string());
+    let mut env = server_env(APP_ID, PRIVATE_KEY, &api, &graphql, &url);
+    env.push(("ROSTER_RESYNC_INTERVAL", "1h".to_owned()));
+    // One repository at a time: the listing's answers take a while to
+    // apply, and the next listing's pages are asked for meanwhile.
+    env.push(("ROSTER_WORKERS", "1".to_owned()));
+    env.push(("ROSTER_BATCH_SIZE", "1".to_owned()));
+    let roster = Roster::start(&env, dir.path()).await;
+    quiet_start(&roster).await;
+    let applied: i64 = sqlx::query_scalar("select count(*) from queue")
+        .fetch_one(&pool)
+        .await
+        .expect("the queue");
+    assert!(applied > 0, "the first listing's answers are still queued");
+    // Each page of the next listing is answered late: the first listing's
+    // answers are applied after the next one's pages were asked for.
+    fake.set_latency(Duration::from_millis(700));
+    fake.reset_counts();
+    assert_eq!(resync(&roster.base).await.status, 202);
+    quiet(&roster, &pool, 2).await;
+    // The one repository being applied when the second listing enqueued it
+    // runs again without that answer (the queue drops a hint that arrives
+    // during a claim) and is read: one read at most.
+    let spent = spent(&fake);
+    assert_eq!(spent.pages, 3, "{spent:?}");
+    assert!(
+        spent.reads <= 1,
+        "the second listing's answers applied as they are: {spent:?}"
+    );
 }

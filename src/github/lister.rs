@@ -316,7 +316,7 @@ impl Lister for GithubLister {
             .await
             .map_err(CallError::into_failure)?;
         // Found now, listed from now: a request about how one of them was
-        // created needs no other listing (SPEC §11, one trigger, one listing).
+        // created needs no other listing (one trigger, one listing).
         let partitions: Vec<String> = installations
             .iter()
             .map(|i| partition_of(i.id).to_string())
