@@ -135,7 +135,13 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
+    // The feed tells readers with credentials from others as the other
+    // routes do (docs/contract.md#what-a-reader-without-credentials-sees).
+    let feed = crate::web::api_changes::ChangesState {
+        access: Some(state.clone()),
+        ..history.feed
+    };
+    let app = router_with(state, extra_routes).merge(crate::web::router::changes(feed));
     crate::memory::return_freed(&signal);
     // Entries follow their owner team through renames and deletions.
     let following = crate::registry::owner_follow::run(state_pool, settings.owners, signal.wait());

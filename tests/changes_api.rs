@@ -67,6 +67,7 @@ async fn feed_fixture_with(long_polls: LongPolls) -> Feed {
         waker,
         stop: stop_rx,
         long_polls: long_polls.clone(),
+        access: None,
     });
     let handler = handler(&f.pool, f.queue.clone());
     Feed {

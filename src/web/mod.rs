@@ -30,6 +30,7 @@ pub mod long_polls;
 mod metrics_route;
 mod origin;
 mod params;
+pub mod privacy;
 mod resync;
 mod revocation;
 pub mod router;
