@@ -15,7 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use roster::controller::WorkQueue;
-use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::intake::deliveries::{record, NewDelivery};
 use roster::project::{Fields, Project, ProjectName};
 use roster::registry::testing::PastEvent;
 use roster::source::RepoId;

@@ -21,6 +21,7 @@ mod crash_recovery;
 mod dashboard;
 mod deploy_database;
 mod deploy_manifests;
+mod deploy_serve;
 mod dir_bounds;
 mod dir_patterns;
 mod dir_source_e2e;

@@ -4,6 +4,7 @@
 
 pub mod dir;
 mod partition;
+pub mod touched_push;
 
 pub use crate::installation_id::InstallationId;
 pub use partition::{Partition, UnknownPartition};

@@ -16,7 +16,6 @@ mod api_repos;
 mod api_write;
 pub(crate) mod assets;
 mod auth;
-pub mod client;
 mod dashboard;
 pub mod delivery_log;
 pub mod error;
@@ -38,6 +37,7 @@ pub mod serve;
 mod session;
 pub mod state;
 pub mod throttle;
+pub mod throttle_key;
 mod view;
 
 pub use error::ApiError;

@@ -24,8 +24,8 @@ use super::{
     api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, error,
     health, metrics_route,
 };
-use crate::github::webhook::admission::Admission;
-use crate::github::webhook::{self, WebhookState};
+use crate::intake::admission::Admission;
+use crate::intake::{self, WebhookState};
 use crate::setup::{routes as setup_routes, SetupState};
 
 /// A request taking longer than this is cut off with a 503.
@@ -139,9 +139,9 @@ pub fn webhook(state: WebhookState) -> Router {
 /// Like [`webhook`], also handing out the route's [`Admission`], so that a
 /// test can see when every turn to read a body is taken.
 pub fn webhook_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
-    let (route, admission) = webhook::route::prepare(state);
+    let (route, admission) = intake::route::prepare(state);
     let router = Router::new()
-        .route(webhook::PATH, post(webhook::route::receive))
+        .route(intake::PATH, post(intake::route::receive))
         .with_state(route);
     (router, admission)
 }

@@ -7,6 +7,7 @@
 //! binary and every benchmark link one compiled copy instead of each
 //! compiling these files again, and the library's own build never sees it.
 
+pub mod bench_mode;
 pub mod cdp;
 pub mod fake_github;
 pub mod free_pushes;

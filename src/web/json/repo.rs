@@ -21,6 +21,8 @@ pub struct RepoJson {
     pub error: Option<String>,
     pub attempts: i32,
     pub projects: Vec<String>,
+    /// Entries whose owner is flagged (docs/contract.md#a-repository).
+    pub warnings: i64,
     pub hold: Option<HoldJson>,
 }
 
@@ -35,6 +37,7 @@ impl From<Repo> for RepoJson {
             error: repo.error,
             attempts: repo.attempts,
             projects: repo.projects,
+            warnings: repo.warnings,
             hold: repo.hold.map(HoldJson::from),
         }
     }
