@@ -41,6 +41,12 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
         SourceSetting::Github => setup_mode::key_for(&settings)?,
         SourceSetting::Dir(_) => None,
     };
+    if matches!(settings.source, SourceSetting::Github) {
+        setup_mode::check_stored(&settings, &shared.pool, key.as_ref()).await?;
+    }
+    // Every setting is checked: a wrong one stopped with its one line,
+    // nothing logged before it.
+    tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
     let listener = listen(settings.listen).await?;
     match &settings.source {
         SourceSetting::Dir(path) => {

@@ -187,3 +187,34 @@ async fn a_repository_whose_owner_is_flagged_should_say_so_on_the_overview_and_i
     );
     assert!(!row("g").contains("to fix"), "{}", row("g"));
 }
+
+#[tokio::test]
+async fn control_characters_in_a_teams_name_should_be_escaped_on_the_page() {
+    let f = fixture().await;
+    let db = roster::directory::DirectoryDb::new(f.pool.clone());
+    let started = db.read_started().await.expect("started");
+    let team = roster::directory::Team {
+        id: 4,
+        slug: "bell".to_owned(),
+        name: "ring\u{7}\u{1b}[31mred".to_owned(),
+        parent_id: None,
+        secret: false,
+    };
+    db.put_teams(50, &[team], started).await.expect("teams");
+    let seed = Seed::new(&f.pool);
+    seed.repo(7, "acme", "bells")
+        .await
+        .synced("abc", "name: bells\nowner: bell\n")
+        .await;
+    let page = get_as(&f.app, "/owners", None).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(
+        !page.body.contains(['\u{7}', '\u{1b}']),
+        "raw control characters on the page"
+    );
+    assert!(
+        page.body.contains("ring\\u{0007}\\u{001B}[31mred"),
+        "{}",
+        page.body
+    );
+}

@@ -452,6 +452,10 @@ async fn a_stored_app_under_another_key_should_stop_with_one_line_not_a_second_s
         "{stderr}"
     );
     assert!(!stderr.contains("/setup?token="), "{stderr}");
+    // The one line, nothing logged before it (on either stream).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stderr.lines().chain(stdout.lines()).collect();
+    assert_eq!(lines, [errors[0].as_str()], "{stderr}{stdout}");
 
     let output = run_roster(
         &["setup", "--print-env"],

@@ -85,12 +85,38 @@ fn secret_key(settings: &Settings) -> Result<Option<SecretKey>, ConfigError> {
         .map_err(|e| ConfigError::new("ROSTER_SECRET_KEY", e.to_string()))
 }
 
+/// Whether the App stored by setup, if any, opens with `key`: checked
+/// before anything is logged, so that a changed `ROSTER_SECRET_KEY` stops
+/// `serve` with its one `error:` line (docs/operations.md).
+pub(super) async fn check_stored(
+    settings: &Settings,
+    pool: &PgPool,
+    key: Option<&SecretKey>,
+) -> Result<(), ConfigError> {
+    if settings.github.is_none() {
+        load_stored(pool, key).await?;
+    }
+    Ok(())
+}
+
 /// The stored App as settings, when one is stored.
 async fn stored(
     settings: &Settings,
     pool: &PgPool,
     key: Option<&SecretKey>,
 ) -> Result<Option<GithubAppSettings>, ConfigError> {
+    let Some(app) = load_stored(pool, key).await? else {
+        return Ok(None);
+    };
+    tracing::info!(app_id = app.app_id, slug = %app.slug, "using the GitHub App stored by setup");
+    Ok(Some(app_settings(&app, settings)))
+}
+
+/// The App stored by setup, opened with `key`, when one is stored.
+async fn load_stored(
+    pool: &PgPool,
+    key: Option<&SecretKey>,
+) -> Result<Option<StoredApp>, ConfigError> {
     let database = |e: sqlx::Error| ConfigError::new("DATABASE_URL", e.to_string());
     if !store::app_exists(pool).await.map_err(database)? {
         return Ok(None);
@@ -101,14 +127,11 @@ async fn stored(
             "required to read the GitHub App stored by setup (the key it was stored with)",
         )
     })?;
-    let app = match store::load_app(pool, key).await {
-        Ok(Some(app)) => app,
-        Ok(None) => return Ok(None),
-        Err(StoreError::Db(e)) => return Err(database(e)),
-        Err(e) => return Err(ConfigError::new("ROSTER_SECRET_KEY", e.to_string())),
-    };
-    tracing::info!(app_id = app.app_id, slug = %app.slug, "using the GitHub App stored by setup");
-    Ok(Some(app_settings(&app, settings)))
+    match store::load_app(pool, key).await {
+        Ok(found) => Ok(found),
+        Err(StoreError::Db(e)) => Err(database(e)),
+        Err(e) => Err(ConfigError::new("ROSTER_SECRET_KEY", e.to_string())),
+    }
 }
 
 /// Settings of the stored App, with GitHub's addresses from the settings.
