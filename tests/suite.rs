@@ -7,6 +7,7 @@ use roster_testkit as support;
 
 mod app_docs;
 mod auth_throttle;
+mod backstage_export;
 mod browser;
 mod change_log_bounds;
 mod changes;
@@ -53,6 +54,7 @@ mod notify;
 mod notify_crash;
 mod notify_targets;
 mod nul_file;
+mod openapi;
 mod outages;
 mod owner_checks;
 mod owner_notices;

@@ -136,7 +136,7 @@ const HOLD_JOIN: &str = "left join holds h
      on h.id = r.hold_id and h.released_at is null and h.cleared_at is null";
 
 #[derive(sqlx::FromRow)]
-struct EntryRow {
+pub(super) struct EntryRow {
     name: String,
     #[sqlx(flatten)]
     fields: Fields,
@@ -169,7 +169,7 @@ impl From<EntryRow> for Entry {
 
 /// Every column of the entry (the table's fields among them) and its
 /// repository's name.
-const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
+pub(super) const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
      from entries e join repositories r on r.id = e.repo_id";
 
 fn page_size(limit: u32) -> i64 {

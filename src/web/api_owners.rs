@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::ApiQuery;
 use super::params::parse_limit;
 use super::privacy::{Privacy, Privileged};
@@ -28,9 +28,12 @@ use crate::registry::owner_counts::owner_counts;
 pub const MAX_PAGE_BYTES: usize = 1024 * 1024 - 64 * 1024;
 
 /// `?limit=&cursor=&status=`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct OwnerParams {
+    /// At most this many owners.
     pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// `unknown`, `renamed` or `deleted`: list the owners, as the files
     /// write them, that resolve so, instead of the teams and members.
@@ -38,7 +41,7 @@ pub struct OwnerParams {
 }
 
 /// An owner as the files write it that names nobody current.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DanglingJson {
     /// The organisation's login.
     pub account: String,
@@ -57,7 +60,7 @@ pub struct DanglingJson {
 }
 
 /// A page of dangling owners.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DanglingPage {
     pub items: Vec<DanglingJson>,
     pub next_cursor: Option<String>,
@@ -67,7 +70,7 @@ pub struct DanglingPage {
 const DANGLING: [&str; 3] = ["unknown", "renamed", "deleted"];
 
 /// One team or member, with its entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct OwnerJson {
     /// The organisation's login.
     pub account: String,
@@ -89,7 +92,7 @@ pub struct OwnerJson {
 }
 
 /// A page of owners, and how each organisation's directory stands.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct OwnersPage {
     pub accounts: Vec<AccountJson>,
     pub items: Vec<OwnerJson>,
@@ -97,7 +100,7 @@ pub struct OwnersPage {
 }
 
 /// An organisation: whether its owners are checked, and its last read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AccountJson {
     pub login: String,
     pub personal: bool,
@@ -134,17 +137,26 @@ fn key_of(owner: &OwnerJson) -> Key {
     )
 }
 
+/// What `/api/v1/owners` answers: the teams and members, or with
+/// `?status=` the owners that name nobody current.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum OwnersAnswer {
+    Owners(OwnersPage),
+    Dangling(DanglingPage),
+}
+
 /// The teams and members, or with `?status=` the owners that name nobody
 /// current.
+#[utoipa::path(get, path = "/api/v1/owners", operation_id = "list_owners",
+    tag = "registry", params(OwnerParams),
+    responses((status = 200, description = "A page of owners", body = OwnersAnswer),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(
     privileged: Privileged,
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<OwnerParams>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let encode = |v: Result<serde_json::Value, serde_json::Error>| {
-        v.map(Json)
-            .map_err(|e| ApiError::unavailable("owners: cannot encode the answer", &e))
-    };
+) -> Result<Json<OwnersAnswer>, ApiError> {
     match params.status.as_deref().filter(|s| !s.is_empty()) {
         Some(status) => {
             let Some(status) = DANGLING.iter().find(|d| **d == status) else {
@@ -156,13 +168,13 @@ pub async fn list(
                 Privileged(true) => Privacy::everything(),
                 Privileged(false) => Privacy::public(&state.pool).await?,
             };
-            encode(serde_json::to_value(
+            Ok(Json(OwnersAnswer::Dangling(
                 dangling(&state, status, &params, &privacy).await?,
-            ))
+            )))
         }
-        None => encode(serde_json::to_value(
+        None => Ok(Json(OwnersAnswer::Owners(
             teams_and_members(privileged, &state, &params).await?,
-        )),
+        ))),
     }
 }
 

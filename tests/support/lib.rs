@@ -9,6 +9,7 @@
 
 pub mod bench_mode;
 pub mod cdp;
+pub mod example_org;
 pub mod fake_github;
 pub mod free_pushes;
 pub mod github_app;
