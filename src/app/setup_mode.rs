@@ -5,7 +5,9 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use axum::http::request::Parts;
 
 use futures_util::FutureExt;
 use secrecy::SecretString;
@@ -14,9 +16,12 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::{ConfigError, GithubAppSettings, Settings};
+use crate::setup::routes::TokenGate;
 use crate::setup::store::{self, StoreError, StoredApp};
 use crate::setup::{random_hex, SecretKey, SetupState};
 use crate::shutdown::Shutdown;
+use crate::web::throttle::{Attempt, FailureThrottle};
+use crate::web::throttle_key::client_of;
 
 /// How often setup mode looks for an App another replica stored.
 const POLL: Duration = Duration::from_secs(3);
@@ -172,6 +177,10 @@ async fn serve_setup(
         api_url: settings.setup.api_url.clone(),
         public_url: settings.setup.public_url.clone(),
         stored: stored.clone(),
+        gate: Arc::new(ThrottleGate {
+            throttle: FailureThrottle::default(),
+            trust_proxy: settings.trust_proxy,
+        }),
     };
     let base = match &settings.setup.public_url {
         Some(public) => public.base().to_owned(),
@@ -217,5 +226,22 @@ fn local_address(listen: SocketAddr) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], listen.port()))
     } else {
         listen
+    }
+}
+
+/// The setup routes' wrong tokens, counted by the failure throttle the
+/// write API and sign-in use (setup mode serves neither).
+struct ThrottleGate {
+    throttle: FailureThrottle,
+    trust_proxy: bool,
+}
+
+impl TokenGate for ThrottleGate {
+    fn attempt(&self, parts: &Parts, valid: bool) -> Result<(), Duration> {
+        let client = client_of(parts, self.trust_proxy);
+        match self.throttle.attempt(client, Instant::now(), || valid) {
+            Attempt::Right | Attempt::Wrong { .. } => Ok(()),
+            Attempt::Locked { wait } => Err(wait),
+        }
     }
 }
