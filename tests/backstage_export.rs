@@ -181,12 +181,7 @@ async fn every_document_of_the_example_organisation_should_be_a_valid_backstage_
         entries >= 10,
         "the example organisation holds {entries} entries"
     );
-    assert_eq!(
-        components.len() as i64,
-        entries - hidden,
-        "{}",
-        answer.body
-    );
+    assert_eq!(components.len() as i64, entries - hidden, "{}", answer.body);
     assert!(
         answer.body.starts_with(&format!(
             "# Roster's registry as Backstage catalog entities: {} components,",
