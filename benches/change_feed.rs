@@ -36,7 +36,7 @@ const SECRET: &str = "bench-secret";
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
-    if !std::env::args().any(|a| a == "--bench") {
+    if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");
         return Ok(());
     }
@@ -162,6 +162,7 @@ async fn run() -> Result<()> {
         waker: waker.clone(),
         stop: stop_rx.clone(),
         long_polls: Default::default(),
+        access: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

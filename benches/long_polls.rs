@@ -33,7 +33,7 @@ const IDLE_WINDOW: Duration = Duration::from_secs(10);
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
-    if !std::env::args().any(|a| a == "--bench") {
+    if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");
         return Ok(());
     }
@@ -133,6 +133,7 @@ async fn run() -> Result<()> {
         waker,
         stop: stop_rx,
         long_polls: long_polls.clone(),
+        access: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

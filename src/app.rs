@@ -3,7 +3,7 @@
 //! [`crate::shutdown::STOP_DEADLINE`]). What every source shares is built in
 //! `app/shared.rs`, each source's own parts in `app/source.rs`.
 
-mod history;
+mod change_log_tasks;
 mod setup_mode;
 mod shared;
 mod source;
@@ -37,6 +37,16 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let (stop, signal) = shutdown::channel();
     stop.on_signal(&signal);
     let shared = Shared::new(&settings, pool, signal);
+    let key = match &settings.source {
+        SourceSetting::Github => setup_mode::key_for(&settings)?,
+        SourceSetting::Dir(_) => None,
+    };
+    if matches!(settings.source, SourceSetting::Github) {
+        setup_mode::check_stored(&settings, &shared.pool, key.as_ref()).await?;
+    }
+    // Every setting is checked: a wrong one stopped with its one line,
+    // nothing logged before it.
+    tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
     let listener = listen(settings.listen).await?;
     match &settings.source {
         SourceSetting::Dir(path) => {
@@ -47,7 +57,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             // The App from the environment, else the one stored by setup,
             // else setup mode until one is stored.
             let found =
-                setup_mode::app_or_setup(&settings, &shared.pool, listener, &shared.shutdown)
+                setup_mode::app_or_setup(&settings, &shared.pool, key, listener, &shared.shutdown)
                     .await?;
             let Some((app, listener)) = found else {
                 stop.join().await;
@@ -103,7 +113,7 @@ where
         mut registry,
         config,
     } = parts;
-    let history = history::start(&pool, settings, &mut registry, &signal).await?;
+    let history = change_log_tasks::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
         .with_project_files(&settings.project_files)
@@ -135,7 +145,13 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
+    // The feed tells readers with credentials from others as the other
+    // routes do (docs/contract.md#what-a-reader-without-credentials-sees).
+    let feed = crate::web::api_changes::ChangesState {
+        access: Some(state.clone()),
+        ..history.feed
+    };
+    let app = router_with(state, extra_routes).merge(crate::web::router::changes(feed));
     crate::memory::return_freed(&signal);
     // Entries follow their owner team through renames and deletions.
     let following = crate::registry::owner_follow::run(state_pool, settings.owners, signal.wait());

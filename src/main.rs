@@ -86,7 +86,7 @@ fn main() -> ExitCode {
             owners,
         } => {
             let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-            let rules = match teams.map(|t| roster::check::OwnerRules::read(&t, owners)) {
+            let rules = match teams.map(|t| roster::check_command::OwnerRules::read(&t, owners)) {
                 Some(Err(message)) => {
                     eprintln!("error: {message}");
                     return ExitCode::from(2);
@@ -94,7 +94,8 @@ fn main() -> ExitCode {
                 Some(Ok(rules)) => Some(rules),
                 None => None,
             };
-            let code = roster::check::run_checked(&files, rules.as_ref(), &mut std::io::stdout());
+            let code =
+                roster::check_command::run_checked(&files, rules.as_ref(), &mut std::io::stdout());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         Command::Schema => {
@@ -146,7 +147,6 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
             return Err(failure);
         }
     };
-    tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
     let served = roster::app::serve(settings, pool.clone()).await;
     // Close the connections before the private database goes away; a
     // connection still held by a request cut off at shutdown must not keep
@@ -159,7 +159,12 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     stop_embedded(embedded).await;
     let alive = tasks_left(TASKS_END_LIMIT).await;
-    tracing::info!(alive, "exiting: tasks of the runtime still running");
+    if matches!(served, Err(roster::app::ServeError::Config(_))) {
+        // A setting found wrong says so in its one line alone.
+        tracing::debug!(alive, "exiting: tasks of the runtime still running");
+    } else {
+        tracing::info!(alive, "exiting: tasks of the runtime still running");
+    }
     served.map_err(|e| match e {
         roster::app::ServeError::Config(e) => Failure::config(e),
         roster::app::ServeError::Runtime(e) => Failure::runtime(format!("{e:#}")),

@@ -16,9 +16,9 @@ use prometheus_client::registry::Registry;
 use roster::checks::{ChecksMode, ChecksWorker};
 use roster::controller::{Handler, Storage};
 use roster::db::queue::PgQueue;
-use roster::github::webhook::free_push::FreePushes;
-use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource, GithubStorage};
+use roster::intake::free_push::FreePushes;
+use roster::intake::{self, WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 use roster::project::fields::file_keys;
 use roster::registry::RegistryHandler;
@@ -38,6 +38,8 @@ pub(crate) struct Env {
     pub(crate) storage: GithubStorage,
     pub(crate) worker: ChecksWorker,
     pub(crate) hooks: axum::Router,
+    /// The source itself, for its listing and its directory's reads.
+    pub(crate) source: GithubSource,
 }
 
 pub(crate) async fn env() -> Env {
@@ -87,6 +89,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
         queue,
         handler,
         hooks,
+        source,
     }
 }
 
@@ -110,8 +113,8 @@ impl Env {
     }
 
     pub(crate) async fn deliver(&self, event: &str, body: Vec<u8>) {
-        let signature = roster::github::webhook::sign(SECRET, &body);
-        let request = Request::post(webhook::PATH)
+        let signature = roster::intake::sign(SECRET, &body);
+        let request = Request::post(intake::PATH)
             .header("content-type", "application/json")
             .header("x-github-event", event)
             .header("x-github-delivery", format!("d-{:016x}", fastrand::u64(..)))

@@ -17,8 +17,9 @@ use roster::controller::Lister;
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::directory::{resolve, Directory, DirectoryDb, Resolution};
-use roster::github::webhook::{event, intake};
 use roster::github::GithubSource;
+use roster::intake::event;
+use roster::intake::write::Intake;
 use roster::metrics::Metrics;
 use sqlx::PgPool;
 
@@ -63,7 +64,7 @@ impl Env {
     }
 
     /// Writes a delivery as the webhook route does; its outcome.
-    async fn deliver(&self, name: &str, body: &[u8]) -> intake::Intake {
+    async fn deliver(&self, name: &str, body: &[u8]) -> Intake {
         support::intake::deliver(&self.pool, &self.queue, name, body).await
     }
 
@@ -204,7 +205,8 @@ async fn a_team_renamed_twice_before_its_webhooks_arrive_should_end_with_what_gi
         Resolution::Renamed {
             id,
             from: "payments".into(),
-            to: "money".into()
+            to: "money".into(),
+            secret: false,
         }
     );
     assert_eq!(
@@ -279,7 +281,8 @@ async fn a_renamed_organisation_should_still_resolve_its_old_name() {
         Resolution::Renamed {
             id,
             from: "@acme/platform".into(),
-            to: "@acme-corp/platform".into()
+            to: "@acme-corp/platform".into(),
+            secret: false,
         }
     );
     // The next listing reads it under its new name.

@@ -7,19 +7,21 @@
 
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
-use super::json::{shown_changes, FeedJson};
+use super::json::{shown_changes, ChangeJson, FeedJson, PageJson};
 use super::long_polls::LongPolls;
+use super::privacy::Privacy;
 use super::state::AppState;
+use crate::notify::outbox::TargetStatus;
 use crate::registry::changes::{self, ChangeWaker, Feed, FeedError};
 use crate::shutdown::Shutdown;
 
@@ -40,13 +42,20 @@ pub struct ChangesState {
     pub stop: Shutdown,
     /// How many may wait at once (`ROSTER_LONG_POLLS`).
     pub long_polls: LongPolls,
+    /// The API token and sessions, to tell a reader with credentials
+    /// (docs/contract.md#what-a-reader-without-credentials-sees); `None`: every reader sees what one without sees.
+    pub access: Option<AppState>,
 }
 
 /// `?after=&limit=&wait=`, taken as text and checked here.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FeedParams {
+    /// The changes after this `seq` (default 0, the oldest kept).
     pub after: Option<String>,
+    /// At most this many changes (default 100).
     pub limit: Option<String>,
+    /// Hold the answer up to this long (like `30s`, at most 60 s) until a change commits.
     pub wait: Option<String>,
 }
 
@@ -102,34 +111,56 @@ impl FeedParams {
 
 /// `GET /api/v1/changes`: the changes after `after`, oldest first; with
 /// `wait`, held until one commits or the wait ends.
+#[utoipa::path(get, path = "/api/v1/changes", operation_id = "list_changes",
+    tag = "changes", params(FeedParams),
+    responses((status = 200, description = "The changes after `after`, oldest first", body = FeedJson),
+              (status = 400, description = "A bad parameter", body = ErrorJson),
+              (status = 410, description = "Changes after `after` are no longer kept", body = GoneJson)))]
 pub async fn feed(
     State(state): State<ChangesState>,
+    mut parts: Parts,
     params: Result<ApiQuery<FeedParams>, ApiError>,
 ) -> Response {
     let request = match params.and_then(|ApiQuery(p)| p.check()) {
         Ok(request) => request,
         Err(error) => return error.into_response(),
     };
+    let privacy = match &state.access {
+        Some(app) => Privacy::from_request_parts(&mut parts, app).await,
+        None => Privacy::public(&state.pool).await,
+    };
+    let privacy = match privacy {
+        Ok(privacy) => privacy,
+        Err(error) => return error.into_response(),
+    };
     match long_poll(&state, request).await {
         Ok(feed) => {
-            let (items, _) = shown_changes(feed.items);
+            let (items, _) = shown_changes(privacy.changes(feed.items));
             // A page cut short goes on after its last change.
             let next_cursor = items.last().map_or(feed.next_cursor, |c| c.seq);
             Json(FeedJson { items, next_cursor }).into_response()
         }
         Err(FeedError::Gone { after, oldest }) => (
             StatusCode::GONE,
-            Json(json!({
-                "error": format!(
+            Json(GoneJson {
+                error: format!(
                     "changes after {after} are no longer kept; read the registry afresh \
-                     and continue after {}", oldest - 1
+                     and continue after {}",
+                    oldest - 1
                 ),
-                "oldest_seq": oldest,
-            })),
+                oldest_seq: oldest,
+            }),
         )
             .into_response(),
         Err(FeedError::Registry(error)) => ApiError::from(error).into_response(),
     }
+}
+
+/// The 410 of a reader behind the log: what to do, and the oldest `seq` kept.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct GoneJson {
+    pub error: String,
+    pub oldest_seq: i64,
 }
 
 /// Reads; when nothing is new, waits for a change after `after` to commit
@@ -167,48 +198,93 @@ async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, F
     }
 }
 
-/// `?before=&limit=` of an entry's history.
-#[derive(Debug, Default, Deserialize)]
+/// `?cursor=&limit=` of an entry's history (`before=` is the older name of
+/// `cursor`); `after` is refused, history going newest first.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct HistoryParams {
+    /// The changes before this `seq` (the previous page's `next_cursor`).
+    pub cursor: Option<String>,
+    /// The older name of `cursor`.
     pub before: Option<String>,
+    /// At most this many changes (default 100).
     pub limit: Option<String>,
+    /// Refused with a 400: history goes newest first (the feed takes it).
+    pub after: Option<String>,
+}
+
+impl HistoryParams {
+    /// The `seq` the page goes on before, and the limit; a bad value, or
+    /// `after`, is a 400 as on the feed.
+    fn check(&self) -> Result<(Option<i64>, i64), ApiError> {
+        if let Some(after) = given(&self.after) {
+            return Err(ApiError::BadRequest(format!(
+                "after: {after:?} is not taken here: history goes newest first; \
+                 pass next_cursor as cursor"
+            )));
+        }
+        let (name, given_cursor) = match (given(&self.cursor), given(&self.before)) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::BadRequest(
+                    "cursor: give cursor or before, not both".to_owned(),
+                ))
+            }
+            (Some(c), None) => ("cursor:", Some(c)),
+            (None, b) => ("before:", b),
+        };
+        let check = FeedParams {
+            after: given_cursor.map(str::to_owned),
+            limit: self.limit.clone(),
+            wait: None,
+        }
+        .check()
+        .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", name, 1)))?;
+        Ok((given_cursor.map(|_| check.after), check.limit))
+    }
 }
 
 /// `GET /api/v1/projects/{name}/history`: the name's changes, newest
 /// first, also after it was removed, at most 1 MiB a page; `404` when it
 /// never had one.
+#[utoipa::path(get, path = "/api/v1/projects/{name}/history", operation_id = "get_project_history",
+    tag = "changes",
+    params(("name" = String, Path, description = "The project's name"), HistoryParams),
+    responses((status = 200, description = "The name's changes, newest first", body = PageJson<ChangeJson>),
+              (status = 400, description = "A bad parameter", body = ErrorJson),
+              (status = 404, description = "The name never had a change", body = ErrorJson)))]
 pub async fn history(
+    privacy: Privacy,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiQuery(params): ApiQuery<HistoryParams>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let check = FeedParams {
-        after: params.before.clone(),
-        limit: params.limit.clone(),
-        wait: None,
-    }
-    .check()
-    .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", "before:", 1)))?;
-    let before = params.before.as_ref().map(|_| check.after);
-    let page = changes::history(&state.pool, &name, before, check.limit).await?;
+) -> Result<Json<PageJson<ChangeJson>>, ApiError> {
+    let (before, limit) = params.check()?;
+    let page = changes::history(&state.pool, &name, before, limit).await?;
     if page.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
     let more = page.more;
-    let (items, cut) = shown_changes(page.items);
+    let (items, cut) = shown_changes(privacy.changes(page.items));
     let next_cursor = items
         .last()
         .filter(|_| more || cut)
         .map(|c| c.seq.to_string());
-    Ok(Json(json!({ "items": items, "next_cursor": next_cursor })))
+    Ok(Json(PageJson { items, next_cursor }))
+}
+
+/// The notification targets, each with its backlog.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TargetsJson {
+    pub items: Vec<TargetStatus>,
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.
-pub async fn notify_targets(
-    State(state): State<AppState>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let targets = crate::notify::outbox::status(&state.pool)
+#[utoipa::path(get, path = "/api/v1/notify", operation_id = "list_notify_targets",
+    tag = "changes",
+    responses((status = 200, description = "Every notification target", body = TargetsJson)))]
+pub async fn notify_targets(State(state): State<AppState>) -> Result<Json<TargetsJson>, ApiError> {
+    let items = crate::notify::outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
-    Ok(Json(json!({ "items": targets })))
+    Ok(Json(TargetsJson { items }))
 }

@@ -9,17 +9,14 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{FromRequestParts, State};
-use axum::http::header::AUTHORIZATION;
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::auth::WriteAccess;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::ApiQuery;
 use super::params::parse_limit;
-use super::session::Viewer;
+use super::privacy::{Privacy, Privileged};
 use super::state::AppState;
 use crate::directory::db::AccountStatus;
 use crate::directory::resolve::Resolver;
@@ -30,32 +27,13 @@ use crate::registry::owner_counts::owner_counts;
 /// A page stops growing past this many bytes of owners.
 pub const MAX_PAGE_BYTES: usize = 1024 * 1024 - 64 * 1024;
 
-/// Whether the request may see members and secret teams.
-#[derive(Debug, Clone, Copy)]
-pub struct Privileged(bool);
-
-impl FromRequestParts<AppState> for Privileged {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        // A presented token is checked like the write API's (a wrong one is
-        // refused and counted by the failure throttle), never ignored.
-        if parts.headers.contains_key(AUTHORIZATION) {
-            WriteAccess::from_request_parts(parts, state).await?;
-            return Ok(Self(true));
-        }
-        let viewer = match Viewer::from_request_parts(parts, state).await {
-            Ok(viewer) => viewer,
-            Err(never) => match never {},
-        };
-        Ok(Self(viewer.signed_in()))
-    }
-}
-
 /// `?limit=&cursor=&status=`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct OwnerParams {
+    /// At most this many owners.
     pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// `unknown`, `renamed` or `deleted`: list the owners, as the files
     /// write them, that resolve so, instead of the teams and members.
@@ -63,7 +41,7 @@ pub struct OwnerParams {
 }
 
 /// An owner as the files write it that names nobody current.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DanglingJson {
     /// The organisation's login.
     pub account: String,
@@ -82,7 +60,7 @@ pub struct DanglingJson {
 }
 
 /// A page of dangling owners.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DanglingPage {
     pub items: Vec<DanglingJson>,
     pub next_cursor: Option<String>,
@@ -92,7 +70,7 @@ pub struct DanglingPage {
 const DANGLING: [&str; 3] = ["unknown", "renamed", "deleted"];
 
 /// One team or member, with its entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct OwnerJson {
     /// The organisation's login.
     pub account: String,
@@ -114,7 +92,7 @@ pub struct OwnerJson {
 }
 
 /// A page of owners, and how each organisation's directory stands.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct OwnersPage {
     pub accounts: Vec<AccountJson>,
     pub items: Vec<OwnerJson>,
@@ -122,7 +100,7 @@ pub struct OwnersPage {
 }
 
 /// An organisation: whether its owners are checked, and its last read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AccountJson {
     pub login: String,
     pub personal: bool,
@@ -159,17 +137,26 @@ fn key_of(owner: &OwnerJson) -> Key {
     )
 }
 
+/// What `/api/v1/owners` answers: the teams and members, or with
+/// `?status=` the owners that name nobody current.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum OwnersAnswer {
+    Owners(OwnersPage),
+    Dangling(DanglingPage),
+}
+
 /// The teams and members, or with `?status=` the owners that name nobody
 /// current.
+#[utoipa::path(get, path = "/api/v1/owners", operation_id = "list_owners",
+    tag = "registry", params(OwnerParams),
+    responses((status = 200, description = "A page of owners", body = OwnersAnswer),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(
     privileged: Privileged,
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<OwnerParams>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let encode = |v: Result<serde_json::Value, serde_json::Error>| {
-        v.map(Json)
-            .map_err(|e| ApiError::unavailable("owners: cannot encode the answer", &e))
-    };
+) -> Result<Json<OwnersAnswer>, ApiError> {
     match params.status.as_deref().filter(|s| !s.is_empty()) {
         Some(status) => {
             let Some(status) = DANGLING.iter().find(|d| **d == status) else {
@@ -177,13 +164,17 @@ pub async fn list(
                     "status: must be one of unknown, renamed, deleted, found {status:?}"
                 )));
             };
-            encode(serde_json::to_value(
-                dangling(&state, status, &params).await?,
-            ))
+            let privacy = match privileged {
+                Privileged(true) => Privacy::everything(),
+                Privileged(false) => Privacy::public(&state.pool).await?,
+            };
+            Ok(Json(OwnersAnswer::Dangling(
+                dangling(&state, status, &params, &privacy).await?,
+            )))
         }
-        None => encode(serde_json::to_value(
+        None => Ok(Json(OwnersAnswer::Owners(
             teams_and_members(privileged, &state, &params).await?,
-        )),
+        ))),
     }
 }
 
@@ -193,6 +184,7 @@ async fn dangling(
     state: &AppState,
     status: &'static str,
     params: &OwnerParams,
+    privacy: &Privacy,
 ) -> Result<DanglingPage, ApiError> {
     let (limit, after): (usize, Option<(String, String)>) = paging(params)?;
     let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
@@ -211,7 +203,7 @@ async fn dangling(
         };
         for count in counts.iter().filter(|c| names_account(&c.account)) {
             let resolution = resolver.resolve(&count.owner);
-            if resolution.status() != status {
+            if resolution.status() != status || privacy.hides_resolution(&resolution) {
                 continue;
             }
             let (renamed_to, suggestions) = match resolution {
