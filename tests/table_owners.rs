@@ -22,10 +22,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("listing_schedule", &["db/queue.rs", "db/queue/"]),
     (
         "deliveries",
-        &[
-            "intake/deliveries.rs",
-            "intake/retention.rs",
-        ],
+        &["intake/deliveries.rs", "intake/retention.rs"],
     ),
     ("redelivery_schedule", &["intake/redelivery.rs"]),
     ("walked_trees", &["github/walked_trees.rs"]),
