@@ -47,7 +47,7 @@ const WINDOW: Duration = Duration::from_secs(180);
 type Failed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Failed> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -24,7 +24,7 @@ const SECRET: &str = "bench-secret";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let run_for = if full {
         Duration::from_secs(10)
     } else {

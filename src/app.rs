@@ -37,6 +37,10 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let (stop, signal) = shutdown::channel();
     stop.on_signal(&signal);
     let shared = Shared::new(&settings, pool, signal);
+    let key = match &settings.source {
+        SourceSetting::Github => setup_mode::key_for(&settings)?,
+        SourceSetting::Dir(_) => None,
+    };
     let listener = listen(settings.listen).await?;
     match &settings.source {
         SourceSetting::Dir(path) => {
@@ -47,7 +51,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             // The App from the environment, else the one stored by setup,
             // else setup mode until one is stored.
             let found =
-                setup_mode::app_or_setup(&settings, &shared.pool, listener, &shared.shutdown)
+                setup_mode::app_or_setup(&settings, &shared.pool, key, listener, &shared.shutdown)
                     .await?;
             let Some((app, listener)) = found else {
                 stop.join().await;

@@ -75,7 +75,7 @@ fn names(list: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-const REPO_KEYS: [&str; 9] = [
+const REPO_KEYS: [&str; 10] = [
     "id",
     "full_name",
     "status",
@@ -84,6 +84,7 @@ const REPO_KEYS: [&str; 9] = [
     "error",
     "attempts",
     "projects",
+    "warnings",
     "hold",
 ];
 

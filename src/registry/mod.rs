@@ -21,6 +21,7 @@ mod entry;
 mod entry_owners;
 mod error;
 mod events;
+pub mod export;
 pub mod file_blobs;
 mod file_set;
 pub mod free_push;

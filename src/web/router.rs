@@ -21,8 +21,8 @@ use super::dashboard::{
 };
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, error,
-    health, metrics_route,
+    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, backstage,
+    error, health, metrics_route, openapi,
 };
 use crate::intake::admission::Admission;
 use crate::intake::{self, WebhookState};
@@ -66,6 +66,8 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/holds", get(api_holds::list))
         .route("/api/v1/owners", get(api_owners::list))
         .route("/api/v1/holds/{id}/release", post(api_holds::release))
+        .route("/api/v1/backstage/entities.yaml", get(backstage::entities))
+        .route("/api/v1/openapi.json", get(openapi::openapi_json))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics_route::metrics))
