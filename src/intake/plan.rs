@@ -357,10 +357,12 @@ mod tests {
                 repos: many(bound + 1),
             },
         ] {
+            let asked = plan(&event);
             assert_eq!(
-                plan(&event),
+                asked,
                 Plan {
                     listing: true,
+                    listing_seen: asked.listing_seen,
                     ..Plan::default()
                 }
             );
