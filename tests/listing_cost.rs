@@ -178,8 +178,11 @@ async fn resyncs_asked_for_during_a_listing_should_cost_at_most_one_more_listing
         spent.pages <= 6,
         "the listing and at most one more: {spent:?}"
     );
-    assert_eq!(
-        spent.reads, 0,
+    // The batches being applied when the second listing enqueued their
+    // repositories run again without its answer (the queue drops a hint
+    // that arrives during a claim): one batch read each at most.
+    assert!(
+        spent.reads <= 2,
         "the second listing's hints applied: {spent:?}"
     );
 }
@@ -221,13 +224,14 @@ async fn a_listing_asked_for_while_the_last_ones_answers_are_applied_should_appl
     fake.reset_counts();
     assert_eq!(resync(&roster.base).await.status, 202);
     quiet(&roster, &pool, 2).await;
-    // The one repository being applied when the second listing enqueued it
-    // runs again without that answer (the queue drops a hint that arrives
-    // during a claim) and is read: one read at most.
+    // The one repository being applied when a page of the second listing
+    // enqueued it runs again without that answer (the queue drops a hint
+    // that arrives during a claim) and is read: one read a page at most
+    // (26 reads before a listing's answer stopped moving `observed_at`).
     let spent = spent(&fake);
     assert_eq!(spent.pages, 3, "{spent:?}");
     assert!(
-        spent.reads <= 1,
+        spent.reads <= 3,
         "the second listing's answers applied as they are: {spent:?}"
     );
 }
