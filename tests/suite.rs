@@ -62,6 +62,7 @@ mod pg_queue;
 mod project_schema;
 mod redelivery;
 mod registry;
+mod relations;
 mod registry_bounds;
 mod registry_waiting;
 mod replicas;
