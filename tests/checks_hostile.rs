@@ -235,6 +235,48 @@ async fn a_public_repositorys_check_should_not_name_a_private_owner() {
 }
 
 #[tokio::test]
+async fn a_default_branch_check_should_not_name_a_private_owner() {
+    let env = env().await;
+    env.repo("secret-merger", &yaml("project-falcon", "hush"))
+        .await;
+    let oss = env.repo("oss", &yaml("oss", "public")).await;
+    env.quiet().await;
+    let taken = b"projects:\n  - name: oss\n    owner: t\n  - name: project-falcon\n    owner: t\n";
+    let sha = env.fake.push_file(oss, FILE, taken);
+    assert_eq!(env.reconcile(oss).await, "conflict");
+    env.settle().await;
+    let run = env.only_run(oss, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(
+        run.annotations[0]["message"],
+        "projects[1].name: \"project-falcon\" is owned by another repository of the organisation"
+    );
+    let text = format!("{run:?}");
+    assert!(!text.contains("secret-merger"), "{text}");
+
+    // A repository known to be private (its pull requests said so) names
+    // the owner on its default branch, as its pull requests do.
+    let closed = env.repo("closed", &yaml("closed", "private")).await;
+    let pr_sha = env
+        .fake
+        .pr_commit(closed, FILE, yaml("closed", "v2").as_bytes());
+    env.open_pr(closed, "closed", 2, &pr_sha).await;
+    env.settle().await;
+    let sha = env.fake.push_file(
+        closed,
+        FILE,
+        b"projects:\n  - name: closed\n    owner: t\n  - name: project-falcon\n    owner: t\n",
+    );
+    assert_eq!(env.reconcile(closed).await, "conflict");
+    env.settle().await;
+    let run = env.only_run(closed, &sha);
+    assert_eq!(
+        run.annotations[0]["message"],
+        "projects[1].name: \"project-falcon\" is owned by acme/secret-merger"
+    );
+}
+
+#[tokio::test]
 async fn a_public_owner_should_still_be_named_on_a_public_repository() {
     let env = env().await;
     let owner = env.repo("shared", &yaml("shared-lib", "open")).await;

@@ -158,3 +158,25 @@ fn serve_with_both_project_file_settings_or_a_bad_pattern_should_name_the_settin
     let github = serve_with(&[("ROSTER_PROJECT_FILES", "services/[ab]/project.yaml")]);
     assert_stops_naming(&github, "ROSTER_PROJECT_FILES");
 }
+
+#[test]
+fn serve_help_should_hide_every_secret_setting_the_environment_holds() {
+    let secrets = [
+        ("DATABASE_URL", "postgres://u:hunter2-db@h/d"),
+        ("GITHUB_WEBHOOK_SECRET", "hunter2-webhook"),
+        ("ROSTER_API_TOKEN", "hunter2-token"),
+        ("ROSTER_NOTIFY_SECRET", "hunter2-notify-secret"),
+        ("ROSTER_SECRET_KEY", "hunter2-key"),
+        // A receiver's path often carries its own secret (a chat hook).
+        (
+            "ROSTER_NOTIFY_URLS",
+            "https://hooks.example/services/hunter2-path",
+        ),
+    ];
+    let mut cmd = Command::new(ROSTER);
+    cmd.args(["serve", "--help"]).env_clear().envs(secrets);
+    let output = cmd.output().expect("run the roster binary");
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("ROSTER_NOTIFY_URLS"), "{help}");
+    assert!(!help.contains("hunter2"), "a secret in --help: {help}");
+}

@@ -202,8 +202,9 @@ pub struct ServeArgs {
     /// `500MiB`); at least 1MiB.
     #[arg(long, env = "ROSTER_HISTORY_MAX_BYTES", default_value = "1GiB")]
     pub history_max_bytes: String,
-    /// Comma-separated URLs that receive every change as a signed POST.
-    #[arg(long, env = "ROSTER_NOTIFY_URLS")]
+    /// Comma-separated URLs that receive every change as a signed POST
+    /// (hidden in `--help`: a receiver's path may hold its own secret).
+    #[arg(long, env = "ROSTER_NOTIFY_URLS", hide_env_values = true)]
     pub notify_urls: Option<String>,
     /// The HMAC-SHA256 key that signs notifications; required with
     /// ROSTER_NOTIFY_URLS.

@@ -11,7 +11,7 @@ use sqlx::PgConnection;
 use super::check_runs::{self, CheckIntent};
 use super::free_push::blob_id;
 use super::owner_check::{add_owner_notes, OwnerCheck};
-use super::read_only::snapshot;
+use super::read_only::snapshot_for_default_branch;
 use super::RegistryError;
 use crate::directory::OwnersMode;
 use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict};
@@ -94,7 +94,7 @@ pub async fn preview(
         return Ok(None);
     }
     let parsed = Parsed::read(project_file, head);
-    let registry = snapshot(conn, id, &parsed.names()).await?;
+    let registry = snapshot_for_default_branch(conn, id, &parsed.names()).await?;
     let first = old_sha.is_none() && old_status == "pending";
     let mut verdict = evaluate(project_file, sha, &parsed, &registry);
     // A first reconcile posts only a failure, which a warning never makes.

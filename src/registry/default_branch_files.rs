@@ -10,7 +10,7 @@ use super::default_branch_check::{Before, Pending};
 use super::file_blobs;
 use super::file_set::set_blob_of;
 use super::owner_check::{add_owner_notes, OwnerCheck};
-use super::read_only::snapshot;
+use super::read_only::snapshot_for_default_branch;
 use super::touched_files::merge;
 use super::RegistryError;
 use crate::directory::OwnersMode;
@@ -98,7 +98,7 @@ async fn preview(
             }
         })
         .collect();
-    let registry = snapshot(conn, at.id, &declared_names(&touched)).await?;
+    let registry = snapshot_for_default_branch(conn, at.id, &declared_names(&touched)).await?;
     let first = before.sha.is_none() && before.status == "pending";
     let mut verdict = evaluate_files(at.sha, &touched, &registry, 0);
     // A first reconcile posts only a failure, which a warning never makes.

@@ -77,6 +77,23 @@ pub(crate) async fn snapshot(
     snapshot_seen_by(conn, repo, names, false).await
 }
 
+/// [`snapshot`] for the check run posted on `repo`'s default branch after a
+/// reconcile: the source does not say whether a repository is public, so
+/// unless a pull request's payload said `repo` is private, its check names
+/// an owner only when that owner is known to be public (SPEC §8).
+pub(crate) async fn snapshot_for_default_branch(
+    conn: &mut PgConnection,
+    repo: RepoId,
+    names: &[String],
+) -> Result<Snapshot, RegistryError> {
+    let public: Option<bool> =
+        sqlx::query_scalar("select public from repo_visibility where repo_id = $1")
+            .bind(repo)
+            .fetch_optional(&mut *conn)
+            .await?;
+    snapshot_seen_by(conn, repo, names, public != Some(false)).await
+}
+
 /// How a public repository's check names an owner that may not be public.
 pub const UNNAMED_OWNER: &str = "another repository of the organisation";
 
