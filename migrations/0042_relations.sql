@@ -1,4 +1,4 @@
--- Relations (SPEC §15): the projects an entry depends on, by name, and the
+-- Relations (docs/contract.md#relations): the projects an entry depends on, by name, and the
 -- system it belongs to. Names are resolved when read, never stored as keys,
 -- so a dependency may name a project that does not exist (yet).
 alter table entries

@@ -109,12 +109,12 @@ impl Validator {
                     }
                 }
                 "uniqueItems" => {
-                        let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
-                        for (k, item) in items.iter().enumerate() {
-                            if arg.as_bool() == Some(true) && items[..k].contains(item) {
-                                out.push(format!("{path}[{k}]: uniqueItems, found it twice"));
-                            }
+                    let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                    for (k, item) in items.iter().enumerate() {
+                        if arg.as_bool() == Some(true) && items[..k].contains(item) {
+                            out.push(format!("{path}[{k}]: uniqueItems, found it twice"));
                         }
+                    }
                 }
                 "items" => {
                     for (k, item) in value.as_array().into_iter().flatten().enumerate() {

@@ -1,4 +1,4 @@
-//! Relations (SPEC §15) through the registry and the API: `depends_on` and
+//! Relations (docs/contract.md#relations) through the registry and the API: `depends_on` and
 //! `system` stored with the entry, shown in its JSON and in the change
 //! log's diffs.
 
@@ -60,7 +60,9 @@ async fn depends_on_and_system_should_be_stored_shown_and_logged() {
 
     let moved = "name: cart-api\nowner: t\ndepends_on: [checkout-api, stock-api]\n";
     apply(&handler, file("cart", 1, "sha2", moved)).await;
-    let history = get(&f.app, "/api/v1/projects/cart-api/history").await.json();
+    let history = get(&f.app, "/api/v1/projects/cart-api/history")
+        .await
+        .json();
     let newest = &history["items"][0];
     assert_eq!(newest["kind"], "changed");
     assert_eq!(

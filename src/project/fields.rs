@@ -25,7 +25,7 @@ pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
 pub(crate) const MAX_TAGS: usize = 20;
 pub(crate) const MAX_LABELS: usize = 50;
 pub(crate) const MAX_LINKS: usize = 20;
-/// The most projects one project may depend on (SPEC §15).
+/// The most projects one project may depend on (docs/contract.md#relations).
 pub const MAX_DEPENDS_ON: usize = 50;
 
 /// The words `lifecycle` takes, in the order people read them.
@@ -169,7 +169,7 @@ pub struct Fields {
     pub links: Vec<Link>,
     #[sqlx(json)]
     pub labels: BTreeMap<String, String>,
-    /// The projects it depends on, by name, resolved when read (SPEC §15).
+    /// The projects it depends on, by name, resolved when read (docs/contract.md#relations).
     pub depends_on: Vec<String>,
     /// The product it is part of: projects sharing a system make one.
     pub system: Option<String>,

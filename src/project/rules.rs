@@ -268,12 +268,12 @@ impl<'t> Walk<'t> {
             return None;
         };
         let before = self.issues.found();
-        self.own_name = map.iter().find_map(|&(key, value)| {
-            match (self.value(key), self.value(value)) {
-                (Value::Text("name"), Value::Text(text)) => Some(text),
-                _ => None,
-            }
-        });
+        self.own_name =
+            map.iter()
+                .find_map(|&(key, value)| match (self.value(key), self.value(value)) {
+                    (Value::Text("name"), Value::Text(text)) => Some(text),
+                    _ => None,
+                });
         let mut name = None;
         let mut seen_name = false;
         let mut values = Map::new();

@@ -142,7 +142,7 @@ impl<'t> Walk<'t> {
                 continue;
             };
             let item_field = format!("{field}[{index}]");
-            if self.own_name.as_deref() == Some(text) {
+            if self.own_name == Some(text) {
                 let message = format!("a project cannot depend on itself (\"{text}\")");
                 self.issue(item, item_field, message);
             } else if let Some(earlier) = first.get(text) {

@@ -1,4 +1,4 @@
-//! The rules of `depends_on` and `system` (SPEC §15): names like a
+//! The rules of `depends_on` and `system` (docs/contract.md#relations): names like a
 //! project's, at most 50 dependencies, each once, none the project itself.
 
 use super::{problems, valid};
