@@ -36,7 +36,7 @@ const SECRET: &str = "bench-secret";
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
-    if !std::env::args().any(|a| a == "--bench") {
+    if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");
         return Ok(());
     }

@@ -31,8 +31,8 @@ use fake_github::{routes, FakeGithub};
 use prometheus_client::registry::Registry;
 use roster::checks::{ChecksMode, ChecksWorker};
 use roster::controller::{Handler, Storage};
-use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource};
+use roster::intake::{self, WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 use roster::source::RepoId;
 use secrecy::SecretString;
@@ -47,7 +47,7 @@ const WINDOW: Duration = Duration::from_secs(180);
 type Failed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Failed> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -136,11 +136,11 @@ async fn run(pulls: i64, bounded: bool) -> Result<(), Failed> {
             base: "main",
         };
         let body = pull_requests::pull_request("opened", &pr);
-        let request = Request::post(webhook::PATH)
+        let request = Request::post(intake::PATH)
             .header("content-type", "application/json")
             .header("x-github-event", "pull_request")
             .header("x-github-delivery", format!("flood-{k}"))
-            .header("x-hub-signature-256", webhook::sign(SECRET, &body))
+            .header("x-hub-signature-256", intake::sign(SECRET, &body))
             .body(Body::from(body))?;
         let answer = roster_testkit::router::send(&hooks, request).await;
         if answer.status != 202 {

@@ -5,7 +5,10 @@
 //!
 //! Run with `cargo bench --bench dashboard_render`; needs the server of
 //! `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
+//! Without `--bench`, or with `ROSTER_BENCH_SMOKE=1`, a smoke run seeds
+//! 200 repositories.
 
+use roster_testkit::bench_mode;
 use roster_testkit::registry::queue;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,32 +26,33 @@ use roster_testkit::seed::Seed;
 use sqlx::PgPool;
 use tower::ServiceExt;
 
-const REPOS: i64 = 10_000;
 const REQUESTS: usize = 50;
 /// Repositories seeded at once.
 const SEEDERS: usize = 8;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let repos: i64 = if bench_mode::full() { 10_000 } else { 200 };
+    bench_mode::announce("dashboard_render");
     let (pool, url) = fresh_database()
         .await
         .context("creating a fresh database")?;
     let started = Instant::now();
-    seed(&pool).await?;
+    seed(&pool, repos).await?;
     println!(
-        "dashboard render: {REPOS} repositories, {REPOS} entries (seeded in {:.1} s), database {url}",
+        "dashboard render: {repos} repositories, {repos} entries (seeded in {:.1} s), database {url}",
         started.elapsed().as_secs_f64()
     );
     let app = app(pool);
     println!("  {REQUESTS} requests each, median server time, page weight:");
     for uri in [
-        "/",
-        "/projects",
-        "/?status=error",
-        "/?q=repo-09",
-        "/repos/acme/repo-05000",
+        "/".to_owned(),
+        "/projects".to_owned(),
+        "/?status=error".to_owned(),
+        "/?q=repo-09".to_owned(),
+        format!("/repos/acme/repo-{:05}", repos / 2),
     ] {
-        let (median, bytes) = measure(&app, uri).await?;
+        let (median, bytes) = measure(&app, &uri).await?;
         println!(
             "  {uri:<24} {:>8.2} ms {:>10} bytes",
             median.as_secs_f64() * 1000.0,
@@ -61,9 +65,9 @@ async fn main() -> anyhow::Result<()> {
 /// One entry per repository; every 20th repository in `error`, every 50th
 /// `invalid`, the rest `synced`, so the overview shows all three. Each is
 /// reconciled as a server would, [`SEEDERS`] at a time.
-async fn seed(pool: &PgPool) -> anyhow::Result<()> {
+async fn seed(pool: &PgPool, repos: i64) -> anyhow::Result<()> {
     let seed = Seed::new(pool);
-    stream::iter(1..=REPOS)
+    stream::iter(1..=repos)
         .for_each_concurrent(SEEDERS, |n| seed_repo(&seed, n))
         .await;
     sqlx::query("analyze").execute(pool).await?;

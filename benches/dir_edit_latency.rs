@@ -11,7 +11,7 @@ use roster_testkit::server::{eventually, Roster};
 async fn main() {
     // `cargo bench` passes `--bench`; under `cargo test` this is a quick
     // smoke run that only shows the benchmark still works.
-    let rounds = if std::env::args().any(|a| a == "--bench") {
+    let rounds = if roster_testkit::bench_mode::full() {
         20
     } else {
         2

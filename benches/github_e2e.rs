@@ -19,9 +19,10 @@
 //! `cargo bench --bench github_e2e` runs the full size; without `--bench`
 //! (as `cargo test --benches` runs it) a small smoke run keeps the suite fast.
 
+use roster_testkit::bench_mode;
 use roster_testkit::fake_github;
 use roster_testkit::github_app;
-use roster_testkit::github_counts::settle;
+use roster_testkit::github_counts::{settle, verdict};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -62,7 +63,7 @@ const SMOKE: Size = Size {
 type Failed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Failed> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -169,8 +170,9 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
 
     println!("(a) full sync");
     println!(
-        "  wall time, start to no repository pending: {:.2} s (target <= 15 s) {}",
+        "  wall time, start to no repository pending: {:.2} s{} {}",
         sync.as_secs_f64(),
+        bench_mode::target("<= 15 s"),
         verdict(sync <= Duration::from_secs(15))
     );
     println!(
@@ -187,7 +189,8 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
         );
     }
     println!(
-        "  GitHub requests: {requests} (target <= 104, no regression) {}",
+        "  GitHub requests: {requests}{} {}",
+        bench_mode::target("<= 104, no regression"),
         verdict(requests <= 104)
     );
     println!(
@@ -229,13 +232,15 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
         size.per_second
     );
     println!(
-        "  p50 {:.0} ms (target <= 80 ms) {}",
+        "  p50 {:.0} ms{} {}",
         ms(p50),
+        bench_mode::target("<= 80 ms"),
         verdict(p50 <= Duration::from_millis(80))
     );
     println!(
-        "  p99 {:.0} ms (target < 400 ms) {}",
+        "  p99 {:.0} ms{} {}",
         ms(p99),
+        bench_mode::target("< 400 ms"),
         verdict(p99 < Duration::from_millis(400))
     );
     println!("  max {:.0} ms", ms(max));
@@ -261,14 +266,6 @@ fn peak_memory_mib(pid: u32) -> f64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn verdict(met: bool) -> &'static str {
-    if met {
-        "[met]"
-    } else {
-        "[MISSED]"
-    }
 }
 
 fn ms(d: Duration) -> f64 {

@@ -95,7 +95,7 @@ impl Layout {
 type Failed = Box<dyn std::error::Error>;
 
 fn main() -> Result<(), Failed> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -205,7 +205,7 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
         fake.token_creations()
     );
     match (layout, one) {
-        (Layout::Services, Some(one)) => println!(
+        (Layout::Services, Some(one)) if roster_testkit::bench_mode::full() => println!(
             "    targets: <= {} requests (2 x one file) {}, <= 210 {}, <= 20 s {}",
             2 * one,
             verdict(used <= 2 * one),

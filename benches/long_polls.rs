@@ -33,7 +33,7 @@ const IDLE_WINDOW: Duration = Duration::from_secs(10);
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> Result<()> {
-    if !std::env::args().any(|a| a == "--bench") {
+    if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");
         return Ok(());
     }

@@ -24,6 +24,7 @@
 //! `cargo bench --bench monorepo_push`; without `--bench` (as
 //! `cargo test --benches` runs it) a small smoke run keeps the suite fast.
 
+use roster_testkit::bench_mode;
 use roster_testkit::fake_github;
 use roster_testkit::github_app;
 
@@ -84,7 +85,7 @@ struct Round {
 }
 
 fn main() -> Result<(), Failed> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let (repos, pushes) = if full { (20, 40) } else { (3, 3) };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -103,8 +104,9 @@ fn main() -> Result<(), Failed> {
         let p50 = |r: &Round| percentile(&r.latencies, 0.50);
         let ratio = ms(p50(&several)) / ms(p50(&single)).max(0.001);
         println!(
-            "several / single p50: {ratio:.2}x (target <= 1.2x) {}",
-            if ratio <= 1.2 { "met" } else { "MISSED" }
+            "several / single p50: {ratio:.2}x{} {}",
+            bench_mode::target("<= 1.2x"),
+            bench_mode::verdict(ratio <= 1.2)
         );
         let any_ratio = ms(p50(&any_depth)) / ms(p50(&single)).max(0.001);
         println!("**/project.yaml / single p50: {any_ratio:.2}x");

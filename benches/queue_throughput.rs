@@ -34,7 +34,7 @@ const CLAIM_BATCH: usize = 100;
 async fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench`; `cargo test --all-targets` runs this
     // binary without it, and the figures only mean something in release.
-    if !std::env::args().any(|a| a == "--bench") {
+    if !roster_testkit::bench_mode::full() {
         println!("skipped: run with `cargo bench`");
         return Ok(());
     }

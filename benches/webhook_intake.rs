@@ -14,8 +14,8 @@ use axum::body::Body;
 use axum::http::Request;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use roster::github::webhook::signature::sign;
-use roster::github::webhook::{WebhookLimits, WebhookState};
+use roster::intake::signature::sign;
+use roster::intake::{WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 use roster::web::router::webhook as router;
 
@@ -24,7 +24,7 @@ const SECRET: &str = "bench-secret";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let full = std::env::args().any(|a| a == "--bench");
+    let full = roster_testkit::bench_mode::full();
     let run_for = if full {
         Duration::from_secs(10)
     } else {

@@ -3,7 +3,7 @@
 //! [`crate::shutdown::STOP_DEADLINE`]). What every source shares is built in
 //! `app/shared.rs`, each source's own parts in `app/source.rs`.
 
-mod history;
+mod change_log_tasks;
 mod setup_mode;
 mod shared;
 mod source;
@@ -37,6 +37,10 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let (stop, signal) = shutdown::channel();
     stop.on_signal(&signal);
     let shared = Shared::new(&settings, pool, signal);
+    let key = match &settings.source {
+        SourceSetting::Github => setup_mode::key_for(&settings)?,
+        SourceSetting::Dir(_) => None,
+    };
     let listener = listen(settings.listen).await?;
     match &settings.source {
         SourceSetting::Dir(path) => {
@@ -47,7 +51,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             // The App from the environment, else the one stored by setup,
             // else setup mode until one is stored.
             let found =
-                setup_mode::app_or_setup(&settings, &shared.pool, listener, &shared.shutdown)
+                setup_mode::app_or_setup(&settings, &shared.pool, key, listener, &shared.shutdown)
                     .await?;
             let Some((app, listener)) = found else {
                 stop.join().await;
@@ -103,7 +107,7 @@ where
         mut registry,
         config,
     } = parts;
-    let history = history::start(&pool, settings, &mut registry, &signal).await?;
+    let history = change_log_tasks::start(&pool, settings, &mut registry, &signal).await?;
     let guard = DeletionGuard::new(settings.max_removals, settings.resync_interval);
     let handler = RegistryHandler::new(pool.clone(), queue.clone(), settings.project_file())
         .with_project_files(&settings.project_files)

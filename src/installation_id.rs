@@ -9,7 +9,18 @@ use serde::{Deserialize, Serialize};
 /// A GitHub App installation's numeric id: the repositories it sees form
 /// one partition.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, sqlx::Type,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    sqlx::Type,
+    utoipa::ToSchema,
 )]
 #[sqlx(transparent)]
 #[serde(transparent)]

@@ -2,7 +2,7 @@
 //! `project.yaml` files in its repositories.
 
 pub mod app;
-pub mod check;
+pub mod check_command;
 pub mod checks;
 pub mod config;
 pub mod controller;
@@ -10,6 +10,7 @@ pub mod db;
 pub mod directory;
 pub mod github;
 pub mod installation_id;
+pub mod intake;
 pub mod logging;
 pub mod memory;
 pub mod metrics;

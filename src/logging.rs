@@ -1,9 +1,13 @@
 //! Log output: `tracing` events to stderr, as text for people or JSON for
-//! log collectors (`ROSTER_LOG_FORMAT`). `RUST_LOG` picks what is shown.
+//! log collectors (`ROSTER_LOG_FORMAT`). `RUST_LOG` picks what is shown:
+//! a level, and levels per target (`info,sqlx=warn`). Those are read with
+//! `Targets`, not `EnvFilter`, whose span and field filters no one here
+//! uses and whose regular expressions cost every build a regex engine.
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
 
 use crate::config::LogFormat;
 
@@ -27,19 +31,27 @@ pub fn directives(rust_log: Option<&str>) -> String {
     }
 }
 
+/// The filter `RUST_LOG` asks for; the default when it cannot be read.
+pub fn filter(rust_log: Option<&str>) -> Targets {
+    directives(rust_log)
+        .parse()
+        .unwrap_or_else(|_| DEFAULT_FILTER.parse().unwrap_or_default())
+}
+
 /// Installs the global subscriber; a second call is ignored (tests may
 /// start several servers in one process).
 pub fn init(format: LogFormat) {
     let wanted = std::env::var("RUST_LOG").ok();
-    let filter = EnvFilter::try_new(directives(wanted.as_deref()))
-        .unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = filter(wanted.as_deref());
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(tracing::Level::TRACE)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     let result = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => tracing::subscriber::set_global_default(builder.finish().with(filter)),
+        LogFormat::Json => tracing::subscriber::set_global_default(
+            builder.json().flatten_event(true).finish().with(filter),
+        ),
     };
     // Already installed: keep the first one.
     drop(result);
@@ -55,7 +67,21 @@ mod tests {
         assert_eq!(directives(Some("  ")), DEFAULT_FILTER);
         assert_eq!(directives(Some("debug")), "debug,octocrab=info");
         assert_eq!(directives(Some("octocrab=trace")), "octocrab=trace");
-        let filter = EnvFilter::try_new(directives(Some("debug"))).expect("valid filter");
-        assert!(filter.to_string().contains("octocrab=info"), "{filter}");
+        let filter = filter(Some("debug"));
+        assert!(filter.would_enable("roster::app", &tracing::Level::DEBUG));
+        assert!(!filter.would_enable("octocrab::service", &tracing::Level::DEBUG));
+        assert!(filter.would_enable("octocrab::service", &tracing::Level::INFO));
+    }
+
+    #[test]
+    fn rust_log_should_pick_levels_per_target_and_fall_back_on_nonsense() {
+        let quiet = filter(None);
+        assert!(quiet.would_enable("roster", &tracing::Level::INFO));
+        assert!(!quiet.would_enable("roster", &tracing::Level::DEBUG));
+        assert!(!quiet.would_enable("sqlx::query", &tracing::Level::INFO));
+        assert!(quiet.would_enable("sqlx::query", &tracing::Level::WARN));
+        let nonsense = filter(Some("roster=loud"));
+        assert!(nonsense.would_enable("roster", &tracing::Level::INFO));
+        assert!(!nonsense.would_enable("roster", &tracing::Level::DEBUG));
     }
 }

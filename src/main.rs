@@ -86,7 +86,7 @@ fn main() -> ExitCode {
             owners,
         } => {
             let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
-            let rules = match teams.map(|t| roster::check::OwnerRules::read(&t, owners)) {
+            let rules = match teams.map(|t| roster::check_command::OwnerRules::read(&t, owners)) {
                 Some(Err(message)) => {
                     eprintln!("error: {message}");
                     return ExitCode::from(2);
@@ -94,7 +94,8 @@ fn main() -> ExitCode {
                 Some(Ok(rules)) => Some(rules),
                 None => None,
             };
-            let code = roster::check::run_checked(&files, rules.as_ref(), &mut std::io::stdout());
+            let code =
+                roster::check_command::run_checked(&files, rules.as_ref(), &mut std::io::stdout());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         Command::Schema => {

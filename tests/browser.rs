@@ -11,7 +11,7 @@ use crate::support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::intake::deliveries::{record, NewDelivery};
 use sqlx::PgPool;
 use support::router::{self, Options};
 use support::seed::{event, Seed};

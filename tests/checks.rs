@@ -16,9 +16,9 @@ use prometheus_client::registry::Registry;
 use roster::checks::{ChecksMode, ChecksWorker};
 use roster::controller::{Handler, Storage};
 use roster::db::queue::PgQueue;
-use roster::github::webhook::free_push::FreePushes;
-use roster::github::webhook::{self, WebhookLimits, WebhookState};
 use roster::github::{GithubOptions, GithubSource, GithubStorage};
+use roster::intake::free_push::FreePushes;
+use roster::intake::{self, WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 use roster::project::fields::file_keys;
 use roster::registry::RegistryHandler;
@@ -110,8 +110,8 @@ impl Env {
     }
 
     pub(crate) async fn deliver(&self, event: &str, body: Vec<u8>) {
-        let signature = roster::github::webhook::sign(SECRET, &body);
-        let request = Request::post(webhook::PATH)
+        let signature = roster::intake::sign(SECRET, &body);
+        let request = Request::post(intake::PATH)
             .header("content-type", "application/json")
             .header("x-github-event", event)
             .header("x-github-delivery", format!("d-{:016x}", fastrand::u64(..)))

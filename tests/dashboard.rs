@@ -15,7 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use roster::controller::WorkQueue;
-use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::intake::deliveries::{record, NewDelivery};
 use roster::project::{Fields, Project, ProjectName};
 use roster::registry::testing::PastEvent;
 use roster::source::RepoId;
@@ -886,4 +886,28 @@ async fn dashboard_should_be_read_only_without_a_configured_token() {
     let resync = post_form(&f.app, "/resync", "csrf=x", None, Some(ORIGIN)).await;
     assert_eq!(resync.status, StatusCode::UNAUTHORIZED);
     assert!(!listing_requested(&f.pool).await);
+}
+
+#[tokio::test]
+async fn an_invalid_files_problems_should_show_once_not_again_in_the_timeline() {
+    let f = fixture().await;
+    seed(&f.pool).await;
+    let page = get(&f.app, "/repos/acme/web").await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    assert_eq!(
+        body.matches("project.yaml:9:3: tags[0]: not a name")
+            .count(),
+        1,
+        "the second problem shows once, in the error block: {body}"
+    );
+    let timeline = body
+        .split("<ol class=\"timeline\">")
+        .nth(1)
+        .and_then(|t| t.split("</ol>").next())
+        .unwrap_or_default();
+    assert!(
+        timeline.contains("project.yaml:4:8: owner: must not be empty (and 1 more, in full above)"),
+        "{timeline}"
+    );
 }

@@ -85,6 +85,16 @@ async fn bad_files_among_several_should_turn_the_repository_invalid_and_keep_its
             serde_json::json!([format!("{name}-a"), format!("{name}-b")])
         );
     }
+    // Its page names the files it read, not the patterns looked for.
+    let page = get(&roster.url("/repos/local/linked"))
+        .await
+        .expect("page")
+        .body;
+    assert!(
+        page.contains("Project files read</dt><dd><code>services/a/project.yaml</code>, <code>services/b/project.yaml</code></dd>"),
+        "{page}"
+    );
+    assert!(!page.contains(PATTERNS), "{page}");
 
     // A link among the matching paths (to a file outside the folder), and
     // a folder where a project file would be.

@@ -17,8 +17,9 @@ use roster::controller::Lister;
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
 use roster::directory::{resolve, Directory, DirectoryDb, Resolution};
-use roster::github::webhook::{event, intake};
 use roster::github::GithubSource;
+use roster::intake::event;
+use roster::intake::write::Intake;
 use roster::metrics::Metrics;
 use sqlx::PgPool;
 
@@ -63,7 +64,7 @@ impl Env {
     }
 
     /// Writes a delivery as the webhook route does; its outcome.
-    async fn deliver(&self, name: &str, body: &[u8]) -> intake::Intake {
+    async fn deliver(&self, name: &str, body: &[u8]) -> Intake {
         support::intake::deliver(&self.pool, &self.queue, name, body).await
     }
 

@@ -11,8 +11,8 @@ use std::cell::Cell;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use roster::github::webhook::event::{self, WebhookEvent};
-use roster::github::webhook::signature::{sign, verify, SignatureError};
+use roster::intake::event::{self, WebhookEvent};
+use roster::intake::signature::{sign, verify, SignatureError};
 use roster::project::{self, Problems, MAX_FILE_BYTES};
 use secrecy::SecretString;
 
@@ -188,7 +188,7 @@ fn a_one_gibibyte_file_should_be_refused_by_check_without_reading_it() {
         .unwrap();
     let cost = measure(|| {
         let mut out = Vec::new();
-        let code = roster::check::run(&path, &mut out);
+        let code = roster::check_command::run(&path, &mut out);
         (code, String::from_utf8_lossy(&out).into_owned())
     });
     assert_cheap("1 GiB file", 1 << 30, &cost);
@@ -208,7 +208,7 @@ fn an_endless_file_that_claims_no_size_should_be_read_only_to_the_limit() {
     }
     let cost = measure(|| {
         let mut out = Vec::new();
-        let code = roster::check::run(&path, &mut out);
+        let code = roster::check_command::run(&path, &mut out);
         (code, String::from_utf8_lossy(&out).into_owned())
     });
     assert_cheap("endless file", MAX_FILE_BYTES + 1, &cost);
@@ -467,7 +467,7 @@ fn route_seed(bytes: &[u8], secret: &str) -> (axum::http::HeaderMap, Vec<u8>) {
 
 #[test]
 fn the_webhook_route_seeds_should_reach_every_answer_of_the_route() {
-    use roster::github::webhook::gate::{after_body, before_body};
+    use roster::intake::gate::{after_body, before_body};
     let secret = "fuzz secret";
     let key = secrecy::SecretString::from(secret);
     let mut answers = std::collections::BTreeMap::new();

@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::controller::{ControllerMetrics, ListingSchedule, WorkQueue};
-use roster::github::webhook::deliveries::{record, NewDelivery};
+use roster::intake::deliveries::{record, NewDelivery};
 use roster::project::{Fields, Project, ProjectName};
 use roster::source::RepoId;
 use serde_json::{json, Value};
@@ -75,7 +75,7 @@ fn names(list: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-const REPO_KEYS: [&str; 9] = [
+const REPO_KEYS: [&str; 10] = [
     "id",
     "full_name",
     "status",
@@ -84,6 +84,7 @@ const REPO_KEYS: [&str; 9] = [
     "error",
     "attempts",
     "projects",
+    "warnings",
     "hold",
 ];
 

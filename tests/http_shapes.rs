@@ -6,7 +6,7 @@
 //! - `src/registry/` does not name `axum`;
 //! - a type of `src/registry/` that derives `Serialize` is a stored form
 //!   (its JSON is written to the database), one of [`STORED_FORMS`];
-//! - the delivery log's owner (`src/github/webhook/deliveries.rs`) does not
+//! - the delivery log's owner (`src/intake/deliveries.rs`) does not
 //!   import the registry.
 
 use std::fs;
@@ -140,7 +140,7 @@ fn the_registry_should_not_speak_http() {
     );
     let deliveries = sources
         .iter()
-        .find(|(path, _)| path.ends_with("github/webhook/deliveries.rs"))
+        .find(|(path, _)| path.ends_with("intake/deliveries.rs"))
         .map(|(_, code)| code.as_str())
         .unwrap_or_default();
     assert!(!deliveries.is_empty());

@@ -1,6 +1,6 @@
 //! The modules of `src/` import each other without cycles: neither the
 //! top-level modules (`registry`, `github`, `web`, …) nor the files of one
-//! module group (`registry/*`, `github/webhook/*`, …). A cycle makes two
+//! module group (`registry/*`, `intake/*`, …). A cycle makes two
 //! modules one in all but name: neither can be understood, changed or
 //! tested without the other.
 //!

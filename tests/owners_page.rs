@@ -9,6 +9,8 @@ use crate::support;
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
+use roster::controller::Handler;
+use roster::source::{FileState, Observed, RepoId};
 use support::http::Answer;
 use support::router::send;
 use support::seed::Seed;
@@ -117,4 +119,70 @@ async fn an_organisation_whose_teams_github_refuses_should_say_owners_are_unchec
     assert!(page.body.contains("members: read"));
     // Nothing is dangling while owners are not checked.
     assert!(!page.body.contains("Owners that name nobody current"));
+}
+
+#[tokio::test]
+async fn a_repository_whose_owner_is_flagged_should_say_so_on_the_overview_and_in_the_api() {
+    let f = fixture().await;
+    // Reconciled with owners checked, as `serve` does under `warn`: `pay`
+    // is a renamed team, `nobody` nobody; a team is fine.
+    let handler = support::registry::handler(&f.pool, support::registry::queue(&f.pool))
+        .with_owners(roster::directory::OwnersMode::Warn);
+    for (id, name, owner) in [(11, "f", "nobody"), (12, "g", "platform"), (13, "h", "pay")] {
+        let repo = support::registry::installed_repo("acme", name, 5);
+        roster::registry::ensure_known(&f.pool, &[(RepoId(id), repo.clone())])
+            .await
+            .expect("known");
+        let file = FileState::Found {
+            sha: "def".into(),
+            bytes: format!("name: {name}\nowner: \"{owner}\"\n").into_bytes(),
+        };
+        let outcome = handler
+            .apply(&RepoId(id), Ok(Observed::Present { repo, file }))
+            .await
+            .expect("applied");
+        assert_eq!(outcome, "synced");
+    }
+    let list = get_as(&f.app, "/api/v1/repos?q=acme/", None).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    let list: serde_json::Value = serde_json::from_str(&list.body).expect("JSON");
+    let warnings: Vec<(String, i64)> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|r| {
+            ["acme/f", "acme/g", "acme/h"].contains(&r["full_name"].as_str().unwrap_or_default())
+        })
+        .map(|r| {
+            (
+                r["full_name"].as_str().unwrap_or_default().to_owned(),
+                r["warnings"].as_i64().expect("warnings is a number"),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, i64)> = [("acme/f", 1), ("acme/g", 0), ("acme/h", 1)]
+        .map(|(n, w)| (n.to_owned(), w))
+        .into();
+    assert_eq!(warnings, expected);
+    let detail = get_as(&f.app, "/api/v1/repos/acme/f", None).await;
+    let detail: serde_json::Value = serde_json::from_str(&detail.body).expect("JSON");
+    assert_eq!(detail["status"], "synced");
+    assert_eq!(detail["warnings"], 1);
+
+    let overview = get_as(&f.app, "/", None).await;
+    assert_eq!(overview.status, StatusCode::OK);
+    let body = &overview.body;
+    let row = |name: &str| {
+        let start = at(body, &format!(">acme/{name}</a>"));
+        let row_start = body[..start].rfind("<tr>").unwrap_or(0);
+        let row_end = start + body[start..].find("</tr>").unwrap_or(0);
+        body[row_start..row_end].to_owned()
+    };
+    assert!(row("f").contains("1 owner to fix"), "{}", row("f"));
+    assert!(
+        row("f").contains("href=\"/repos/acme/f#entries\""),
+        "{}",
+        row("f")
+    );
+    assert!(!row("g").contains("to fix"), "{}", row("g"));
 }

@@ -16,13 +16,13 @@ use fake_github::hook_deliveries::HookDelivery;
 use fake_github::{routes, FakeGithub, Fault, FaultKind};
 use prometheus_client::registry::Registry;
 use roster::db::testing::fresh_database;
-use roster::github::redelivery::{
+use roster::github::GithubSource;
+use roster::intake::deliveries::{record, NewDelivery};
+use roster::intake::redelivery::{
     recover_missed, run_redelivery_loop, take_turn, RedeliveryError, OUTCOME_REQUESTED, WINDOW,
 };
-use roster::github::webhook::deliveries::{record, NewDelivery};
-use roster::github::webhook::retention::{prune, Retention, DEFAULT_RETENTION};
-use roster::github::webhook::{list_deliveries, DeliveryRecord, WebhookLimits, WebhookState};
-use roster::github::GithubSource;
+use roster::intake::retention::{prune, Retention, DEFAULT_RETENTION};
+use roster::intake::{list_deliveries, DeliveryRecord, WebhookLimits, WebhookState};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
 use roster::source::RepoId;

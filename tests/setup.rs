@@ -145,6 +145,22 @@ async fn setup_mode_should_answer_the_probes_and_open_only_with_its_token() {
         get(&roster.url("/")).await.expect("root").status,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    // The API too, with its usual JSON error.
+    let api = get(&roster.url("/api/v1/repos")).await.expect("api");
+    assert_eq!(api.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        api.header(header::CONTENT_TYPE)
+            .starts_with("application/json"),
+        "{:?}",
+        api.header(header::CONTENT_TYPE)
+    );
+    let error: Value = serde_json::from_str(&api.body).expect("a JSON answer");
+    assert!(
+        error["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no GitHub App yet")),
+        "{error}"
+    );
     assert_eq!(stored_apps(&pool).await, 0);
 }
 
@@ -293,8 +309,7 @@ async fn after_a_restart_the_stored_app_should_be_used_and_the_environment_shoul
         get(&roster.url("/setup")).await.expect("setup").status,
         StatusCode::NOT_FOUND
     );
-    let signed =
-        |secret: &str| roster::github::webhook::sign(secret, b"{\"zen\":\"hi\",\"hook_id\":1}");
+    let signed = |secret: &str| roster::intake::sign(secret, b"{\"zen\":\"hi\",\"hook_id\":1}");
     let ping = |secret: String| {
         let base = roster.base.clone();
         async move {
@@ -472,6 +487,8 @@ async fn setup_mode_on_a_shared_database_should_need_a_key() {
         errors[0].starts_with("error: ROSTER_SECRET_KEY: required in setup mode"),
         "{stderr}"
     );
+    // Checked with the other settings, before the port is bound.
+    assert!(!stderr.contains("listening"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 

@@ -22,12 +22,9 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("listing_schedule", &["db/queue.rs", "db/queue/"]),
     (
         "deliveries",
-        &[
-            "github/webhook/deliveries.rs",
-            "github/webhook/retention.rs",
-        ],
+        &["intake/deliveries.rs", "intake/retention.rs"],
     ),
-    ("redelivery_schedule", &["github/redelivery.rs"]),
+    ("redelivery_schedule", &["intake/redelivery.rs"]),
     ("walked_trees", &["github/walked_trees.rs"]),
     ("revoked_sessions", &["web/revocation.rs"]),
     ("changes", &["registry/changes/"]),

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use crate::support;
 use roster::controller::{Enqueue, Trigger, WorkQueue};
+use roster::db::one_statement;
 use roster::db::queue::{EnqueueRows, PgQueue};
-use roster::db::together;
-use roster::github::touched_push::TouchedPush;
+use roster::source::touched_push::TouchedPush;
 use roster::source::RepoId;
 use sqlx::PgPool;
 
@@ -49,7 +49,7 @@ async fn push(queue: &Queue, push: &TouchedPush) {
     let rows = EnqueueRows::new(vec![Enqueue::because(ID, Trigger::Push)])
         .touched(&BTreeMap::from([(ID, push.encode())]));
     let mut conn = queue.pool.acquire().await.expect("a connection");
-    together::execute_one(&mut *conn, &rows)
+    one_statement::execute_one(&mut *conn, &rows)
         .await
         .expect("the enqueue");
 }

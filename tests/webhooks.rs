@@ -13,7 +13,7 @@ use axum::Router;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use roster::db::testing::fresh_database;
-use roster::github::webhook::{list_deliveries, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES};
+use roster::intake::{list_deliveries, sign, WebhookLimits, WebhookState, MAX_BODY_BYTES};
 use roster::metrics::Metrics;
 use roster::registry::ensure_known;
 use roster::source::{RepoId, RepoInfo};

@@ -10,8 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roster::github::webhook::event::{parse, InstallationAction, RepositoryAction, WebhookEvent};
-use roster::github::webhook::intake::{plan, MAX_NAMED_REPOS};
+use roster::intake::event::{parse, InstallationAction, RepositoryAction, WebhookEvent};
+use roster::intake::write::{plan, MAX_NAMED_REPOS};
 
 fuzz_target!(|data: &[u8]| {
     let (event, body) = match data.iter().position(|&byte| byte == b'\n') {

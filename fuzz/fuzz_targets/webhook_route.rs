@@ -15,11 +15,11 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use libfuzzer_sys::fuzz_target;
-use roster::github::webhook::gate::{
+use roster::intake::gate::{
     after_body, before_body, Refusal, MAX_BODY_BYTES, MAX_HEADER_CHARS,
 };
-use roster::github::webhook::intake::{plan, MAX_NAMED_REPOS};
-use roster::github::webhook::signature::{sign, SIGNATURE_HEADER};
+use roster::intake::write::{plan, MAX_NAMED_REPOS};
+use roster::intake::signature::{sign, SIGNATURE_HEADER};
 use roster::metrics::{webhook_event_label, OTHER_EVENT, WEBHOOK_EVENTS};
 use secrecy::SecretString;
 

@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use roster::github::webhook::signature::{sign, verify, SignatureError};
+use roster::intake::signature::{sign, verify, SignatureError};
 use secrecy::SecretString;
 
 fuzz_target!(|data: &[u8]| {

@@ -23,26 +23,21 @@ const POLL: Duration = Duration::from_secs(3);
 
 /// The App to run with and the listener, or `None` when asked to stop
 /// during setup mode.
+/// `key` is [`key_for`]'s answer, found before the port was bound.
 pub(super) async fn app_or_setup(
     settings: &Settings,
     pool: &PgPool,
+    key: Option<SecretKey>,
     listener: TcpListener,
     shutdown: &Shutdown,
 ) -> Result<Option<(GithubAppSettings, TcpListener)>, ConfigError> {
     if let Some(app) = &settings.github {
         return Ok(Some((app.clone(), listener)));
     }
-    let key = secret_key(settings)?;
     if let Some(app) = stored(settings, pool, key.as_ref()).await? {
         return Ok(Some((app, listener)));
     }
-    let key = key.ok_or_else(|| {
-        ConfigError::new(
-            "ROSTER_SECRET_KEY",
-            "required in setup mode when DATABASE_URL is set, so every replica can read \
-             the App setup stores (64 hex characters: `openssl rand -hex 32`)",
-        )
-    })?;
+    let key = key.ok_or_else(key_required)?;
     let Some(listener) = serve_setup(settings, pool, &key, listener, shutdown).await? else {
         return Ok(None);
     };
@@ -53,6 +48,27 @@ pub(super) async fn app_or_setup(
             "setup ended without an App",
         )),
     }
+}
+
+/// The key the App stored by setup is encrypted with, when no App comes
+/// from the environment: checked with the other settings, before the port
+/// is bound and `listening` logged (docs/operations.md: a wrong setting
+/// stops `serve` at start). Without an App and without a key on a shared
+/// database, neither setup mode nor a stored App can run.
+pub(super) fn key_for(settings: &Settings) -> Result<Option<SecretKey>, ConfigError> {
+    if settings.github.is_some() {
+        return Ok(None);
+    }
+    secret_key(settings)?.map(Some).ok_or_else(key_required)
+}
+
+fn key_required() -> ConfigError {
+    ConfigError::new(
+        "ROSTER_SECRET_KEY",
+        "required in setup mode (no GITHUB_APP_ID) when DATABASE_URL is set: the App \
+         setup stores is encrypted with it, and every replica reads it back with it \
+         (64 hex characters: `openssl rand -hex 32`)",
+    )
 }
 
 /// `ROSTER_SECRET_KEY`, else (with the private database) the key file

@@ -9,10 +9,11 @@ use axum::Router;
 use super::shared::Shared;
 use crate::checks::ChecksWorker;
 use crate::config::{ConfigError, Settings};
-use crate::github::webhook::free_push::FreePushes;
-use crate::github::webhook::retention::{self, Retention};
-use crate::github::webhook::{WebhookLimits, WebhookState};
-use crate::github::{redelivery, GithubLister, GithubSource, GithubStorage};
+use crate::github::{GithubLister, GithubSource, GithubStorage};
+use crate::intake::free_push::FreePushes;
+use crate::intake::redelivery;
+use crate::intake::retention::{self, Retention};
+use crate::intake::{WebhookLimits, WebhookState};
 use crate::source::dir::{DirLister, DirSource, DirStorage};
 
 /// A source, wired: what the controller and the server need from it.

@@ -15,8 +15,8 @@ use clap::Args;
 use secrecy::SecretString;
 use url::Url;
 
+mod change_log;
 mod github_app;
-mod history;
 mod parse;
 mod setup;
 #[cfg(test)]
@@ -25,12 +25,12 @@ mod tests;
 use crate::controller::{
     DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
 };
-use crate::github::webhook::admission::DEFAULT_CONCURRENCY;
-use crate::github::webhook::retention::DEFAULT_RETENTION;
+use crate::intake::admission::DEFAULT_CONCURRENCY;
+use crate::intake::retention::DEFAULT_RETENTION;
 pub use crate::project::ProjectFiles;
 pub use crate::registry::MaxRemovals;
+pub use change_log::{redact_url, NotifySettings};
 pub use github_app::{derive_graphql_url, GithubAppSettings};
-pub use history::{redact_url, NotifySettings};
 use parse::{
     duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
     parse_log_format, parse_project_files, parse_resync_interval, parse_source, parse_trust_proxy,
@@ -351,9 +351,9 @@ impl ServeArgs {
         };
         let webhook_concurrency = parse_webhook_concurrency(&self.webhook_concurrency)?;
         let delivery_retention = parse_delivery_retention(&self.delivery_retention)?;
-        let history_retention = history::parse_history_retention(&self.history_retention)?;
-        let history_max_bytes = history::parse_history_max_bytes(&self.history_max_bytes)?;
-        let notify = history::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
+        let history_retention = change_log::parse_history_retention(&self.history_retention)?;
+        let history_max_bytes = change_log::parse_history_max_bytes(&self.history_max_bytes)?;
+        let notify = change_log::parse_notify(self.notify_urls.as_deref(), self.notify_secret)?;
         let long_polls = parse::parse_long_polls(&self.long_polls)?;
         let checks = match non_empty(Some(self.checks)) {
             None => crate::checks::ChecksMode::default(),

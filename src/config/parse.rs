@@ -156,7 +156,7 @@ pub(super) fn parse_delivery_retention(raw: &str) -> Result<Duration, ConfigErro
             format!("{raw:?} is not a duration like 7d, 72h or 30d"),
         )
     })?;
-    if retention < crate::github::redelivery::WINDOW {
+    if retention < crate::intake::redelivery::WINDOW {
         return Err(ConfigError::new(
             SETTING,
             "must be at least 3d: the recovery of missed deliveries reads the last 3 days",

@@ -2,11 +2,11 @@
 
 pub mod embedded;
 pub mod fence;
+pub mod one_statement;
 mod page;
 pub mod queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod together;
 
 pub use page::Page;
 

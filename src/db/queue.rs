@@ -28,7 +28,7 @@ use tokio::task::AbortHandle;
 use crate::controller::queue::{
     Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue,
 };
-use crate::db::together;
+use crate::db::one_statement;
 use crate::source::RepoId;
 
 pub use enqueue::{EnqueueRows, SETTLED};
@@ -152,7 +152,7 @@ impl PgQueue {
             return Ok(0);
         }
         let rows = EnqueueRows::new(items);
-        together::execute_one(conn, &rows).await.map_err(db)?;
+        one_statement::execute_one(conn, &rows).await.map_err(db)?;
         Ok(rows.added())
     }
 
@@ -195,7 +195,7 @@ impl PgQueue {
 
     /// Like [`enqueued`](Self::enqueued), after a write whose statement
     /// sent the `NOTIFY` on [`CHANNEL`] itself
-    /// ([`together::execute_and_notify`](crate::db::together::execute_and_notify)):
+    /// ([`one_statement::execute_and_notify`](crate::db::one_statement::execute_and_notify)):
     /// counts `added` and wakes this replica's waiters when the write
     /// `changed` a row (otherwise nothing became claimable).
     pub fn enqueued_and_notified(&self, added: u64, changed: bool) {

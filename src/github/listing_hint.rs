@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::storage::GithubStorage;
-use super::touched_push::TouchedPush;
+use crate::source::touched_push::TouchedPush;
 use crate::source::{Observed, RepoId};
 
 /// What the listing hands a worker: the repository as its page read it,

@@ -25,16 +25,13 @@ mod listing_hint;
 pub mod rate_limit;
 pub mod read_pace;
 pub mod read_query;
-pub mod redelivery;
 mod refusal;
 pub mod settings;
 pub mod source;
 pub mod storage;
-pub mod touched_push;
 pub mod touched_read;
 pub mod tree_walk;
 mod walked_trees;
-pub mod webhook;
 
 pub use auth::Installation;
 pub use error::GithubError;

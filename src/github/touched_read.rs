@@ -16,8 +16,8 @@ use super::file_query::{file_answer, FileQuery};
 use super::graphql::RepoNode;
 use super::read_query::MAX_PER_QUERY;
 use super::storage::{GithubStorage, Recorded};
-use super::touched_push::TouchedPush;
 use crate::controller::Failure;
+use crate::source::touched_push::TouchedPush;
 use crate::source::{
     FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo, TouchedFiles,
 };

@@ -185,7 +185,7 @@ pub async fn release(pool: &PgPool, url: &str, owner: &str) -> Result<(), sqlx::
 }
 
 /// One target as the API and the dashboard show it.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 pub struct TargetStatus {
     /// The URL's scheme, host and port (see [`super::labels`]).
     pub target: String,

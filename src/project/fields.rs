@@ -156,7 +156,9 @@ pub fn resolved_columns() -> String {
 }
 
 /// What a project file declares for one project, beside its name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, utoipa::ToSchema,
+)]
 #[serde(default)]
 pub struct Fields {
     /// Who owns it, as the file says it (a team slug, `@org/slug` or `@login`).
@@ -176,7 +178,7 @@ pub struct Fields {
 }
 
 /// A titled link (runbook, dashboard, docs); `url` is http or https.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Link {
     pub title: String,
     pub url: String,
@@ -184,7 +186,9 @@ pub struct Link {
 
 /// What the owner was found to be in the organisation's directory, stored
 /// beside the file's text (which never changes because of it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow, utoipa::ToSchema,
+)]
 #[serde(default)]
 pub struct ResolvedOwner {
     #[sqlx(try_from = "String")]
@@ -196,7 +200,9 @@ pub struct ResolvedOwner {
 }
 
 /// What an entry's owner names now.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum OwnerStatus {
     /// A current team of the organisation.

@@ -15,8 +15,8 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 use sqlx::Arguments;
 
+use crate::db::one_statement::Part;
 use crate::db::queue::SETTLED;
-use crate::db::together::Part;
 use crate::directory::OwnersMode;
 use crate::source::{RepoId, RepoInfo};
 

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
-use super::decision::{decide, no_file_message};
 use super::default_branch_check as default_branch;
 use super::default_branch_files::preview_files;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
+use super::single_file::{decide, no_file_message};
 use super::{events, holds, touched_files, RegistryError, Status};
 use super::{known, repos, unchanged};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};

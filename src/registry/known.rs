@@ -8,7 +8,7 @@ use sqlx::postgres::PgArguments;
 use sqlx::{Arguments, PgExecutor};
 
 use super::RegistryError;
-use crate::db::together::{self, Part};
+use crate::db::one_statement::{self, Part};
 use crate::source::{RepoId, RepoInfo};
 
 /// Makes every listed repository visible before its first reconcile:
@@ -55,7 +55,7 @@ where
 {
     let rows = KnownRows::new(repos);
     if !rows.is_empty() {
-        together::execute_one(executor, &rows).await?;
+        one_statement::execute_one(executor, &rows).await?;
     }
     Ok(())
 }

@@ -80,6 +80,7 @@ struct RepoRow {
     error: Option<String>,
     attempts: i32,
     projects: Vec<String>,
+    warnings: i64,
     /// The active hold on its removal, if any (all three or none).
     hold_id: Option<i64>,
     hold_since: Option<DateTime<Utc>>,
@@ -97,6 +98,7 @@ impl RepoRow {
             error: self.error,
             attempts: self.attempts,
             projects: self.projects,
+            warnings: self.warnings,
             hold: match (self.hold_id, self.hold_since, self.hold_reason) {
                 (Some(id), Some(since), Some(reason)) => Some(Hold { id, since, reason }),
                 _ => None,
@@ -112,9 +114,15 @@ fn repo_columns(error: &str) -> String {
         "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
          {error} as error, r.attempts,
          array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
+         (select count(*) from entries e where e.repo_id = r.id
+             and e.owner_status in ({FLAGGED_OWNERS})) as warnings,
          h.id as hold_id, h.since as hold_since, h.reason as hold_reason"
     )
 }
+
+/// The owner statuses that flag an entry: an owner that names nobody, a
+/// team by an old slug, a deleted team (what `/owners` lists first).
+const FLAGGED_OWNERS: &str = "'unknown', 'renamed', 'deleted'";
 
 /// What the detail route shows.
 const WHOLE_ERROR: &str = "r.error";
@@ -128,7 +136,7 @@ const HOLD_JOIN: &str = "left join holds h
      on h.id = r.hold_id and h.released_at is null and h.cleared_at is null";
 
 #[derive(sqlx::FromRow)]
-struct EntryRow {
+pub(super) struct EntryRow {
     name: String,
     #[sqlx(flatten)]
     fields: Fields,
@@ -161,7 +169,7 @@ impl From<EntryRow> for Entry {
 
 /// Every column of the entry (the table's fields among them) and its
 /// repository's name.
-const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
+pub(super) const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
      from entries e join repositories r on r.id = e.repo_id";
 
 fn page_size(limit: u32) -> i64 {

@@ -1,7 +1,9 @@
 //! What the dashboard's repository page shows beyond the API's JSON.
 
+use sqlx::types::Json;
 use sqlx::PgPool;
 
+use super::file_blobs::FileBlobs;
 use super::RegistryError;
 use crate::source::RepoId;
 
@@ -21,17 +23,32 @@ pub struct ConflictOwner {
 pub struct RepoSourceInfo {
     pub default_branch: Option<String>,
     pub conflicts: Vec<ConflictOwner>,
+    /// The project files its last reconcile read, by path: those recorded
+    /// for several files, else the files its entries come from. Empty when
+    /// neither says (no file, or one that declared nothing).
+    pub files_read: Vec<String>,
 }
 
 /// Reads [`RepoSourceInfo`] of one repository (empty when it is unknown).
 pub async fn repo_source_info(pool: &PgPool, id: RepoId) -> Result<RepoSourceInfo, RegistryError> {
-    let Some((default_branch, conflicts)): Option<(Option<String>, Vec<String>)> =
-        sqlx::query_as("select default_branch, conflicts from repositories where id = $1")
-            .bind(id)
-            .fetch_optional(pool)
-            .await?
+    type Row = (Option<String>, Vec<String>, Option<Json<FileBlobs>>);
+    let Some((default_branch, conflicts, blobs)): Option<Row> = sqlx::query_as(
+        "select default_branch, conflicts, file_blobs from repositories where id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?
     else {
         return Ok(RepoSourceInfo::default());
+    };
+    let files_read: Vec<String> = match blobs {
+        Some(Json(blobs)) => blobs.into_keys().collect(),
+        None => {
+            sqlx::query_scalar("select distinct path from entries where repo_id = $1 order by path")
+                .bind(id)
+                .fetch_all(pool)
+                .await?
+        }
     };
     let owners: Vec<(String, Option<String>)> = sqlx::query_as(
         "select c.name, r.owner || '/' || r.name
@@ -44,6 +61,7 @@ pub async fn repo_source_info(pool: &PgPool, id: RepoId) -> Result<RepoSourceInf
     .fetch_all(pool)
     .await?;
     Ok(RepoSourceInfo {
+        files_read,
         default_branch,
         conflicts: owners
             .into_iter()

@@ -20,6 +20,10 @@ pub struct Repo {
     pub attempts: i32,
     /// Names of the entries it owns, sorted.
     pub projects: Vec<String>,
+    /// How many of its entries name an owner that is flagged (nobody, a
+    /// renamed or a deleted team): the repository may read `synced` while
+    /// its owners need fixing.
+    pub warnings: i64,
     /// Set while the deletion guard holds its removal (an active hold).
     pub hold: Option<Hold>,
 }

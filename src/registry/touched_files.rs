@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use sqlx::PgConnection;
 
-use super::decided::Decision;
 use super::entries;
 use super::file_blobs::{self, FileBlobs};
 use super::file_set::{self, MAX_REPO_ENTRIES};
+use super::outcome::Decision;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
 use crate::directory::OwnersMode;

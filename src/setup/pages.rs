@@ -16,6 +16,24 @@ pub struct SetupPage {
     pub problem: Option<String>,
 }
 
+impl SetupPage {
+    /// `name: level` of each permission `app.yml` asks for, by name:
+    /// the page says what GitHub will ask the person to grant, read from
+    /// the one file that asks for it, so the two cannot drift.
+    pub fn permissions(&self) -> Vec<String> {
+        super::asked::asked()
+            .0
+            .into_iter()
+            .map(|(name, level)| format!("{name}: {level}"))
+            .collect()
+    }
+
+    /// The events `app.yml` subscribes to, in its order.
+    pub fn events(&self) -> Vec<String> {
+        super::asked::asked().1
+    }
+}
+
 /// The form that takes the manifest to GitHub's new-App page.
 #[derive(Template)]
 #[template(path = "setup_github.html")]
@@ -72,4 +90,41 @@ pub fn problem(status: StatusCode, message: impl Into<String>, hint: &'static st
         hint,
     };
     page(status, &template, "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_setup_page_should_list_every_permission_and_event_app_yml_asks_for() {
+        let manifest: serde_yaml::Value =
+            serde_yaml::from_str(crate::setup::manifest::APP_YML).expect("app.yml parses");
+        let page = SetupPage {
+            token: "t".into(),
+            org: String::new(),
+            public_url: String::new(),
+            problem: None,
+        }
+        .render()
+        .expect("renders");
+        let permissions = manifest["default_permissions"]
+            .as_mapping()
+            .expect("permissions");
+        assert!(permissions.len() >= 5, "{permissions:?}");
+        for (name, level) in permissions {
+            let shown = format!(
+                "<code>{}: {}</code>",
+                name.as_str().unwrap_or_default(),
+                level.as_str().unwrap_or_default()
+            );
+            assert!(page.contains(&shown), "{shown} missing from:\n{page}");
+        }
+        let listed = page.matches("<li><code>").count();
+        assert_eq!(listed, permissions.len(), "{page}");
+        for event in manifest["default_events"].as_sequence().expect("events") {
+            let shown = format!("<code>{}</code>", event.as_str().unwrap_or_default());
+            assert!(page.contains(&shown), "{shown} missing from:\n{page}");
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::{Form, Json};
 use serde::Deserialize;
@@ -58,14 +58,19 @@ pub async fn readyz(State(state): State<SetupState>) -> Response {
     }
 }
 
-/// Any other path: 503, Roster has no App yet.
-pub async fn waiting() -> Response {
-    (
-        StatusCode::SERVICE_UNAVAILABLE,
-        [(header::RETRY_AFTER, "60")],
-        "Roster has no GitHub App yet: open the setup address printed in its log.\n",
-    )
-        .into_response()
+const NO_APP_YET: &str = "Roster has no GitHub App yet: open the setup address printed in its log.";
+
+/// Any other path: 503, Roster has no App yet. Under `/api/`, the API's
+/// usual `{"error": "…"}`, so a script reads it as it reads any other
+/// error; elsewhere a line of text.
+pub async fn waiting(uri: Uri) -> Response {
+    let retry = [(header::RETRY_AFTER, "60")];
+    if uri.path().starts_with("/api/") {
+        let body = Json(serde_json::json!({ "error": NO_APP_YET }));
+        return (StatusCode::SERVICE_UNAVAILABLE, retry, body).into_response();
+    }
+    let body = format!("{NO_APP_YET}\n");
+    (StatusCode::SERVICE_UNAVAILABLE, retry, body).into_response()
 }
 
 /// 404 once an App is stored; a 503 page when the database cannot say.

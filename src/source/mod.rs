@@ -4,6 +4,7 @@
 
 pub mod dir;
 mod partition;
+pub mod touched_push;
 
 pub use crate::installation_id::InstallationId;
 pub use partition::{Partition, UnknownPartition};
@@ -14,7 +15,18 @@ use serde::{Deserialize, Serialize};
 
 /// GitHub's numeric repository id: stable across renames and transfers.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, sqlx::Type,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    sqlx::Type,
+    utoipa::ToSchema,
 )]
 #[sqlx(transparent)]
 #[serde(transparent)]

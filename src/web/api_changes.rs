@@ -11,15 +11,15 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
-use super::json::{shown_changes, FeedJson};
+use super::json::{shown_changes, ChangeJson, FeedJson, PageJson};
 use super::long_polls::LongPolls;
 use super::state::AppState;
+use crate::notify::outbox::TargetStatus;
 use crate::registry::changes::{self, ChangeWaker, Feed, FeedError};
 use crate::shutdown::Shutdown;
 
@@ -43,10 +43,14 @@ pub struct ChangesState {
 }
 
 /// `?after=&limit=&wait=`, taken as text and checked here.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FeedParams {
+    /// The changes after this `seq` (default 0, the oldest kept).
     pub after: Option<String>,
+    /// At most this many changes (default 100).
     pub limit: Option<String>,
+    /// Hold the answer up to this long (like `30s`, at most 60 s) until a change commits.
     pub wait: Option<String>,
 }
 
@@ -102,6 +106,11 @@ impl FeedParams {
 
 /// `GET /api/v1/changes`: the changes after `after`, oldest first; with
 /// `wait`, held until one commits or the wait ends.
+#[utoipa::path(get, path = "/api/v1/changes", operation_id = "list_changes",
+    tag = "changes", params(FeedParams),
+    responses((status = 200, description = "The changes after `after`, oldest first", body = FeedJson),
+              (status = 400, description = "A bad parameter", body = ErrorJson),
+              (status = 410, description = "Changes after `after` are no longer kept", body = GoneJson)))]
 pub async fn feed(
     State(state): State<ChangesState>,
     params: Result<ApiQuery<FeedParams>, ApiError>,
@@ -119,17 +128,25 @@ pub async fn feed(
         }
         Err(FeedError::Gone { after, oldest }) => (
             StatusCode::GONE,
-            Json(json!({
-                "error": format!(
+            Json(GoneJson {
+                error: format!(
                     "changes after {after} are no longer kept; read the registry afresh \
-                     and continue after {}", oldest - 1
+                     and continue after {}",
+                    oldest - 1
                 ),
-                "oldest_seq": oldest,
-            })),
+                oldest_seq: oldest,
+            }),
         )
             .into_response(),
         Err(FeedError::Registry(error)) => ApiError::from(error).into_response(),
     }
+}
+
+/// The 410 of a reader behind the log: what to do, and the oldest `seq` kept.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct GoneJson {
+    pub error: String,
+    pub oldest_seq: i64,
 }
 
 /// Reads; when nothing is new, waits for a change after `after` to commit
@@ -168,20 +185,29 @@ async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, F
 }
 
 /// `?before=&limit=` of an entry's history.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct HistoryParams {
+    /// The changes before this `seq` (the previous page's `next_cursor`).
     pub before: Option<String>,
+    /// At most this many changes (default 100).
     pub limit: Option<String>,
 }
 
 /// `GET /api/v1/projects/{name}/history`: the name's changes, newest
 /// first, also after it was removed, at most 1 MiB a page; `404` when it
 /// never had one.
+#[utoipa::path(get, path = "/api/v1/projects/{name}/history", operation_id = "get_project_history",
+    tag = "changes",
+    params(("name" = String, Path, description = "The project's name"), HistoryParams),
+    responses((status = 200, description = "The name's changes, newest first", body = PageJson<ChangeJson>),
+              (status = 400, description = "A bad parameter", body = ErrorJson),
+              (status = 404, description = "The name never had a change", body = ErrorJson)))]
 pub async fn history(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiQuery(params): ApiQuery<HistoryParams>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<PageJson<ChangeJson>>, ApiError> {
     let check = FeedParams {
         after: params.before.clone(),
         limit: params.limit.clone(),
@@ -200,15 +226,22 @@ pub async fn history(
         .last()
         .filter(|_| more || cut)
         .map(|c| c.seq.to_string());
-    Ok(Json(json!({ "items": items, "next_cursor": next_cursor })))
+    Ok(Json(PageJson { items, next_cursor }))
+}
+
+/// The notification targets, each with its backlog.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TargetsJson {
+    pub items: Vec<TargetStatus>,
 }
 
 /// `GET /api/v1/notify`: each notification target's backlog and last error.
-pub async fn notify_targets(
-    State(state): State<AppState>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let targets = crate::notify::outbox::status(&state.pool)
+#[utoipa::path(get, path = "/api/v1/notify", operation_id = "list_notify_targets",
+    tag = "changes",
+    responses((status = 200, description = "Every notification target", body = TargetsJson)))]
+pub async fn notify_targets(State(state): State<AppState>) -> Result<Json<TargetsJson>, ApiError> {
+    let items = crate::notify::outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
-    Ok(Json(json!({ "items": targets })))
+    Ok(Json(TargetsJson { items }))
 }

@@ -3,10 +3,10 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::auth::WriteAccess;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::ApiPath;
 use super::json::{ActiveHoldJson, PageJson};
 use super::state::AppState;
@@ -15,6 +15,9 @@ use crate::registry;
 
 /// `GET /api/v1/holds`: every active hold (there are few: at most one per
 /// installation), so the list is one page.
+#[utoipa::path(get, path = "/api/v1/holds", operation_id = "list_holds",
+    tag = "operators",
+    responses((status = 200, description = "The active holds", body = PageJson<ActiveHoldJson>)))]
 pub async fn list(
     State(state): State<AppState>,
 ) -> Result<Json<PageJson<ActiveHoldJson>>, ApiError> {
@@ -22,14 +25,28 @@ pub async fn list(
     Ok(Json(PageJson::whole(holds)))
 }
 
+/// The answer to a release: how many repositories' removals proceed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ReleasedJson {
+    pub released: usize,
+}
+
 /// `POST /api/v1/holds/{id}/release`: releases an active hold and enqueues
 /// its repositories, whose removals then proceed; 404 when no active hold
 /// has that id.
+#[utoipa::path(post, path = "/api/v1/holds/{id}/release", operation_id = "release_hold",
+    tag = "operators",
+    security(("token" = [])),
+    params(("id" = String, Path, description = "The hold's id")),
+    responses((status = 200, description = "Released", body = ReleasedJson),
+              (status = 401, description = "No token, or a wrong one", body = ErrorJson),
+              (status = 403, description = "No token is configured", body = ErrorJson),
+              (status = 404, description = "No active hold of that id", body = ErrorJson)))]
 pub async fn release(
     _access: WriteAccess,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ReleasedJson>, ApiError> {
     let not_found = || ApiError::NotFound(format!("no active hold {id}"));
     let hold: i64 = id.parse().map_err(|_| not_found())?;
     let repos = registry::release_hold(&state.pool, hold)
@@ -52,5 +69,5 @@ pub async fn release(
         released,
         "deletion guard: hold {hold} released through the API"
     );
-    Ok(Json(json!({ "released": released })))
+    Ok(Json(ReleasedJson { released }))
 }

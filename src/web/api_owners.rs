@@ -16,7 +16,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::auth::WriteAccess;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::ApiQuery;
 use super::params::parse_limit;
 use super::session::Viewer;
@@ -53,9 +53,12 @@ impl FromRequestParts<AppState> for Privileged {
 }
 
 /// `?limit=&cursor=&status=`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct OwnerParams {
+    /// At most this many owners.
     pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// `unknown`, `renamed` or `deleted`: list the owners, as the files
     /// write them, that resolve so, instead of the teams and members.
@@ -63,7 +66,7 @@ pub struct OwnerParams {
 }
 
 /// An owner as the files write it that names nobody current.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DanglingJson {
     /// The organisation's login.
     pub account: String,
@@ -82,7 +85,7 @@ pub struct DanglingJson {
 }
 
 /// A page of dangling owners.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DanglingPage {
     pub items: Vec<DanglingJson>,
     pub next_cursor: Option<String>,
@@ -92,7 +95,7 @@ pub struct DanglingPage {
 const DANGLING: [&str; 3] = ["unknown", "renamed", "deleted"];
 
 /// One team or member, with its entries.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct OwnerJson {
     /// The organisation's login.
     pub account: String,
@@ -114,7 +117,7 @@ pub struct OwnerJson {
 }
 
 /// A page of owners, and how each organisation's directory stands.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct OwnersPage {
     pub accounts: Vec<AccountJson>,
     pub items: Vec<OwnerJson>,
@@ -122,7 +125,7 @@ pub struct OwnersPage {
 }
 
 /// An organisation: whether its owners are checked, and its last read.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct AccountJson {
     pub login: String,
     pub personal: bool,
@@ -159,17 +162,26 @@ fn key_of(owner: &OwnerJson) -> Key {
     )
 }
 
+/// What `/api/v1/owners` answers: the teams and members, or with
+/// `?status=` the owners that name nobody current.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum OwnersAnswer {
+    Owners(OwnersPage),
+    Dangling(DanglingPage),
+}
+
 /// The teams and members, or with `?status=` the owners that name nobody
 /// current.
+#[utoipa::path(get, path = "/api/v1/owners", operation_id = "list_owners",
+    tag = "registry", params(OwnerParams),
+    responses((status = 200, description = "A page of owners", body = OwnersAnswer),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(
     privileged: Privileged,
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<OwnerParams>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let encode = |v: Result<serde_json::Value, serde_json::Error>| {
-        v.map(Json)
-            .map_err(|e| ApiError::unavailable("owners: cannot encode the answer", &e))
-    };
+) -> Result<Json<OwnersAnswer>, ApiError> {
     match params.status.as_deref().filter(|s| !s.is_empty()) {
         Some(status) => {
             let Some(status) = DANGLING.iter().find(|d| **d == status) else {
@@ -177,13 +189,13 @@ pub async fn list(
                     "status: must be one of unknown, renamed, deleted, found {status:?}"
                 )));
             };
-            encode(serde_json::to_value(
+            Ok(Json(OwnersAnswer::Dangling(
                 dangling(&state, status, &params).await?,
-            ))
+            )))
         }
-        None => encode(serde_json::to_value(
+        None => Ok(Json(OwnersAnswer::Owners(
             teams_and_members(privileged, &state, &params).await?,
-        )),
+        ))),
     }
 }
 

@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::Json;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{EntryJson, PageJson};
 use super::params::ProjectParams;
@@ -12,6 +12,10 @@ use crate::registry;
 
 /// The registry: every entry with its repository, filtered by `owner`,
 /// `tag` and `q`, paginated.
+#[utoipa::path(get, path = "/api/v1/projects", operation_id = "list_projects",
+    tag = "registry", params(ProjectParams),
+    responses((status = 200, description = "A page of entries", body = PageJson<EntryJson>),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<ProjectParams>,
@@ -22,6 +26,11 @@ pub async fn list(
 }
 
 /// One entry by its name.
+#[utoipa::path(get, path = "/api/v1/projects/{name}", operation_id = "get_project",
+    tag = "registry",
+    params(("name" = String, Path, description = "The project's name")),
+    responses((status = 200, description = "The entry", body = EntryJson),
+              (status = 404, description = "No such project", body = ErrorJson)))]
 pub async fn detail(
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,

@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 
-use super::error::{repo_not_found, ApiError};
+use super::error::{repo_not_found, ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{CheckJson, PageJson, RepoDetailJson, RepoJson};
 use super::params::RepoParams;
@@ -14,6 +14,10 @@ use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
 use crate::registry::check_runs::recent_checks;
 
 /// Repositories with their status, filtered by `status` and `q`, paginated.
+#[utoipa::path(get, path = "/api/v1/repos", operation_id = "list_repos",
+    tag = "repositories", params(RepoParams),
+    responses((status = 200, description = "A page of repositories", body = PageJson<RepoJson>),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<RepoParams>,
@@ -24,7 +28,7 @@ pub async fn list(
 }
 
 /// A repository's detail with its recent check runs.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
 pub struct RepoWithChecks {
     #[serde(flatten)]
     pub detail: RepoDetailJson,
@@ -37,7 +41,8 @@ pub struct RepoWithChecks {
 
 /// `?entries_after=NAME`: a repository's entries after that name (its
 /// detail's `entries_next_cursor`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DetailParams {
     pub entries_after: Option<String>,
 }
@@ -46,6 +51,12 @@ pub struct DetailParams {
 /// answer stays under the byte bound of every answer that lists things: a
 /// repository of many large entries gives the first ones and
 /// `entries_next_cursor`.
+#[utoipa::path(get, path = "/api/v1/repos/{owner}/{name}", operation_id = "get_repo",
+    tag = "repositories",
+    params(("owner" = String, Path, description = "The repository's owner"),
+           ("name" = String, Path, description = "The repository's name"), DetailParams),
+    responses((status = 200, description = "The repository", body = RepoWithChecks),
+              (status = 404, description = "No such repository", body = ErrorJson)))]
 pub async fn detail(
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,

@@ -10,10 +10,10 @@ use secrecy::{ExposeSecret, SecretString};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::client::client_of;
 use super::error::ApiError;
 use super::state::AppState;
 use super::throttle::Attempt;
+use super::throttle_key::client_of;
 
 /// Proof that the request carried the configured API token; a write
 /// handler takes it as an argument so it cannot forget the check.

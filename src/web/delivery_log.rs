@@ -6,9 +6,9 @@ use sqlx::PgPool;
 
 use super::error::ApiError;
 use crate::db::Page;
-use crate::github::webhook::deliveries::{list_deliveries, DeliveriesError};
+use crate::intake::deliveries::{list_deliveries, DeliveriesError};
 
-pub use crate::github::webhook::deliveries::DeliveryRecord;
+pub use crate::intake::deliveries::DeliveryRecord;
 
 /// Deliveries newest first, `limit` per page, after `cursor`, only those
 /// of `repo` (`owner/name`) when given.

@@ -4,7 +4,6 @@
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 use crate::registry::RegistryError;
 
@@ -68,10 +67,18 @@ impl From<RegistryError> for ApiError {
     }
 }
 
+/// Every error's body: what went wrong, in a sentence.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ErrorJson {
+    pub error: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response =
-            (self.status(), Json(json!({ "error": self.to_string() }))).into_response();
+        let body = ErrorJson {
+            error: self.to_string(),
+        };
+        let mut response = (self.status(), Json(body)).into_response();
         match self {
             Self::Unauthorized => {
                 response

@@ -10,11 +10,16 @@ use super::error::ApiError;
 use crate::registry::{ProjectFilter, RepoFilter, Status, DEFAULT_LIMIT, MAX_LIMIT};
 
 /// `?status=&q=&limit=&cursor=` of `/api/v1/repos` and `/`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RepoParams {
+    /// Only repositories with this status.
     pub status: Option<String>,
+    /// Case-insensitive part of `owner/name`.
     pub q: Option<String>,
+    /// At most this many (1 to 1000, default 100).
     pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
 
@@ -31,12 +36,18 @@ impl RepoParams {
 }
 
 /// `?owner=&tag=&q=&limit=&cursor=` of `/api/v1/projects` and `/projects`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ProjectParams {
+    /// Only entries with this exact owner.
     pub owner: Option<String>,
+    /// Only entries carrying this tag.
     pub tag: Option<String>,
+    /// Case-insensitive part of the name or the description.
     pub q: Option<String>,
+    /// At most this many (1 to 1000, default 100).
     pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
 
@@ -53,11 +64,14 @@ impl ProjectParams {
 }
 
 /// `?repo=&limit=&cursor=` of `/api/v1/deliveries`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DeliveryParams {
     /// `owner/name`: only the deliveries about that repository.
     pub repo: Option<String>,
+    /// At most this many (1 to 1000, default 100).
     pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
 

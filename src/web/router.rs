@@ -21,11 +21,11 @@ use super::dashboard::{
 };
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, error,
-    health, metrics_route,
+    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, backstage,
+    error, health, metrics_route, openapi,
 };
-use crate::github::webhook::admission::Admission;
-use crate::github::webhook::{self, WebhookState};
+use crate::intake::admission::Admission;
+use crate::intake::{self, WebhookState};
 use crate::setup::{routes as setup_routes, SetupState};
 
 /// A request taking longer than this is cut off with a 503.
@@ -66,6 +66,8 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/holds", get(api_holds::list))
         .route("/api/v1/owners", get(api_owners::list))
         .route("/api/v1/holds/{id}/release", post(api_holds::release))
+        .route("/api/v1/backstage/entities.yaml", get(backstage::entities))
+        .route("/api/v1/openapi.json", get(openapi::openapi_json))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics_route::metrics))
@@ -139,9 +141,9 @@ pub fn webhook(state: WebhookState) -> Router {
 /// Like [`webhook`], also handing out the route's [`Admission`], so that a
 /// test can see when every turn to read a body is taken.
 pub fn webhook_with_admission(state: WebhookState) -> (Router, Arc<Admission>) {
-    let (route, admission) = webhook::route::prepare(state);
+    let (route, admission) = intake::route::prepare(state);
     let router = Router::new()
-        .route(webhook::PATH, post(webhook::route::receive))
+        .route(intake::PATH, post(intake::route::receive))
         .with_state(route);
     (router, admission)
 }

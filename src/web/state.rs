@@ -37,7 +37,7 @@ pub struct AppState {
     pub trust_proxy: bool,
 }
 
-impl axum::extract::FromRef<AppState> for super::client::TrustProxy {
+impl axum::extract::FromRef<AppState> for super::throttle_key::TrustProxy {
     fn from_ref(state: &AppState) -> Self {
         Self(state.trust_proxy)
     }

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::client::ClientKey;
+use super::throttle_key::ClientKey;
 
 /// Wrong tokens a client may present within one [`WINDOW`].
 pub const MAX_FAILURES: u32 = 10;

@@ -169,7 +169,7 @@ pub fn installation_created(installation: i64, account: &str, repos: &[Repo]) ->
 /// Sends `body` as GitHub would: signed, with an event name and a fresh
 /// delivery id.
 pub async fn deliver(base: &str, event: &str, body: Vec<u8>) -> Answer {
-    let signature = roster::github::webhook::sign(WEBHOOK_SECRET, &body);
+    let signature = roster::intake::sign(WEBHOOK_SECRET, &body);
     let delivery = format!("{:032x}", fastrand::u128(..));
     let headers = [
         ("content-type", "application/json"),

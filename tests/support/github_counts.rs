@@ -42,13 +42,7 @@ pub fn rest_reads(fake: &FakeGithub) -> u64 {
     .sum()
 }
 
-pub fn verdict(met: bool) -> &'static str {
-    if met {
-        "[met]"
-    } else {
-        "[MISSED]"
-    }
-}
+pub use crate::bench_mode::verdict;
 
 pub async fn wait_for_log(roster: &Roster, marker: &str, limit: Duration) -> Result<(), Failed> {
     let deadline = Instant::now() + limit;

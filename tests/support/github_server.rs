@@ -67,7 +67,7 @@ pub async fn send_webhook(
     delivery: &str,
     body: Vec<u8>,
 ) -> Result<Answer, String> {
-    let signature = roster::github::webhook::signature::sign(secret, &body);
+    let signature = roster::intake::signature::sign(secret, &body);
     http::send(
         Method::POST,
         &format!("{base}/webhooks/github"),

@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use roster::db::queue::PgQueue;
-use roster::github::webhook::event;
-use roster::github::webhook::gate::Accepted;
-use roster::github::webhook::intake::{self, Intake};
+use roster::intake::event;
+use roster::intake::gate::Accepted;
+use roster::intake::write::{write, Intake};
 use sqlx::PgPool;
 
 /// Parses `body` as an `X-GitHub-Event: name` delivery and writes it
@@ -20,7 +20,7 @@ pub async fn deliver(pool: &PgPool, queue: &PgQueue, name: &str, body: &[u8]) ->
         event: name.to_owned(),
         parsed,
     };
-    let mut intakes = intake::write(pool, queue, None, &[&accepted])
+    let mut intakes = write(pool, queue, None, &[&accepted])
         .await
         .expect("intake");
     intakes.pop().expect("one intake per delivery")

@@ -7,7 +7,9 @@
 //! binary and every benchmark link one compiled copy instead of each
 //! compiling these files again, and the library's own build never sees it.
 
+pub mod bench_mode;
 pub mod cdp;
+pub mod example_org;
 pub mod fake_github;
 pub mod free_pushes;
 pub mod github_app;

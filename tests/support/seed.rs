@@ -47,7 +47,13 @@ impl Seed {
     /// Makes `owner/name` known as repository `id`, `pending` until a
     /// reconcile; its default branch is `main`.
     pub async fn repo(&self, id: i64, owner: &str, name: &str) -> Repo<'_> {
-        let info = registry_parts::repo_info(owner, name);
+        self.repo_as(id, registry_parts::repo_info(owner, name))
+            .await
+    }
+
+    /// Makes the repository `info` describes known as `id`, `pending`
+    /// until a reconcile (a GitHub one: `registry::github_repo`).
+    pub async fn repo_as(&self, id: i64, info: RepoInfo) -> Repo<'_> {
         let id = RepoId(id);
         ensure_known(&self.pool, &[(id, info.clone())])
             .await

@@ -9,7 +9,7 @@ use sqlx::postgres::PgArguments;
 use sqlx::Arguments;
 
 use crate::controller::queue::{Enqueue, Trigger};
-use crate::db::together::Part;
+use crate::db::one_statement::Part;
 use crate::source::RepoId;
 
 /// Ids to enqueue, each once: the batch's own repeats merged first (a

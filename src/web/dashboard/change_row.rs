@@ -14,8 +14,20 @@ use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
 /// Bytes of rows each of the two lists of `/changes` may take.
 pub(super) const HALF_PAGE: usize = ITEMS_BUDGET / 2;
 
-/// Fields of an entry a diff leaves out: they move with every change.
-const BOOKKEEPING: [&str; 4] = ["created_at", "updated_at", "source_sha", "repo_id"];
+/// Fields of an entry a diff leaves out: they move with every change, or
+/// are internal ids (the owner's team id) that mean nothing to a reader;
+/// the owner's name and status say the same in words.
+const BOOKKEEPING: [&str; 5] = [
+    "created_at",
+    "updated_at",
+    "source_sha",
+    "repo_id",
+    "owner_team_id",
+];
+
+/// The fields that say which entry a created or removed one is, beside its
+/// name: who owns it and which file it comes from.
+const IDENTIFYING: [&str; 2] = ["owner", "path"];
 
 /// One change as a row: what, when, why, and which fields moved.
 pub struct ChangeRow {
@@ -29,6 +41,10 @@ pub struct ChangeRow {
     pub(super) sha: String,
     pub(super) sha_href: Option<String>,
     pub(super) diff: Vec<FieldDiff>,
+    /// What changed, as one line: for a created or removed entry the
+    /// fields that identify it, otherwise each moved field's old and new
+    /// values.
+    pub(super) summary: String,
 }
 
 /// One field that differs: its old and new values as short text.
@@ -61,6 +77,10 @@ impl ChangeRow {
 
     pub(super) fn new(change: ChangeJson, web: Option<&str>, now: chrono::DateTime<Utc>) -> Self {
         let sha = change.sha.clone().unwrap_or_default();
+        let diff = field_diff(
+            shown(&change.before).as_ref(),
+            shown(&change.after).as_ref(),
+        );
         Self {
             seq: change.seq,
             kind: change.kind,
@@ -68,14 +88,38 @@ impl ChangeRow {
             sha_href: commit_link(web, &change.repo, &sha),
             sha: short_sha(Some(&sha)),
             repo_href: repo_href(&change.repo),
-            diff: field_diff(
-                shown(&change.before).as_ref(),
-                shown(&change.after).as_ref(),
-            ),
+            summary: summary(change.kind, &diff),
+            diff,
             cause: change.cause,
             name: change.name,
             repo: change.repo,
         }
+    }
+}
+
+/// One line saying what a change did: `owner: payments · path: project.yaml`
+/// for an entry created or removed, `owner: a → b; tags: — → x` for one
+/// changed.
+pub fn summary(kind: &str, diff: &[FieldDiff]) -> String {
+    match kind {
+        "created" | "removed" => diff
+            .iter()
+            .filter(|d| IDENTIFYING.contains(&d.field.as_str()))
+            .map(|d| {
+                let value = if kind == "created" {
+                    &d.after
+                } else {
+                    &d.before
+                };
+                format!("{}: {value}", d.field)
+            })
+            .collect::<Vec<_>>()
+            .join(" · "),
+        _ => diff
+            .iter()
+            .map(|d| format!("{}: {} → {}", d.field, d.before, d.after))
+            .collect::<Vec<_>>()
+            .join("; "),
     }
 }
 
@@ -162,6 +206,37 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_created_entry_should_read_as_one_line_of_what_identifies_it_without_ids() {
+        let after = json!({
+            "name": "api", "owner": "payments", "path": "project.yaml",
+            "description": "The API", "tags": ["x"], "lifecycle": "production",
+            "owner_team_id": 5693395625095893_i64, "owner_status": "team",
+            "repo_id": 7, "created_at": "1", "updated_at": "1", "source_sha": "abc",
+        });
+        let diff = field_diff(None, Some(&after));
+        assert!(
+            diff.iter().all(|d| d.field != "owner_team_id"),
+            "no internal id"
+        );
+        assert_eq!(
+            summary("created", &diff),
+            "owner: payments · path: project.yaml"
+        );
+        assert_eq!(
+            summary("removed", &field_diff(Some(&after), None)),
+            "owner: payments · path: project.yaml"
+        );
+        let changed = json!({"name": "api", "owner": "platform", "path": "project.yaml",
+            "owner_team_id": 17, "tags": ["x"]});
+        let before = json!({"name": "api", "owner": "payments", "path": "project.yaml",
+            "owner_team_id": 5693395625095893_i64, "tags": ["x"]});
+        assert_eq!(
+            summary("changed", &field_diff(Some(&before), Some(&changed))),
+            "owner: payments → platform"
+        );
+    }
 
     #[test]
     fn field_diff_should_list_only_the_fields_that_moved() {

@@ -171,6 +171,10 @@ struct RepoRow {
     last_sync: Option<TimeView>,
     error: String,
     held: bool,
+    /// Entries whose owner is flagged: a mark beside the status, so that a
+    /// `synced` repository with owners to fix shows it here, where people
+    /// look first.
+    warnings: i64,
 }
 
 impl RepoRow {
@@ -186,6 +190,7 @@ impl RepoRow {
             last_sync: TimeView::maybe(repo.last_synced_at, now),
             error: first_line(repo.error.as_deref()),
             held: repo.hold.is_some(),
+            warnings: repo.warnings,
         }
     }
 }

@@ -43,8 +43,12 @@ pub struct RepoTemplate {
     explanation: &'static str,
     /// The repository's page on the source's website.
     external_href: Option<String>,
-    project_file: String,
-    project_file_href: Option<String>,
+    /// The project files its last reconcile read, each with its page on
+    /// GitHub when there is one.
+    files_read: Vec<(String, Option<String>)>,
+    /// Where files are looked for (`ROSTER_PROJECT_FILES`), shown when no
+    /// file was read.
+    project_files: String,
     synced_sha: String,
     synced_sha_href: Option<String>,
     /// A local folder (the `dir:` source): what it syncs is a digest of the
@@ -152,11 +156,25 @@ struct EventView {
 }
 
 impl EventView {
-    fn new(event: RepoEvent, now: DateTime<Utc>) -> Self {
+    /// The timeline says what happened in one line: a multi-line message
+    /// (an invalid file's problems) shows its first line and how many more
+    /// there are, pointing up to the error shown in full when it is the
+    /// current one.
+    fn new(event: RepoEvent, now: DateTime<Utc>, current_error: Option<&str>) -> Self {
+        let mut lines = event.message.lines();
+        let first = lines.next().unwrap_or_default().to_owned();
+        let more = lines.count();
+        let message = match more {
+            0 => event.message.clone(),
+            _ if current_error.is_some_and(|e| !e.is_empty() && event.message.ends_with(e)) => {
+                format!("{first} (and {more} more, in full above)")
+            }
+            _ => format!("{first} (and {more} more)"),
+        };
         Self {
             at: TimeView::new(event.at, now),
             kind: event.kind,
-            message: event.message,
+            message,
             count: event.count,
         }
     }
@@ -289,6 +307,7 @@ pub async fn repo_detail(
     let local = crate::source::dir::is_local(repo.id);
     let web = state.github_web_url.as_deref().filter(|_| !local);
     let full_sha = repo.synced_sha.clone().unwrap_or_default();
+    let current_error = repo.error.clone();
     Ok(RepoTemplate {
         chrome: Chrome::new(viewer, &done.map(|Query(d)| d).unwrap_or_default()),
         href: repo_href(&repo.full_name),
@@ -303,14 +322,15 @@ pub async fn repo_detail(
         external_href: web_link(web, &repo.full_name, &[]),
         // Patterns (several files) have no one page to link to; each
         // entry links to its own file.
-        project_file_href: project_file_link(
-            web,
-            &repo.full_name,
-            info.default_branch.as_deref(),
-            &state.project_file,
-        )
-        .filter(|_| !state.project_file.contains(['*', ','])),
-        project_file: state.project_file.clone(),
+        files_read: files_read(&info.files_read, repo.status, &state.project_file)
+            .iter()
+            .map(|path| {
+                let branch = info.default_branch.as_deref();
+                let href = project_file_link(web, &repo.full_name, branch, path);
+                (path.clone(), href)
+            })
+            .collect(),
+        project_files: state.project_file.clone(),
         synced_sha_href: commit_link(web, &repo.full_name, &full_sha),
         local,
         synced_sha: full_sha,
@@ -340,7 +360,7 @@ pub async fn repo_detail(
         events: detail
             .events
             .into_iter()
-            .map(|e| EventView::new(e, now))
+            .map(|e| EventView::new(e, now, current_error.as_deref()))
             .collect(),
         deliveries: deliveries
             .items
@@ -362,6 +382,19 @@ pub async fn repo_detail(
             .collect(),
         full_name: repo.full_name,
     })
+}
+
+/// The files to name as read: those recorded; else, for a repository whose
+/// one plain project file was read but declared nothing usable (invalid,
+/// say), that file; else none.
+fn files_read(recorded: &[String], status: Status, project_files: &str) -> Vec<String> {
+    let one_plain_file = !project_files.contains(['*', ',']);
+    let read_something = !matches!(status, Status::NoFile | Status::Pending | Status::Removed);
+    if recorded.is_empty() && one_plain_file && read_something {
+        vec![project_files.to_owned()]
+    } else {
+        recorded.to_vec()
+    }
 }
 
 #[cfg(test)]

@@ -16,13 +16,13 @@ use super::action::{check_action, ActionForm};
 use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::web::auth::tokens_match;
-use crate::web::client::Client;
 use crate::web::error::{retry_after, ApiError};
 use crate::web::origin::{over_https, same_origin};
 use crate::web::revocation;
 use crate::web::session::{clear_cookie, session_cookie, SessionKey, Viewer};
 use crate::web::state::AppState;
 use crate::web::throttle::Attempt;
+use crate::web::throttle_key::Client;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "signin.html")]

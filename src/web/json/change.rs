@@ -11,7 +11,7 @@ use crate::source::RepoId;
 
 /// One change of one entry. `before` and `after` are the entry as
 /// `/api/v1/projects/{name}` showed it then (`null` when it did not exist).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ChangeJson {
     pub seq: i64,
     pub at: DateTime<Utc>,
@@ -46,7 +46,7 @@ impl From<Change> for ChangeJson {
 /// A page of the feed: the changes after the asked `seq`, oldest first,
 /// and the cursor to ask with next (the last `seq` here, or the asked one
 /// when nothing is new).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FeedJson {
     pub items: Vec<ChangeJson>,
     pub next_cursor: i64,

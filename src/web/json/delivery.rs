@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::web::delivery_log::DeliveryRecord;
 
 /// One delivery as the API shows it: what [`DeliveryRecord`] holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DeliveryJson {
     pub id: String,
     pub event: String,

@@ -12,7 +12,7 @@ use crate::source::RepoId;
 /// A registry entry as docs/contract.md#an-entry shows it: the name, the
 /// fields of the table in `src/project/fields.rs` (what the file declares,
 /// then what its owner was found to be) and where it came from ([`Entry`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct EntryJson {
     pub name: String,
     #[serde(flatten)]

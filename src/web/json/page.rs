@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::db::Page;
 
 /// One page of a list, and where the next one starts (`None` on the last).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct PageJson<T> {
     pub items: Vec<T>,
     pub next_cursor: Option<String>,

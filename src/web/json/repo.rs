@@ -11,7 +11,7 @@ use crate::source::{InstallationId, RepoId};
 
 /// A repository as `/api/v1/repos` shows it (docs/contract.md#a-repository):
 /// what [`Repo`] holds, `hold` set while the deletion guard holds its removal.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct RepoJson {
     pub id: RepoId,
     pub full_name: String,
@@ -21,6 +21,8 @@ pub struct RepoJson {
     pub error: Option<String>,
     pub attempts: i32,
     pub projects: Vec<String>,
+    /// Entries whose owner is flagged (docs/contract.md#a-repository).
+    pub warnings: i64,
     pub hold: Option<HoldJson>,
 }
 
@@ -35,13 +37,14 @@ impl From<Repo> for RepoJson {
             error: repo.error,
             attempts: repo.attempts,
             projects: repo.projects,
+            warnings: repo.warnings,
             hold: repo.hold.map(HoldJson::from),
         }
     }
 }
 
 /// A deletion-guard hold on a repository's removal.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct HoldJson {
     pub id: i64,
     pub since: DateTime<Utc>,
@@ -60,7 +63,7 @@ impl From<Hold> for HoldJson {
 
 /// An active hold, as `/api/v1/holds` lists it (docs/contract.md#a-hold):
 /// `installation_id` is `null` for the local folder source.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ActiveHoldJson {
     pub id: i64,
     pub installation_id: Option<InstallationId>,
@@ -82,7 +85,7 @@ impl From<ActiveHold> for ActiveHoldJson {
 }
 
 /// A repository with its entries and recent events, as the detail route shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct RepoDetailJson {
     #[serde(flatten)]
     pub repo: RepoJson,
@@ -101,7 +104,7 @@ impl From<RepoDetail> for RepoDetailJson {
 }
 
 /// An event of a repository's detail ([`RepoEvent`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct EventJson {
     pub at: DateTime<Utc>,
     pub kind: String,
@@ -122,7 +125,7 @@ impl From<RepoEvent> for EventJson {
 
 /// A check of a repository's detail ([`RecentCheck`] says what each
 /// field means).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CheckJson {
     pub sha: String,
     pub pull_request: Option<i32>,

@@ -294,7 +294,7 @@ fn attempt(log: &Arc<Mutex<HookLog>>, id: i64) -> Answer {
 
 /// Sends `delivery` to `target` as GitHub does; the status, 0 on failure.
 async fn send(target: &Target, delivery: &LoggedDelivery) -> u16 {
-    let signature = roster::github::webhook::sign(&target.secret, &delivery.payload);
+    let signature = roster::intake::sign(&target.secret, &delivery.payload);
     let request = Request::post(&target.url)
         .header("content-type", "application/json")
         .header("user-agent", "GitHub-Hookshot/fake")

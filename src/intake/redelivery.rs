@@ -25,10 +25,10 @@ use serde::Deserialize;
 use sqlx::PgPool;
 use url::Url;
 
-use super::http::next_link;
-use super::source::GithubSource;
-use super::webhook::deliveries::{self, DeliveriesError, NewDelivery};
+use super::deliveries::{self, DeliveriesError, NewDelivery};
 use crate::controller::Failure;
+use crate::github::http::next_link;
+use crate::github::source::GithubSource;
 use crate::registry::RegistryError;
 use crate::source::RepoId;
 

@@ -231,7 +231,7 @@ mod tests {
     #[tokio::test]
     async fn the_default_retention_should_keep_what_the_redelivery_reads() {
         let pool = pool().await;
-        let window = crate::github::redelivery::WINDOW.as_secs() as i64;
+        let window = crate::intake::redelivery::WINDOW.as_secs() as i64;
         // Rows just inside the redelivery's window, and one a day older.
         insert(&pool, "window", 3, |i| window - 60 * (i + 1)).await;
         insert(&pool, "older", 1, |_| window + DAY).await;

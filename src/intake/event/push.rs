@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 
 use super::payload::{ignored, Installation, Repository};
 use super::{ParsedDelivery, PushChange, WebhookEvent};
-use crate::github::webhook::envelope::Text;
+use crate::intake::envelope::Text;
 
 /// GitHub lists at most 2,048 commits of a push: one that lists that many
 /// may have more, whose paths it does not show.

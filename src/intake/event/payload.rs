@@ -5,7 +5,7 @@ use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::Deserialize;
 
 use super::{PayloadRepo, WebhookEvent};
-use crate::github::webhook::envelope::Text;
+use crate::intake::envelope::Text;
 use crate::source::{InstallationId, RepoId, RepoInfo};
 
 pub(super) fn read<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {

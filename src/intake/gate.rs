@@ -210,7 +210,7 @@ mod tests {
     use axum::http::HeaderValue;
 
     use super::*;
-    use crate::github::webhook::signature::sign;
+    use crate::intake::signature::sign;
 
     const SECRET: &str = "gate test secret";
     const PING: &[u8] = br#"{"zen": "Keep it logically awesome.", "hook_id": 1}"#;

@@ -71,7 +71,7 @@ where
 /// Records the answered `deliveries` in one statement, as [`record`] would
 /// one by one (an id given twice keeps its last outcome), committed without
 /// waiting for the disk: they are already answered, so the wait would only
-/// hold up the next batch ([`super::delivery_log`]).
+/// hold up the next batch ([`super::delivery_writer`]).
 ///
 /// Most batches hold only new ids (GitHub's redeliveries are rare), so a
 /// plain insert is tried first: it costs about a fifth less than an upsert,

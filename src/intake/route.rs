@@ -129,8 +129,8 @@ mod tests {
 
     use super::*;
     use crate::db::queue::PgQueue;
-    use crate::github::webhook::admission::WebhookLimits;
-    use crate::github::webhook::signature::{sign, SIGNATURE_HEADER};
+    use crate::intake::admission::WebhookLimits;
+    use crate::intake::signature::{sign, SIGNATURE_HEADER};
     use crate::metrics::Metrics;
 
     const SECRET: &str = "route test secret";

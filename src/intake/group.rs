@@ -29,10 +29,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::delivery_log::{DeliveryLog, Logged};
+use super::delivery_writer::{DeliveryLog, Logged};
 use super::free_push::FreePushes;
 use super::gate::Accepted;
-use super::intake::{self, Intake};
+use super::write::{self, Intake};
 use crate::db::queue::PgQueue;
 use crate::shutdown::Shutdown;
 
@@ -218,7 +218,7 @@ impl Writers {
             let written = if self.shared.is_closed() {
                 Err(sqlx::Error::PoolClosed.into())
             } else {
-                intake::write(&self.pool, &self.queue, self.free.as_ref(), &accepted).await
+                write::write(&self.pool, &self.queue, self.free.as_ref(), &accepted).await
             };
             let verdicts = match written {
                 Ok(intakes) => intakes.into_iter().map(Ok).collect(),

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::event::{PayloadRepo, PushChange, WebhookEvent};
 use super::plan::plan;
 use crate::directory::OwnersMode;
-use crate::github::touched_push::{TouchedPush, MAX_TOUCHED_PATHS};
 use crate::project::ProjectFiles;
 use crate::registry::{Fingerprint, FreePush};
+use crate::source::touched_push::{TouchedPush, MAX_TOUCHED_PATHS};
 use crate::source::RepoId;
 
 /// The settings a push is judged by: the project file's path, and the
@@ -156,7 +156,7 @@ fn fingerprint(files: &ProjectFiles, owners: OwnersMode) -> Fingerprint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::webhook::event::RepositoryAction;
+    use crate::intake::event::RepositoryAction;
     use crate::source::{InstallationId, RepoInfo};
 
     fn repo(id: i64, name: &str) -> PayloadRepo {

@@ -189,7 +189,7 @@ mod tests {
         let names = ["first", "second", "third", "fourth"];
         let stamps: Vec<Stamp> = names.iter().map(|n| Stamp(n)).collect();
         let parts: Vec<&dyn Part> = stamps.iter().map(|s| s as &dyn Part).collect();
-        execute_and_notify(&pool, &parts, "together_test", 0)
+        execute_and_notify(&pool, &parts, "one_statement_test", 0)
             .await
             .expect("the statement");
         let order: Vec<String> = sqlx::query_scalar("select part from runs order by at")
@@ -229,23 +229,28 @@ mod tests {
         let mut listener = sqlx::postgres::PgListener::connect_with(&pool)
             .await
             .expect("a listener");
-        listener.listen("together_test").await.expect("listening");
+        listener
+            .listen("one_statement_test")
+            .await
+            .expect("listening");
         // Part 1 writes nothing; then part 1 fails with the statement.
-        let sent = execute_and_notify(&pool, &[&Stamp("a"), &Nothing], "together_test", 1)
+        let sent = execute_and_notify(&pool, &[&Stamp("a"), &Nothing], "one_statement_test", 1)
             .await
             .expect("the statement");
         assert!(!sent);
         let (b, again) = (Stamp("b"), Stamp("b"));
-        assert!(execute_and_notify(&pool, &[&b, &again], "together_test", 1)
-            .await
-            .is_err());
+        assert!(
+            execute_and_notify(&pool, &[&b, &again], "one_statement_test", 1)
+                .await
+                .is_err()
+        );
         // Notifications arrive in commit order: the marker comes first only
         // if neither statement above sent one.
-        sqlx::query("select pg_notify('together_test', 'marker')")
+        sqlx::query("select pg_notify('one_statement_test', 'marker')")
             .execute(&pool)
             .await
             .expect("the marker");
-        let sent = execute_and_notify(&pool, &[&Nothing, &Stamp("c")], "together_test", 1)
+        let sent = execute_and_notify(&pool, &[&Nothing, &Stamp("c")], "one_statement_test", 1)
             .await
             .expect("the statement");
         assert!(sent);
@@ -259,7 +264,7 @@ mod tests {
         // The second insert of the same key fails the whole statement.
         let (a, b) = (Stamp("same"), Stamp("same"));
         assert!(
-            execute_and_notify(&pool, &[&Stamp("other"), &a, &b], "together_test", 0)
+            execute_and_notify(&pool, &[&Stamp("other"), &a, &b], "one_statement_test", 0)
                 .await
                 .is_err()
         );

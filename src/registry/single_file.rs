@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use sqlx::PgConnection;
 
-use super::decided::{invalid, short, Decision};
 use super::entries::{self, Changes, Desired};
 use super::entry_owners::OwnerContext;
 use super::free_push::blob_id;
+use super::outcome::{invalid, short, Decision};
 use super::repos::RepoState;
 use super::{RegistryError, Status};
 use crate::directory::OwnersMode;

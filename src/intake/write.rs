@@ -1,6 +1,6 @@
 //! The one intake path: what a group of verified deliveries implies,
 //! written and committed together, whichever events the group holds (their
-//! records in the delivery log follow the answers: [`super::delivery_log`]).
+//! records in the delivery log follow the answers: [`super::delivery_writer`]).
 //! A webhook never does more than make the repositories it names known and
 //! enqueue their ids (or ask for a listing, or checks): the reconcile reads
 //! GitHub afresh and decides; nothing is deleted here.
@@ -26,8 +26,8 @@ use super::free_push::FreePushes;
 use super::gate::Accepted;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
+use crate::db::one_statement::{self, Part};
 use crate::db::queue::{EnqueueRows, PgQueue, CHANNEL};
-use crate::db::together::{self, Part};
 use crate::directory::db as directory_db;
 use crate::registry::{check_requests, check_runs, FreePushRows, KnownRows};
 use crate::registry::{known_ids, record_node_ids, tracked_ids, RegistryError};
@@ -87,7 +87,7 @@ pub enum IntakeError {
 
 /// Writes what every delivery of `group` implies, on `pool`, committed
 /// before it returns (their rows in the delivery log come after their
-/// answers: [`super::delivery_log`]); then wakes the workers (here and,
+/// answers: [`super::delivery_writer`]); then wakes the workers (here and,
 /// by the statement's `NOTIFY`, in the other replicas) when an id became
 /// claimable. One [`Intake`] per delivery, in order, as if each had been
 /// written alone. With `free`, a repository whose pushes left the project
@@ -176,7 +176,7 @@ pub async fn write(
     parts.push(&known);
     let enqueue_part = parts.len();
     parts.push(&enqueue);
-    let woke = together::execute_and_notify(&mut *conn, &parts, CHANNEL, enqueue_part).await?;
+    let woke = one_statement::execute_and_notify(&mut *conn, &parts, CHANNEL, enqueue_part).await?;
     match (listing, seen_after) {
         (false, _) => {}
         (true, Some(since)) => {
@@ -299,7 +299,7 @@ fn is_complete(info: &RepoInfo) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::github::webhook::event::parse;
+    use crate::intake::event::parse;
 
     fn event(file: &str) -> WebhookEvent {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

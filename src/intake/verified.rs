@@ -101,9 +101,9 @@ mod tests {
 
     use super::*;
     use crate::db::queue::PgQueue;
-    use crate::github::webhook::admission::{Admission, WebhookLimits};
-    use crate::github::webhook::group::{GroupCommit, GroupLimits};
-    use crate::github::webhook::signature::{sign, SIGNATURE_HEADER};
+    use crate::intake::admission::{Admission, WebhookLimits};
+    use crate::intake::group::{GroupCommit, GroupLimits};
+    use crate::intake::signature::{sign, SIGNATURE_HEADER};
     use crate::metrics::Metrics;
 
     const SECRET: &str = "extractor test secret";

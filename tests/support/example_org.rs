@@ -1,0 +1,48 @@
+//! The example organisation (`examples/org`) reconciled into a registry
+//! in process, as the `dir:` source of the README's first command reads it:
+//! its teams, then every folder once through the registry's handler.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use roster::controller::{Handler, Storage};
+use roster::db::queue::PgQueue;
+use roster::directory::DirectoryDb;
+use roster::project::patterns::ProjectFiles;
+use roster::source::dir::{repo_id, teams, DirSource, DirStorage};
+use sqlx::PgPool;
+
+/// The files the README's first command reads in each folder.
+pub const PROJECT_FILES: &str = "project.yaml,services/*/project.yaml";
+
+/// Where the example organisation lies.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/org")
+}
+
+/// Reads the example organisation's teams and every folder into the
+/// registry on `pool`; returns how many folders were reconciled.
+pub async fn load(pool: &PgPool, queue: Arc<PgQueue>) -> usize {
+    let root = root();
+    let directory = DirectoryDb::new(pool.clone());
+    assert!(
+        teams::sync_once(&root, &directory).await,
+        "examples/org/teams.yaml reads"
+    );
+    let files = ProjectFiles::parse(PROJECT_FILES).expect("the README's patterns");
+    let source = DirSource::with_files(root, files);
+    let storage = DirStorage {
+        source: source.clone(),
+    };
+    let handler = crate::registry::handler(pool, queue);
+    let folders = source.folders().expect("examples/org lists");
+    for folder in &folders {
+        let id = repo_id(folder);
+        let observed = storage.get(&id, None).await;
+        handler
+            .apply(&id, observed)
+            .await
+            .unwrap_or_else(|e| panic!("{folder}: {e:?}"));
+    }
+    folders.len()
+}
