@@ -62,6 +62,7 @@ mod owners_api;
 mod owners_browser;
 mod owners_page;
 mod pg_queue;
+mod privacy_walk;
 mod project_schema;
 mod redelivery;
 mod registry;

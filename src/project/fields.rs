@@ -218,6 +218,9 @@ pub enum OwnerStatus {
     /// Not checked (owner checking is off, or the account has no teams).
     #[default]
     Unchecked,
+    /// Withheld from a reader without credentials: the owner names a
+    /// secret team, a member, or nobody (never stored; docs/contract.md#what-a-reader-without-credentials-sees).
+    Hidden,
 }
 
 impl OwnerStatus {
@@ -240,6 +243,7 @@ impl OwnerStatus {
             OwnerStatus::Renamed => "renamed",
             OwnerStatus::Deleted => "deleted",
             OwnerStatus::Unchecked => "unchecked",
+            OwnerStatus::Hidden => "hidden",
         }
     }
 }
