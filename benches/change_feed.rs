@@ -162,6 +162,7 @@ async fn run() -> Result<()> {
         waker: waker.clone(),
         stop: stop_rx.clone(),
         long_polls: Default::default(),
+        access: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -133,6 +133,7 @@ async fn run() -> Result<()> {
         waker,
         stop: stop_rx,
         long_polls: long_polls.clone(),
+        access: None,
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);

@@ -41,6 +41,12 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
         SourceSetting::Github => setup_mode::key_for(&settings)?,
         SourceSetting::Dir(_) => None,
     };
+    if matches!(settings.source, SourceSetting::Github) {
+        setup_mode::check_stored(&settings, &shared.pool, key.as_ref()).await?;
+    }
+    // Every setting is checked: a wrong one stopped with its one line,
+    // nothing logged before it.
+    tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
     let listener = listen(settings.listen).await?;
     match &settings.source {
         SourceSetting::Dir(path) => {
@@ -139,7 +145,13 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
     };
-    let app = router_with(state, extra_routes).merge(crate::web::router::changes(history.feed));
+    // The feed tells readers with credentials from others as the other
+    // routes do (docs/contract.md#what-a-reader-without-credentials-sees).
+    let feed = crate::web::api_changes::ChangesState {
+        access: Some(state.clone()),
+        ..history.feed
+    };
+    let app = router_with(state, extra_routes).merge(crate::web::router::changes(feed));
     crate::memory::return_freed(&signal);
     // Entries follow their owner team through renames and deletions.
     let following = crate::registry::owner_follow::run(state_pool, settings.owners, signal.wait());

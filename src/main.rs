@@ -147,7 +147,6 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
             return Err(failure);
         }
     };
-    tracing::info!(listen = %settings.listen, source = %settings.source, "roster starting");
     let served = roster::app::serve(settings, pool.clone()).await;
     // Close the connections before the private database goes away; a
     // connection still held by a request cut off at shutdown must not keep
@@ -160,7 +159,12 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     }
     stop_embedded(embedded).await;
     let alive = tasks_left(TASKS_END_LIMIT).await;
-    tracing::info!(alive, "exiting: tasks of the runtime still running");
+    if matches!(served, Err(roster::app::ServeError::Config(_))) {
+        // A setting found wrong says so in its one line alone.
+        tracing::debug!(alive, "exiting: tasks of the runtime still running");
+    } else {
+        tracing::info!(alive, "exiting: tasks of the runtime still running");
+    }
     served.map_err(|e| match e {
         roster::app::ServeError::Config(e) => Failure::config(e),
         roster::app::ServeError::Runtime(e) => Failure::runtime(format!("{e:#}")),

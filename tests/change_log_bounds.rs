@@ -104,6 +104,7 @@ async fn attacked() -> Attack {
         waker: ChangeWaker::start(f.pool.clone()),
         stop: stop_rx,
         long_polls: roster::web::long_polls::LongPolls::default(),
+        access: None,
     });
     let handler = handler(&f.pool, f.queue.clone());
     for push in 0..PUSHES {

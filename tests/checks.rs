@@ -38,6 +38,8 @@ pub(crate) struct Env {
     pub(crate) storage: GithubStorage,
     pub(crate) worker: ChecksWorker,
     pub(crate) hooks: axum::Router,
+    /// The source itself, for its listing and its directory's reads.
+    pub(crate) source: GithubSource,
 }
 
 pub(crate) async fn env() -> Env {
@@ -87,6 +89,7 @@ pub(crate) async fn env_tuned(mode: ChecksMode, options: GithubOptions) -> Env {
         queue,
         handler,
         hooks,
+        source,
     }
 }
 

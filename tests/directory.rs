@@ -205,7 +205,8 @@ async fn a_team_renamed_twice_before_its_webhooks_arrive_should_end_with_what_gi
         Resolution::Renamed {
             id,
             from: "payments".into(),
-            to: "money".into()
+            to: "money".into(),
+            secret: false,
         }
     );
     assert_eq!(
@@ -280,7 +281,8 @@ async fn a_renamed_organisation_should_still_resolve_its_old_name() {
         Resolution::Renamed {
             id,
             from: "@acme/platform".into(),
-            to: "@acme-corp/platform".into()
+            to: "@acme-corp/platform".into(),
+            secret: false,
         }
     );
     // The next listing reads it under its new name.

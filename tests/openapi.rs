@@ -215,6 +215,7 @@ async fn a_real_answer_of_each_route_should_validate_against_its_schema() {
         waker: ChangeWaker::start(f.pool.clone()),
         stop: stop_rx,
         long_polls: LongPolls::default(),
+        access: None,
     });
 
     let document = the_document(&f.app).await;

@@ -452,6 +452,10 @@ async fn a_stored_app_under_another_key_should_stop_with_one_line_not_a_second_s
         "{stderr}"
     );
     assert!(!stderr.contains("/setup?token="), "{stderr}");
+    // The one line, nothing logged before it (on either stream).
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = stderr.lines().chain(stdout.lines()).collect();
+    assert_eq!(lines, [errors[0].as_str()], "{stderr}{stdout}");
 
     let output = run_roster(
         &["setup", "--print-env"],
@@ -710,13 +714,24 @@ async fn any_replica_should_finish_the_flow_and_the_others_should_follow() {
     let fake = fake_with_repo().await;
     let (pool, url) = database().await;
     let logs = logs_dir();
-    let (first, token) = setup_flow::start(&fake, &url, logs.path()).await;
-    let (second, _) = setup_flow::start(&fake, &url, logs.path()).await;
-    // The first replica's token and state, the second replica's callback.
-    let (answer, form) = submit(&second, &token, "acme").await;
+    let (first, old) = setup_flow::start(&fake, &url, logs.path()).await;
+    let (second, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    // The newest address retired the first: one token is kept.
+    let retired = get(&first.url(&format!("/setup?token={old}")))
+        .await
+        .expect("setup page");
+    assert_eq!(retired.status, StatusCode::FORBIDDEN, "{}", retired.body);
+    let tokens: i64 = sqlx::query_scalar("select count(*) from setup_tokens")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(tokens, 1);
+    // The newest token on the first replica, its state, the second
+    // replica's callback.
+    let (answer, form) = submit(&first, &token, "acme").await;
     let (action, manifest) = form.unwrap_or_else(|| panic!("no form: {}", answer.body));
     let manifest: Value = serde_json::from_str(&manifest).expect("manifest");
-    assert_eq!(manifest["url"], second.base.as_str());
+    assert_eq!(manifest["url"], first.base.as_str());
     let code = fake.manifest_code(manifest, "acme");
     let done = callback(&second, &code, &state_of(&action)).await;
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
@@ -783,4 +798,46 @@ async fn with_the_private_database_the_key_should_be_made_in_the_data_folder() {
     setup_flow::token(&roster).await;
     assert_eq!(std::fs::read_to_string(&key_file).expect("key"), key);
     assert!(roster.terminate().success());
+}
+
+#[tokio::test]
+async fn a_restart_should_retire_the_token_and_wrong_tokens_be_throttled() {
+    let fake = FakeGithub::start().await;
+    let (pool, url) = database().await;
+    let logs = logs_dir();
+    let (before, old) = setup_flow::start(&fake, &url, logs.path()).await;
+    let status = before.terminate();
+    assert!(status.success(), "{status}");
+    let (roster, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    assert_ne!(old, token, "a restart hands out a fresh token");
+    let page = |token: String| {
+        let url = roster.url(&format!("/setup?token={token}"));
+        async move { get(&url).await.expect("setup page") }
+    };
+    assert_eq!(page(old.clone()).await.status, StatusCode::FORBIDDEN);
+    let tokens: i64 = sqlx::query_scalar("select count(*) from setup_tokens")
+        .fetch_one(&pool)
+        .await
+        .expect("count");
+    assert_eq!(tokens, 1, "the old token is gone");
+    assert_eq!(page(token.clone()).await.status, StatusCode::OK);
+
+    // Wrong tokens (the retired one was the first): ten are refused, then
+    // the client is locked out, even with the right one, and told how
+    // long for.
+    for k in 2..10 {
+        let wrong = page(format!("{k:064x}")).await;
+        assert_eq!(wrong.status, StatusCode::FORBIDDEN, "try {k}");
+    }
+    let locked = page("f".repeat(64)).await;
+    assert_eq!(locked.status, StatusCode::FORBIDDEN, "the tenth is counted");
+    let locked = page(token.clone()).await;
+    assert_eq!(
+        locked.status,
+        StatusCode::TOO_MANY_REQUESTS,
+        "{}",
+        locked.body
+    );
+    let wait: u64 = locked.header(header::RETRY_AFTER).parse().unwrap_or(0);
+    assert!(wait > 0, "Retry-After: {wait}");
 }

@@ -67,6 +67,7 @@ pub async fn start(
         waker,
         stop: shutdown.clone(),
         long_polls: LongPolls::new(settings.long_polls),
+        access: None,
     };
     Ok(History { feed })
 }

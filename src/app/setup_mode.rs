@@ -5,7 +5,9 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use axum::http::request::Parts;
 
 use futures_util::FutureExt;
 use secrecy::SecretString;
@@ -14,9 +16,12 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::{ConfigError, GithubAppSettings, Settings};
+use crate::setup::routes::TokenGate;
 use crate::setup::store::{self, StoreError, StoredApp};
 use crate::setup::{random_hex, SecretKey, SetupState};
 use crate::shutdown::Shutdown;
+use crate::web::throttle::{Attempt, FailureThrottle};
+use crate::web::throttle_key::client_of;
 
 /// How often setup mode looks for an App another replica stored.
 const POLL: Duration = Duration::from_secs(3);
@@ -85,12 +90,38 @@ fn secret_key(settings: &Settings) -> Result<Option<SecretKey>, ConfigError> {
         .map_err(|e| ConfigError::new("ROSTER_SECRET_KEY", e.to_string()))
 }
 
+/// Whether the App stored by setup, if any, opens with `key`: checked
+/// before anything is logged, so that a changed `ROSTER_SECRET_KEY` stops
+/// `serve` with its one `error:` line (docs/operations.md).
+pub(super) async fn check_stored(
+    settings: &Settings,
+    pool: &PgPool,
+    key: Option<&SecretKey>,
+) -> Result<(), ConfigError> {
+    if settings.github.is_none() {
+        load_stored(pool, key).await?;
+    }
+    Ok(())
+}
+
 /// The stored App as settings, when one is stored.
 async fn stored(
     settings: &Settings,
     pool: &PgPool,
     key: Option<&SecretKey>,
 ) -> Result<Option<GithubAppSettings>, ConfigError> {
+    let Some(app) = load_stored(pool, key).await? else {
+        return Ok(None);
+    };
+    tracing::info!(app_id = app.app_id, slug = %app.slug, "using the GitHub App stored by setup");
+    Ok(Some(app_settings(&app, settings)))
+}
+
+/// The App stored by setup, opened with `key`, when one is stored.
+async fn load_stored(
+    pool: &PgPool,
+    key: Option<&SecretKey>,
+) -> Result<Option<StoredApp>, ConfigError> {
     let database = |e: sqlx::Error| ConfigError::new("DATABASE_URL", e.to_string());
     if !store::app_exists(pool).await.map_err(database)? {
         return Ok(None);
@@ -101,14 +132,11 @@ async fn stored(
             "required to read the GitHub App stored by setup (the key it was stored with)",
         )
     })?;
-    let app = match store::load_app(pool, key).await {
-        Ok(Some(app)) => app,
-        Ok(None) => return Ok(None),
-        Err(StoreError::Db(e)) => return Err(database(e)),
-        Err(e) => return Err(ConfigError::new("ROSTER_SECRET_KEY", e.to_string())),
-    };
-    tracing::info!(app_id = app.app_id, slug = %app.slug, "using the GitHub App stored by setup");
-    Ok(Some(app_settings(&app, settings)))
+    match store::load_app(pool, key).await {
+        Ok(found) => Ok(found),
+        Err(StoreError::Db(e)) => Err(database(e)),
+        Err(e) => Err(ConfigError::new("ROSTER_SECRET_KEY", e.to_string())),
+    }
 }
 
 /// Settings of the stored App, with GitHub's addresses from the settings.
@@ -149,6 +177,10 @@ async fn serve_setup(
         api_url: settings.setup.api_url.clone(),
         public_url: settings.setup.public_url.clone(),
         stored: stored.clone(),
+        gate: Arc::new(ThrottleGate {
+            throttle: FailureThrottle::default(),
+            trust_proxy: settings.trust_proxy,
+        }),
     };
     let base = match &settings.setup.public_url {
         Some(public) => public.base().to_owned(),
@@ -194,5 +226,22 @@ fn local_address(listen: SocketAddr) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], listen.port()))
     } else {
         listen
+    }
+}
+
+/// The setup routes' wrong tokens, counted by the failure throttle the
+/// write API and sign-in use (setup mode serves neither).
+struct ThrottleGate {
+    throttle: FailureThrottle,
+    trust_proxy: bool,
+}
+
+impl TokenGate for ThrottleGate {
+    fn attempt(&self, parts: &Parts, valid: bool) -> Result<(), Duration> {
+        let client = client_of(parts, self.trust_proxy);
+        match self.throttle.attempt(client, Instant::now(), || valid) {
+            Attempt::Right | Attempt::Wrong { .. } => Ok(()),
+            Attempt::Locked { wait } => Err(wait),
+        }
     }
 }

@@ -21,8 +21,14 @@ pub enum Resolution {
     Team { id: i64, slug: String },
     /// A member of the organisation (or the personal account itself).
     Member { login: String },
-    /// A team by a name it had before; `to` is how to name it now.
-    Renamed { id: i64, from: String, to: String },
+    /// A team by a name it had before; `to` is how to name it now, which
+    /// no message tells when the team is `secret` (docs/contract.md#what-a-reader-without-credentials-sees).
+    Renamed {
+        id: i64,
+        from: String,
+        to: String,
+        secret: bool,
+    },
     /// A team that no longer exists.
     Deleted { id: i64, slug: String },
     /// Nobody by that name; the nearest visible slugs, nearest first.
@@ -64,6 +70,11 @@ impl Resolution {
             Resolution::Unknown { suggestions } => Some(format!(
                 "no team or member {owner:?} in {org} (did you mean {}?)",
                 suggestions.join(", ")
+            )),
+            // A check or an error anyone may read never names a secret
+            // team's slug now.
+            Resolution::Renamed { secret: true, .. } => Some(format!(
+                "{owner:?} names a team by a slug it no longer has; update the file"
             )),
             Resolution::Renamed { to, .. } => {
                 Some(format!("{owner:?} was renamed to {to:?}; update the file"))
@@ -183,11 +194,13 @@ impl<'a> Resolver<'a> {
                 id: team.id,
                 from: written.to_owned(),
                 to: format!("@{}/{}", self.directory.login, team.slug),
+                secret: team.secret,
             },
             None if renamed => Resolution::Renamed {
                 id: team.id,
                 from: slug.to_owned(),
                 to: team.slug.clone(),
+                secret: team.secret,
             },
             None => Resolution::Team {
                 id: team.id,
@@ -260,6 +273,7 @@ mod tests {
                 ("payments-core".to_owned(), 10),
                 ("platform".to_owned(), 11),
                 ("security".to_owned(), 12),
+                ("sec-old".to_owned(), 12),
                 ("legacy".to_owned(), 13),
                 ("paymentz".to_owned(), 14),
             ],
@@ -312,7 +326,8 @@ mod tests {
             Resolution::Renamed {
                 id: 10,
                 from: "Payments".to_owned(),
-                to: "payments-core".to_owned()
+                to: "payments-core".to_owned(),
+                secret: false,
             }
         );
         assert_eq!(got.team_id(), Some(10));
@@ -323,13 +338,29 @@ mod tests {
     }
 
     #[test]
+    fn a_secret_teams_slug_now_should_never_be_in_the_message() {
+        let got = resolve(&acme(), "sec-old");
+        assert_eq!(got.status(), "renamed");
+        let message = got.problem("sec-old", "acme").unwrap_or_default();
+        assert_eq!(
+            message,
+            "\"sec-old\" names a team by a slug it no longer has; update the file"
+        );
+        let message = resolve(&acme(), "@acme-old/security")
+            .problem("@acme-old/security", "acme")
+            .unwrap_or_default();
+        assert!(!message.contains("@acme/security"), "{message}");
+    }
+
+    #[test]
     fn an_old_organisation_login_should_resolve_and_be_reported_as_renamed() {
         assert_eq!(
             resolve(&acme(), "@acme-old/platform"),
             Resolution::Renamed {
                 id: 11,
                 from: "@acme-old/platform".to_owned(),
-                to: "@acme/platform".to_owned()
+                to: "@acme/platform".to_owned(),
+                secret: false,
             }
         );
     }

@@ -18,6 +18,12 @@ pub fn is_invisible(c: char) -> bool {
             | '\u{2060}'..='\u{2064}' // word joiner and invisible operators
             | '\u{2066}'..='\u{2069}' // isolates
             | '\u{FEFF}' // zero-width no-break space
+            // Control characters (BEL, ESC, …) but tab and line ends:
+            // a team's name from GitHub may hold them.
+            | '\u{0}'..='\u{8}'
+            | '\u{B}'..='\u{C}'
+            | '\u{E}'..='\u{1F}'
+            | '\u{7F}'..='\u{9F}'
     )
 }
 

@@ -133,6 +133,7 @@ mod tests {
             id: 7,
             from: "@old/pay".into(),
             to: "@acme/payments".into(),
+            secret: false,
         };
         assert_eq!(
             resolved_owner(&renamed),

@@ -80,7 +80,7 @@ pub(crate) async fn snapshot(
 /// [`snapshot`] for the check run posted on `repo`'s default branch after a
 /// reconcile: the source does not say whether a repository is public, so
 /// unless a pull request's payload said `repo` is private, its check names
-/// an owner only when that owner is known to be public (docs/contract.md, privacy).
+/// an owner only when that owner is known to be public (docs/contract.md#bounds).
 pub(crate) async fn snapshot_for_default_branch(
     conn: &mut PgConnection,
     repo: RepoId,

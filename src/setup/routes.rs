@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Query, State};
-use axum::http::{header, StatusCode, Uri};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::{Form, Json};
 use serde::Deserialize;
@@ -34,6 +35,17 @@ pub struct SetupState {
     pub public_url: Option<PublicUrl>,
     /// Told once this replica has stored the App.
     pub stored: Arc<Notify>,
+    /// Counts wrong setup tokens per client.
+    pub gate: Arc<dyn TokenGate>,
+}
+
+/// Wrong setup tokens counted per client and locked out like the sign-in
+/// form's (docs/contract.md#bounds): implemented where the failure
+/// throttle lives, which this module cannot import.
+pub trait TokenGate: Send + Sync {
+    /// Counts a token from the request of `parts`, wrong unless `valid`;
+    /// `Err(wait)` when its client is locked out for `wait`.
+    fn attempt(&self, parts: &Parts, valid: bool) -> Result<(), Duration>;
 }
 
 impl SetupState {
@@ -95,22 +107,42 @@ fn database_down(e: &sqlx::Error) -> Response {
     )
 }
 
-/// Whether `token` opens setup; a 403 or 503 answer when not.
-async fn check_token(pool: &PgPool, token: Option<&str>) -> Option<Response> {
+/// Whether `token` opens setup; a 403 (a missing, wrong or retired
+/// token), 429 (too many wrong ones from this client) or 503 answer when
+/// not.
+async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> Option<Response> {
     let refused = |message: &str| {
         Some(problem(
             StatusCode::FORBIDDEN,
             message,
-            "Open the setup address exactly as Roster's log prints it.",
+            "Open the setup address exactly as Roster's log prints it last.",
         ))
     };
-    let Some(token) = token.filter(|t| !t.is_empty()) else {
-        return refused("The setup address needs its token.");
+    let token = token.filter(|t| !t.is_empty());
+    let valid = match token {
+        None => false,
+        Some(token) => match store::token_valid(&state.pool, token).await {
+            Ok(valid) => valid,
+            Err(e) => return Some(database_down(&e)),
+        },
     };
-    match store::token_valid(pool, token).await {
-        Ok(true) => None,
-        Ok(false) => refused("This setup token is not valid."),
-        Err(e) => Some(database_down(&e)),
+    if let Err(wait) = state.gate.attempt(parts, valid) {
+        tracing::warn!("setup: too many wrong tokens from one client, locked out");
+        let mut answer = problem(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many wrong setup tokens from this address.",
+            "Wait, then open the setup address exactly as Roster's log prints it last.",
+        );
+        answer.headers_mut().insert(
+            header::RETRY_AFTER,
+            HeaderValue::from(wait.as_secs().max(1)),
+        );
+        return Some(answer);
+    }
+    match (token, valid) {
+        (_, true) => None,
+        (None, false) => refused("The setup address needs its token."),
+        (Some(_), false) => refused("This setup token is not valid (a restart retires it)."),
     }
 }
 
@@ -121,11 +153,15 @@ pub struct TokenQuery {
 }
 
 /// `GET /setup?token=…`: the form.
-pub async fn show(State(state): State<SetupState>, Query(query): Query<TokenQuery>) -> Response {
+pub async fn show(
+    State(state): State<SetupState>,
+    parts: Parts,
+    Query(query): Query<TokenQuery>,
+) -> Response {
     if let Some(answer) = closed(&state.pool).await {
         return answer;
     }
-    if let Some(answer) = check_token(&state.pool, query.token.as_deref()).await {
+    if let Some(answer) = check_token(&state, &parts, query.token.as_deref()).await {
         return answer;
     }
     let form = SetupPage {
@@ -152,11 +188,15 @@ pub struct SetupForm {
 }
 
 /// `POST /setup`: the manifest form, with a fresh state.
-pub async fn submit(State(state): State<SetupState>, Form(form): Form<SetupForm>) -> Response {
+pub async fn submit(
+    State(state): State<SetupState>,
+    parts: Parts,
+    Form(form): Form<SetupForm>,
+) -> Response {
     if let Some(answer) = closed(&state.pool).await {
         return answer;
     }
-    if let Some(answer) = check_token(&state.pool, form.token.as_deref()).await {
+    if let Some(answer) = check_token(&state, &parts, form.token.as_deref()).await {
         return answer;
     }
     let org = form.org.trim().to_owned();

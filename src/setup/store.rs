@@ -136,13 +136,19 @@ fn token_hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
-/// Records a setup token handed out in the log.
+/// Records the setup token handed out in the log, retiring every token
+/// handed out before it (a restart's, another replica's): only the
+/// newest address opens setup.
 pub async fn add_token(pool: &PgPool, token: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("insert into setup_tokens (token_hash) values ($1) on conflict do nothing")
-        .bind(token_hash(token))
-        .execute(pool)
+    let mut tx = pool.begin().await?;
+    sqlx::query("delete from setup_tokens")
+        .execute(&mut *tx)
         .await?;
-    Ok(())
+    sqlx::query("insert into setup_tokens (token_hash) values ($1)")
+        .bind(token_hash(token))
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await
 }
 
 /// Whether `token` is a setup token still valid.

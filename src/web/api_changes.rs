@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -18,6 +19,7 @@ use super::error::{ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{shown_changes, ChangeJson, FeedJson, PageJson};
 use super::long_polls::LongPolls;
+use super::privacy::Privacy;
 use super::state::AppState;
 use crate::notify::outbox::TargetStatus;
 use crate::registry::changes::{self, ChangeWaker, Feed, FeedError};
@@ -40,6 +42,9 @@ pub struct ChangesState {
     pub stop: Shutdown,
     /// How many may wait at once (`ROSTER_LONG_POLLS`).
     pub long_polls: LongPolls,
+    /// The API token and sessions, to tell a reader with credentials
+    /// (docs/contract.md#what-a-reader-without-credentials-sees); `None`: every reader sees what one without sees.
+    pub access: Option<AppState>,
 }
 
 /// `?after=&limit=&wait=`, taken as text and checked here.
@@ -113,15 +118,24 @@ impl FeedParams {
               (status = 410, description = "Changes after `after` are no longer kept", body = GoneJson)))]
 pub async fn feed(
     State(state): State<ChangesState>,
+    mut parts: Parts,
     params: Result<ApiQuery<FeedParams>, ApiError>,
 ) -> Response {
     let request = match params.and_then(|ApiQuery(p)| p.check()) {
         Ok(request) => request,
         Err(error) => return error.into_response(),
     };
+    let privacy = match &state.access {
+        Some(app) => Privacy::from_request_parts(&mut parts, app).await,
+        None => Privacy::public(&state.pool).await,
+    };
+    let privacy = match privacy {
+        Ok(privacy) => privacy,
+        Err(error) => return error.into_response(),
+    };
     match long_poll(&state, request).await {
         Ok(feed) => {
-            let (items, _) = shown_changes(feed.items);
+            let (items, _) = shown_changes(privacy.changes(feed.items));
             // A page cut short goes on after its last change.
             let next_cursor = items.last().map_or(feed.next_cursor, |c| c.seq);
             Json(FeedJson { items, next_cursor }).into_response()
@@ -184,14 +198,49 @@ async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, F
     }
 }
 
-/// `?before=&limit=` of an entry's history.
+/// `?cursor=&limit=` of an entry's history (`before=` is the older name of
+/// `cursor`); `after` is refused, history going newest first.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct HistoryParams {
     /// The changes before this `seq` (the previous page's `next_cursor`).
+    pub cursor: Option<String>,
+    /// The older name of `cursor`.
     pub before: Option<String>,
     /// At most this many changes (default 100).
     pub limit: Option<String>,
+    /// Refused with a 400: history goes newest first (the feed takes it).
+    pub after: Option<String>,
+}
+
+impl HistoryParams {
+    /// The `seq` the page goes on before, and the limit; a bad value, or
+    /// `after`, is a 400 as on the feed.
+    fn check(&self) -> Result<(Option<i64>, i64), ApiError> {
+        if let Some(after) = given(&self.after) {
+            return Err(ApiError::BadRequest(format!(
+                "after: {after:?} is not taken here: history goes newest first; \
+                 pass next_cursor as cursor"
+            )));
+        }
+        let (name, given_cursor) = match (given(&self.cursor), given(&self.before)) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::BadRequest(
+                    "cursor: give cursor or before, not both".to_owned(),
+                ))
+            }
+            (Some(c), None) => ("cursor:", Some(c)),
+            (None, b) => ("before:", b),
+        };
+        let check = FeedParams {
+            after: given_cursor.map(str::to_owned),
+            limit: self.limit.clone(),
+            wait: None,
+        }
+        .check()
+        .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", name, 1)))?;
+        Ok((given_cursor.map(|_| check.after), check.limit))
+    }
 }
 
 /// `GET /api/v1/projects/{name}/history`: the name's changes, newest
@@ -204,24 +253,18 @@ pub struct HistoryParams {
               (status = 400, description = "A bad parameter", body = ErrorJson),
               (status = 404, description = "The name never had a change", body = ErrorJson)))]
 pub async fn history(
+    privacy: Privacy,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
     ApiQuery(params): ApiQuery<HistoryParams>,
 ) -> Result<Json<PageJson<ChangeJson>>, ApiError> {
-    let check = FeedParams {
-        after: params.before.clone(),
-        limit: params.limit.clone(),
-        wait: None,
-    }
-    .check()
-    .map_err(|e| ApiError::BadRequest(e.to_string().replacen("after:", "before:", 1)))?;
-    let before = params.before.as_ref().map(|_| check.after);
-    let page = changes::history(&state.pool, &name, before, check.limit).await?;
+    let (before, limit) = params.check()?;
+    let page = changes::history(&state.pool, &name, before, limit).await?;
     if page.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
     let more = page.more;
-    let (items, cut) = shown_changes(page.items);
+    let (items, cut) = shown_changes(privacy.changes(page.items));
     let next_cursor = items
         .last()
         .filter(|_| more || cut)

@@ -9,17 +9,14 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{FromRequestParts, State};
-use axum::http::header::AUTHORIZATION;
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::auth::WriteAccess;
 use super::error::{ApiError, ErrorJson};
 use super::extract::ApiQuery;
 use super::params::parse_limit;
-use super::session::Viewer;
+use super::privacy::{Privacy, Privileged};
 use super::state::AppState;
 use crate::directory::db::AccountStatus;
 use crate::directory::resolve::Resolver;
@@ -29,28 +26,6 @@ use crate::registry::owner_counts::owner_counts;
 
 /// A page stops growing past this many bytes of owners.
 pub const MAX_PAGE_BYTES: usize = 1024 * 1024 - 64 * 1024;
-
-/// Whether the request may see members and secret teams.
-#[derive(Debug, Clone, Copy)]
-pub struct Privileged(bool);
-
-impl FromRequestParts<AppState> for Privileged {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        // A presented token is checked like the write API's (a wrong one is
-        // refused and counted by the failure throttle), never ignored.
-        if parts.headers.contains_key(AUTHORIZATION) {
-            WriteAccess::from_request_parts(parts, state).await?;
-            return Ok(Self(true));
-        }
-        let viewer = match Viewer::from_request_parts(parts, state).await {
-            Ok(viewer) => viewer,
-            Err(never) => match never {},
-        };
-        Ok(Self(viewer.signed_in()))
-    }
-}
 
 /// `?limit=&cursor=&status=`.
 #[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
@@ -189,8 +164,12 @@ pub async fn list(
                     "status: must be one of unknown, renamed, deleted, found {status:?}"
                 )));
             };
+            let privacy = match privileged {
+                Privileged(true) => Privacy::everything(),
+                Privileged(false) => Privacy::public(&state.pool).await?,
+            };
             Ok(Json(OwnersAnswer::Dangling(
-                dangling(&state, status, &params).await?,
+                dangling(&state, status, &params, &privacy).await?,
             )))
         }
         None => Ok(Json(OwnersAnswer::Owners(
@@ -205,6 +184,7 @@ async fn dangling(
     state: &AppState,
     status: &'static str,
     params: &OwnerParams,
+    privacy: &Privacy,
 ) -> Result<DanglingPage, ApiError> {
     let (limit, after): (usize, Option<(String, String)>) = paging(params)?;
     let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
@@ -223,7 +203,7 @@ async fn dangling(
         };
         for count in counts.iter().filter(|c| names_account(&c.account)) {
             let resolution = resolver.resolve(&count.owner);
-            if resolution.status() != status {
+            if resolution.status() != status || privacy.hides_resolution(&resolution) {
                 continue;
             }
             let (renamed_to, suggestions) = match resolution {

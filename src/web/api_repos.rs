@@ -8,6 +8,7 @@ use super::error::{repo_not_found, ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{CheckJson, PageJson, RepoDetailJson, RepoJson};
 use super::params::RepoParams;
+use super::privacy::Privacy;
 use super::state::AppState;
 use crate::registry;
 use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
@@ -58,14 +59,16 @@ pub struct DetailParams {
     responses((status = 200, description = "The repository", body = RepoWithChecks),
               (status = 404, description = "No such repository", body = ErrorJson)))]
 pub async fn detail(
+    privacy: Privacy,
     State(state): State<AppState>,
     ApiPath((owner, name)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<DetailParams>,
 ) -> Result<Json<RepoWithChecks>, ApiError> {
-    let mut detail: RepoDetailJson = registry::get_repo(&state.pool, &owner, &name)
+    let mut detail = registry::get_repo(&state.pool, &owner, &name)
         .await?
-        .ok_or_else(|| repo_not_found(&owner, &name))?
-        .into();
+        .ok_or_else(|| repo_not_found(&owner, &name))?;
+    detail.entries = privacy.entries(detail.entries);
+    let mut detail: RepoDetailJson = detail.into();
     let checks: Vec<CheckJson> = recent_checks(&state.pool, detail.repo.id)
         .await?
         .into_iter()

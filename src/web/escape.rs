@@ -36,4 +36,13 @@ mod tests {
             .expect("write");
         assert_eq!(out, "&#60;b&#62;\\u{202E}gnp.exe\\u{200B}&#60;/b&#62;");
     }
+
+    #[test]
+    fn control_characters_should_be_escaped_but_line_ends_and_tabs_kept() {
+        let mut out = String::new();
+        VisibleHtml
+            .write_escaped_str(&mut out, "ring\u{7}\u{1b}[31m\u{9f}\tok\r\n")
+            .expect("write");
+        assert_eq!(out, "ring\\u{0007}\\u{001B}[31m\\u{009F}\tok\r\n");
+    }
 }

@@ -31,6 +31,7 @@ mod metrics_route;
 mod openapi;
 mod origin;
 mod params;
+pub mod privacy;
 mod resync;
 mod revocation;
 pub mod router;

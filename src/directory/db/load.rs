@@ -1,6 +1,8 @@
 //! One account's whole directory loaded at once, by id or by a login it has
 //! or had: what the resolver reads.
 
+use std::collections::HashSet;
+
 use sqlx::{PgConnection, Row};
 
 use super::DirectoryDb;
@@ -29,6 +31,15 @@ impl DirectoryDb {
             Some(org) => load_in(&mut conn, org).await,
             None => Ok(None),
         }
+    }
+
+    /// The ids of every secret team of every account, deleted or not: what
+    /// a reader without credentials may not learn of (docs/contract.md#what-a-reader-without-credentials-sees).
+    pub async fn secret_team_ids(&self) -> Result<HashSet<i64>, sqlx::Error> {
+        let ids: Vec<i64> = sqlx::query_scalar("select team_id from directory_teams where secret")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(ids.into_iter().collect())
     }
 }
 

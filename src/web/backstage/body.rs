@@ -19,6 +19,7 @@ use sqlx::PgPool;
 use super::entity::{self, Refused, Systems};
 use crate::registry::export::{export_page, ExportEntry};
 use crate::registry::RegistryError;
+use crate::web::privacy::Privacy;
 
 /// What a first pass over the registry found.
 #[derive(Debug, Default)]
@@ -61,12 +62,27 @@ impl Tally {
     }
 }
 
+/// A page of the registry as the reader may see it (an owner it may not
+/// see reads `hidden`: such a component is left out, counted by its
+/// owner's name).
+async fn page_seen(
+    pool: &PgPool,
+    privacy: &Privacy,
+    after: Option<&str>,
+) -> Result<Vec<ExportEntry>, RegistryError> {
+    let mut page = export_page(pool, after).await?;
+    for row in &mut page {
+        row.entry = privacy.entry(row.entry.clone());
+    }
+    Ok(page)
+}
+
 /// Reads the whole registry once, keeping only counts.
-pub async fn tally(pool: &PgPool) -> Result<Tally, RegistryError> {
+pub async fn tally(pool: &PgPool, privacy: &Privacy) -> Result<Tally, RegistryError> {
     let mut tally = Tally::default();
     let mut after: Option<String> = None;
     loop {
-        let page = export_page(pool, after.as_deref()).await?;
+        let page = page_seen(pool, privacy, after.as_deref()).await?;
         let Some(last) = page.last() else {
             return Ok(tally);
         };
@@ -87,33 +103,36 @@ enum Step {
 /// The export of the registry that `pool` holds, as a streamed body. A
 /// read that fails midway ends the body with an error, so the client sees
 /// a broken transfer, never a shorter catalog.
-pub fn body(pool: PgPool) -> Body {
+pub fn body(pool: PgPool, privacy: Privacy) -> Body {
     let chunks = stream::unfold(Step::Start, move |step| {
         let pool = pool.clone();
-        async move { next(&pool, step).await }
+        let privacy = privacy.clone();
+        async move { next(&pool, &privacy, step).await }
     });
     Body::from_stream(chunks)
 }
 
 type Chunk = Result<Bytes, RegistryError>;
 
-async fn next(pool: &PgPool, step: Step) -> Option<(Chunk, Step)> {
+async fn next(pool: &PgPool, privacy: &Privacy, step: Step) -> Option<(Chunk, Step)> {
     let (chunk, step) = match step {
-        Step::Start => match tally(pool).await {
+        Step::Start => match tally(pool, privacy).await {
             Ok(tally) => (
                 Ok(tally.header().into_bytes()),
                 Step::Components(None, tally.systems),
             ),
             Err(error) => (Err(error), Step::Done),
         },
-        Step::Components(after, systems) => match export_page(pool, after.as_deref()).await {
-            Ok(page) if page.is_empty() => (Ok(systems_of(&systems)), Step::Done),
-            Ok(page) => {
-                let after = page.last().map(|row| row.entry.name.clone());
-                (Ok(components(&page)), Step::Components(after, systems))
+        Step::Components(after, systems) => {
+            match page_seen(pool, privacy, after.as_deref()).await {
+                Ok(page) if page.is_empty() => (Ok(systems_of(&systems)), Step::Done),
+                Ok(page) => {
+                    let after = page.last().map(|row| row.entry.name.clone());
+                    (Ok(components(&page)), Step::Components(after, systems))
+                }
+                Err(error) => (Err(error), Step::Done),
             }
-            Err(error) => (Err(error), Step::Done),
-        },
+        }
         Step::Done => return None,
     };
     Some((chunk.map(Bytes::from), step))

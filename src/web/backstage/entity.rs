@@ -220,3 +220,28 @@ impl Systems {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_systems_owner_should_be_the_one_most_of_its_components_share_ties_in_name_order() {
+        let mut systems = Systems::default();
+        for (system, owner) in [
+            ("shop", "group:default/b"),
+            ("shop", "group:default/a"),
+            ("shop", "group:default/b"),
+            ("tied", "user:default/zed"),
+            ("tied", "group:default/core"),
+        ] {
+            systems.add(system, owner);
+        }
+        let owners: Vec<_> = systems.owners().collect();
+        assert_eq!(
+            owners,
+            [("shop", "group:default/b"), ("tied", "group:default/core")]
+        );
+        assert_eq!(systems.count(), 2);
+    }
+}

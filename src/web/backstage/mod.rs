@@ -17,6 +17,7 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ErrorJson};
+use super::privacy::Privacy;
 use super::state::AppState;
 use crate::registry::export::export_version;
 
@@ -38,11 +39,15 @@ const FORMAT: &str = "b1";
         (status = 304, description = "Unchanged since the export whose `ETag` was sent"),
         (status = 503, description = "The database is unavailable", body = ErrorJson)))]
 pub async fn entities(
+    privacy: Privacy,
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let version = export_version(&state.pool).await?;
-    let etag = format!("\"{FORMAT}-{}\"", version.token());
+    // Readers with and without credentials see different owners: their
+    // exports never share a tag.
+    let seen = if privacy.privileged() { "-all" } else { "" };
+    let etag = format!("\"{FORMAT}-{}{seen}\"", version.token());
     let etag_value = HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?;
     if matches(&headers, &etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
@@ -56,7 +61,7 @@ pub async fn entities(
             (header::ETAG, etag_value),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
         ],
-        body::body(state.pool.clone()),
+        body::body(state.pool.clone(), privacy),
     )
         .into_response())
 }

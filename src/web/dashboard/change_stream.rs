@@ -7,6 +7,7 @@ use serde::Deserialize;
 use super::change_row::{page_rows, ChangeRow, HALF_PAGE};
 use crate::registry::changes::{self, Cause, ChangeKind, StreamFilter};
 use crate::web::error::ApiError;
+use crate::web::privacy::Privacy;
 use crate::web::state::AppState;
 use crate::web::view::href_with;
 
@@ -84,9 +85,14 @@ pub struct StreamView {
 }
 
 /// Reads the page `params` ask for.
-pub async fn load(state: &AppState, params: &StreamParams) -> Result<StreamView, ApiError> {
+pub async fn load(
+    state: &AppState,
+    params: &StreamParams,
+    privacy: &Privacy,
+) -> Result<StreamView, ApiError> {
     let filter = params.to_filter()?;
-    let page = changes::stream(&state.pool, &filter).await?;
+    let mut page = changes::stream(&state.pool, &filter).await?;
+    page.items = privacy.changes(page.items);
     // Half the page: the recently removed take the other half.
     let (rows, next) = page_rows(page, state.github_web_url.as_deref(), HALF_PAGE);
     let kind = filter.kind.map_or("", ChangeKind::as_str);

@@ -18,6 +18,7 @@ use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::changes;
 use crate::web::error::ApiError;
 use crate::web::extract::{ApiPath, ApiQuery};
+use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{repo_href, TimeView};
@@ -81,7 +82,9 @@ pub async fn entry_history(
     let ApiPath(name) = path?;
     let ApiQuery(params) = params?;
     let before = params.before()?;
-    let history = changes::history(&state.pool, &name, before, HISTORY_ROWS).await?;
+    let privacy = Privacy::for_viewer(&viewer, &state.pool).await?;
+    let mut history = changes::history(&state.pool, &name, before, HISTORY_ROWS).await?;
+    history.items = privacy.changes(history.items);
     if history.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")).into());
     }
@@ -143,11 +146,13 @@ pub async fn changes_page(
     params: Result<ApiQuery<StreamParams>, ApiError>,
 ) -> Result<ChangesTemplate, PageError> {
     let ApiQuery(params) = params?;
-    let stream = change_stream::load(&state, &params).await?;
+    let privacy = Privacy::for_viewer(&viewer, &state.pool).await?;
+    let stream = change_stream::load(&state, &params, &privacy).await?;
     let targets = outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
-    let removed = changes::removed_before(&state.pool, None, REMOVED_ROWS).await?;
+    let mut removed = changes::removed_before(&state.pool, None, REMOVED_ROWS).await?;
+    removed.items = privacy.changes(removed.items);
     let now = Utc::now();
     // The newest removals that fit in the half of the page the stream
     // leaves; older ones are in the stream (kind "removed").

@@ -27,6 +27,7 @@ impl OwnerView {
             }
             (OwnerStatus::Deleted, _) => (owner.to_owned(), Some("deleted team".to_owned())),
             (OwnerStatus::Unknown, _) => (owner.to_owned(), Some("names nobody".to_owned())),
+            (OwnerStatus::Hidden, _) => ("hidden".to_owned(), Some("sign in to see it".to_owned())),
             _ => (owner.to_owned(), None),
         };
         Self {

@@ -19,6 +19,7 @@ use crate::directory::resolve::Resolver;
 use crate::directory::{Directory, DirectoryDb, Resolution, Unchecked};
 use crate::registry::owner_counts::{owner_projects, OwnerProjects};
 use crate::web::error::ApiError;
+use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{href_with, repo_href, thousands};
@@ -101,7 +102,8 @@ pub async fn owners(
     State(state): State<AppState>,
     viewer: Viewer,
 ) -> Result<OwnersTemplate, PageError> {
-    let privileged = viewer.signed_in();
+    let privacy = Privacy::for_viewer(&viewer, &state.pool).await?;
+    let privileged = privacy.privileged();
     let unavailable = |e: sqlx::Error| ApiError::unavailable("owners: directory query failed", &e);
     let db = DirectoryDb::new(state.pool.clone());
     let statuses = db.accounts().await.map_err(unavailable)?;
@@ -115,7 +117,7 @@ pub async fn owners(
             .iter()
             .filter(|p| names_account(&directory, &p.account))
             .collect();
-        let mut view = account_view(&directory, &mine, privileged);
+        let mut view = account_view(&directory, &mine, &privacy);
         view.read_error = status.read_error;
         accounts.push(view);
     }
@@ -135,15 +137,17 @@ fn names_account(directory: &Directory, login: &str) -> bool {
 fn account_view(
     directory: &Directory,
     projects: &[&OwnerProjects],
-    privileged: bool,
+    privacy: &Privacy,
 ) -> AccountView {
+    let privileged = privacy.privileged();
     let resolver = Resolver::new(directory);
     let mut dangling = Vec::new();
     let mut by_team: BTreeMap<i64, (ProjectList, Vec<String>)> = BTreeMap::new();
     let mut by_member: BTreeMap<String, ProjectList> = BTreeMap::new();
     for owned in projects {
         let resolution = resolver.resolve(&owned.owner);
-        if let Some(message) = resolution.problem(owned.owner.trim(), &directory.login) {
+        let problem = resolution.problem(owned.owner.trim(), &directory.login);
+        if let Some(message) = problem.filter(|_| !privacy.hides_resolution(&resolution)) {
             let mut list = ProjectList::default();
             list.add(owned);
             dangling.push(DanglingRow {

@@ -16,6 +16,7 @@ use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
 use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::params::ProjectParams;
+use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{href_with, repo_href};
@@ -95,7 +96,12 @@ pub async fn projects(
     // A malformed query string shows as a page, not as the API's JSON.
     let ApiQuery(params) = params?;
     let filter = params.to_filter()?;
-    let page = registry::list_projects(&state.pool, &filter).await?;
+    let privacy = Privacy::for_viewer(&viewer, &state.pool).await?;
+    let mut page = registry::list_projects(&state.pool, &filter).await?;
+    if filter.owner.is_some() {
+        page.items = privacy.found_by_owner(page.items);
+    }
+    page.items = privacy.entries(page.items);
     let q = filter.q.clone().unwrap_or_default();
     let owner = filter.owner.clone().unwrap_or_default();
     let tag = filter.tag.clone().unwrap_or_default();

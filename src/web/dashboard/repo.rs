@@ -21,6 +21,7 @@ use crate::web::delivery_log;
 use crate::web::error::{repo_not_found, ApiError};
 use crate::web::extract::ApiPath;
 use crate::web::html_budget::{escaped_len, keep_rows};
+use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{
@@ -261,7 +262,8 @@ pub async fn repo_detail(
     // Entries are the one part of the page without a bound of their own
     // (a repository may hold 1,000): they take what the page's byte bound
     // leaves, the rest is linked as JSON.
-    let mut entries = detail.entries;
+    let privacy = Privacy::for_viewer(&viewer, &state.pool).await?;
+    let mut entries = privacy.entries(detail.entries);
     let entries_total = entries.len();
     let cut = keep_rows(&mut entries, ENTRIES_BUDGET, |e| {
         escaped_len(&serde_json::to_string(e).unwrap_or_default())
