@@ -160,7 +160,7 @@ mod tests {
             format!(
                 "{label}:1:7: name: must contain only lowercase letters, digits and '-', found \"Bad\"\n\
                  {label}:2:8: owner: must not be empty\n\
-                 {label}:3:1: colour: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels)\n"
+                 {label}:3:1: colour: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels, depends_on, system)\n"
             )
         );
     }

@@ -407,7 +407,11 @@ async fn the_dashboard_should_show_an_entrys_diffs_and_the_recently_removed() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("/projects/api/history"), "{}", page.body);
     assert!(page.body.contains("<code>repo_removed</code>"));
-    assert!(page.body.contains("<code>owner</code>: team-b"));
+    assert!(
+        page.body.contains("owner: team-b · path: project.yaml"),
+        "{}",
+        page.body
+    );
     let page = get(&f.main, "/projects/api/history").await;
     assert!(page.body.contains("Removed: no current version"));
 

@@ -416,6 +416,10 @@ async fn pages_should_render_repository_data_as_text() {
                 link("Data", "data:text/html,<script>alert(4)</script>"),
             ],
             labels: BTreeMap::from([("<k>".to_owned(), "<v>".to_owned())]),
+            // The table's checks refuse a system that is not name-like;
+            // a dependency's name is only checked by the file's rules.
+            depends_on: vec!["<script>alert(5)</script>".to_owned()],
+            system: None,
         },
     };
     Seed::new(&f.pool)
@@ -450,6 +454,7 @@ async fn pages_should_render_repository_data_as_text() {
     ));
     assert!(detail.contains("Trap <span class=\"muted\">(javascript:alert(3))</span>"));
     assert!(detail.contains("<b>&#60;k&#62;</b>=&#60;v&#62;"));
+    assert!(detail.contains("&#60;script&#62;alert(5)&#60;/script&#62;"));
 }
 
 #[tokio::test]

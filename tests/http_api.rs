@@ -720,6 +720,7 @@ async fn dashboard_should_escape_repository_data() {
                 link("Trap", "javascript:alert(1)"),
             ],
             labels: BTreeMap::from([("tier".to_owned(), "1".to_owned())]),
+            ..Fields::default()
         },
     };
     Seed::new(&f.pool)

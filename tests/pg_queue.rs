@@ -5,8 +5,8 @@
 use crate::support::registry::queue_with;
 use std::time::Duration;
 
-use roster::controller::conformance::{self, QueueHarness};
-use roster::controller::conformance_batch;
+use roster::controller::testing::conformance::{self, QueueHarness};
+use roster::controller::testing::conformance_batch;
 use roster::controller::{Enqueue, WorkQueue};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;

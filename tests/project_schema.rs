@@ -19,8 +19,9 @@ use serde_json::Value;
 /// Rules `roster check` applies that a JSON Schema cannot say, recognised
 /// by their messages: a file whose only problems are these may pass the
 /// schema.
-const BEYOND_A_SCHEMA: [&str; 5] = [
+const BEYOND_A_SCHEMA: [&str; 6] = [
     "duplicate name",
+    "cannot depend on itself",
     "duplicate key",
     "is not valid UTF-8",
     "more than the limit of",
@@ -104,6 +105,14 @@ impl Validator {
                             || (keyword == "maxItems" && n > bound)
                         {
                             out.push(format!("{path}: {keyword} {bound}, found {n}"));
+                        }
+                    }
+                }
+                "uniqueItems" => {
+                    let items = value.as_array().map(Vec::as_slice).unwrap_or_default();
+                    for (k, item) in items.iter().enumerate() {
+                        if arg.as_bool() == Some(true) && items[..k].contains(item) {
+                            out.push(format!("{path}[{k}]: uniqueItems, found it twice"));
                         }
                     }
                 }
@@ -237,6 +246,14 @@ const CASES: &[&str] = &[
     "- name: a\n",
     "",
     "name: [a\n",
+    "name: a\nowner: t\ndepends_on: [b, c]\nsystem: shop\n",
+    "name: a\nowner: t\ndepends_on:\nsystem:\n",
+    "name: a\nowner: t\ndepends_on: [b, b]\n",
+    "name: a\nowner: t\ndepends_on: [a]\n",
+    "name: a\nowner: t\ndepends_on: [B]\n",
+    "name: a\nowner: t\ndepends_on: b\n",
+    "name: a\nowner: t\nsystem: Shop\n",
+    "name: a\nowner: t\nsystem: [shop]\n",
 ];
 
 /// Cases at the edges of the length rules of labels and links.

@@ -68,6 +68,7 @@ mod redelivery;
 mod registry;
 mod registry_bounds;
 mod registry_waiting;
+mod relations;
 mod replicas;
 mod repo_detail_bounds;
 mod secrets_in_logs;

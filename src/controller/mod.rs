@@ -5,27 +5,13 @@
 pub mod backoff;
 mod batch;
 pub mod config;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance_batch;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance_durability;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance_hints;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance_kit;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance_listing;
-#[cfg(any(test, feature = "testing"))]
-pub mod conformance_order;
 pub mod lease;
-#[cfg(any(test, feature = "testing"))]
-pub mod memory_queue;
 pub mod metrics;
 pub mod pace;
 pub mod queue;
 pub mod runner;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod traits;
 
 pub use backoff::Backoff;
@@ -37,5 +23,3 @@ pub use pace::ReadPace;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
 pub use runner::Controller;
 pub use traits::{Failure, Found, Handler, Listed, Lister, Storage, Tracker};
-#[cfg(test)]
-mod flaky_queue;

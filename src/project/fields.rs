@@ -25,6 +25,8 @@ pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
 pub(crate) const MAX_TAGS: usize = 20;
 pub(crate) const MAX_LABELS: usize = 50;
 pub(crate) const MAX_LINKS: usize = 20;
+/// The most projects one project may depend on (docs/contract.md#relations).
+pub const MAX_DEPENDS_ON: usize = 50;
 
 /// The words `lifecycle` takes, in the order people read them.
 pub const LIFECYCLES: &[&str] = &["experimental", "production", "deprecated"];
@@ -39,6 +41,11 @@ pub enum Rule {
     Word(&'static [&'static str]),
     /// A list of at most `max` name-like words.
     Names { max: usize },
+    /// One name-like word (1–63 characters), or null.
+    Name,
+    /// A list of at most `max` project names, each given once and none the
+    /// project's own.
+    Dependencies { max: usize },
     /// A list of at most `max` `{title, url}` links.
     Links { max: usize },
     /// A mapping of at most `max` keys to text.
@@ -93,6 +100,16 @@ pub const FIELDS: &[Field] = &[
     Field {
         name: "labels",
         rule: Rule::Labels { max: MAX_LABELS },
+    },
+    Field {
+        name: "depends_on",
+        rule: Rule::Dependencies {
+            max: MAX_DEPENDS_ON,
+        },
+    },
+    Field {
+        name: "system",
+        rule: Rule::Name,
     },
     Field {
         name: "owner_status",
@@ -154,6 +171,10 @@ pub struct Fields {
     pub links: Vec<Link>,
     #[sqlx(json)]
     pub labels: BTreeMap<String, String>,
+    /// The projects it depends on, by name, resolved when read (docs/contract.md#relations).
+    pub depends_on: Vec<String>,
+    /// The product it is part of: projects sharing a system make one.
+    pub system: Option<String>,
 }
 
 /// A titled link (runbook, dashboard, docs); `url` is http or https.
@@ -316,7 +337,9 @@ mod tests {
                 "lifecycle",
                 "tags",
                 "links",
-                "labels"
+                "labels",
+                "depends_on",
+                "system"
             ]
         );
     }
@@ -343,6 +366,7 @@ mod tests {
                 url: "https://r.example".into(),
             }],
             labels: BTreeMap::from([("tier".into(), "1".into())]),
+            depends_on: vec!["db".into(), "cache".into()],
             ..Fields::default()
         };
         assert_eq!(
@@ -354,6 +378,8 @@ mod tests {
                 ("tags", "a, b".to_owned()),
                 ("links", "Runbook <https://r.example>".to_owned()),
                 ("labels", "tier=1".to_owned()),
+                ("depends_on", "db, cache".to_owned()),
+                ("system", NONE.to_owned()),
             ]
         );
     }

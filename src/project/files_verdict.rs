@@ -36,7 +36,7 @@ pub fn evaluate_files(
     {
         return evaluate("project files", sha, &Parsed::CommitGone, registry);
     }
-    shown(decide(touched, registry, untouched))
+    shown(verdict_on_files(touched, registry, untouched))
 }
 
 /// The names each touched file declares: the registry is asked who owns
@@ -54,7 +54,7 @@ struct FileLine {
     state: String,
 }
 
-fn decide(touched: &[TouchedFile], registry: &Snapshot, untouched: usize) -> Verdict {
+fn verdict_on_files(touched: &[TouchedFile], registry: &Snapshot, untouched: usize) -> Verdict {
     let touched_paths: BTreeSet<&str> = touched.iter().map(|t| t.path.as_str()).collect();
     // Names the files left as they are hold: they keep them.
     let mut holder: BTreeMap<&str, &str> = registry

@@ -214,6 +214,7 @@ mod tests {
                     url: "https://r.example".into(),
                 }],
                 labels: BTreeMap::from([("tier".into(), "1".into())]),
+                ..crate::project::Fields::default()
             },
         }
     }

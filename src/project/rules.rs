@@ -46,6 +46,7 @@ pub(crate) fn read(tree: &Tree, root: NodeId) -> (Vec<Project>, Vec<Issue>, usiz
     let mut walk = Walk {
         tree,
         issues: Issues::default(),
+        own_name: None,
     };
     let projects = walk.root(root);
     let (issues, more) = walk.issues.finish();
@@ -55,6 +56,9 @@ pub(crate) fn read(tree: &Tree, root: NodeId) -> (Vec<Project>, Vec<Issue>, usiz
 struct Walk<'t> {
     tree: &'t Tree,
     issues: Issues,
+    /// The name the project being read declares, as text: what its
+    /// `depends_on` may not list.
+    own_name: Option<&'t str>,
 }
 
 /// A project's name as declared, kept even when the rest of it is invalid so
@@ -264,6 +268,12 @@ impl<'t> Walk<'t> {
             return None;
         };
         let before = self.issues.found();
+        self.own_name =
+            map.iter()
+                .find_map(|&(key, value)| match (self.value(key), self.value(value)) {
+                    (Value::Text("name"), Value::Text(text)) => Some(text),
+                    _ => None,
+                });
         let mut name = None;
         let mut seen_name = false;
         let mut values = Map::new();

@@ -3,6 +3,7 @@
 
 mod bounds;
 mod nul;
+mod relations;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -51,6 +52,8 @@ links:
 labels:
   tier: "1"
   cluster: eu-west-1
+depends_on: [payments-db, fraud-api]
+system: shop
 "#;
 
 #[test]
@@ -71,6 +74,8 @@ fn parse_should_read_every_field_of_the_one_project_shape() {
                 ("cluster".to_string(), "eu-west-1".to_string()),
                 ("tier".to_string(), "1".to_string()),
             ]),
+            depends_on: vec!["payments-db".into(), "fraud-api".into()],
+            system: Some("shop".into()),
         },
     };
     assert_eq!(
@@ -94,7 +99,9 @@ fn a_full_project_should_round_trip_through_the_api_json() {
             "lifecycle": "production",
             "tags": ["payments", "grpc"],
             "links": [{"title": "Runbook", "url": "https://runbooks.example.com/checkout"}],
-            "labels": {"cluster": "eu-west-1", "tier": "1"}
+            "labels": {"cluster": "eu-west-1", "tier": "1"},
+            "depends_on": ["payments-db", "fraud-api"],
+            "system": "shop"
         })
     );
     let back: Project = serde_json::from_value(json).unwrap();

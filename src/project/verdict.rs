@@ -83,7 +83,7 @@ pub struct Verdict {
 /// with the file's invisible characters shown escaped
 /// ([`escape_invisible`]) and the summary within GitHub's byte limit.
 pub fn evaluate(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -> Verdict {
-    shown(decide(project_file, sha, parsed, registry))
+    shown(verdict_on_file(project_file, sha, parsed, registry))
 }
 
 /// `verdict` as GitHub gets it: invisible characters shown escaped in its
@@ -111,7 +111,7 @@ pub fn escape_annotation(mut annotation: Value) -> Value {
     annotation
 }
 
-fn decide(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -> Verdict {
+fn verdict_on_file(project_file: &str, sha: &str, parsed: &Parsed, registry: &Snapshot) -> Verdict {
     let short = sha.get(..7).unwrap_or(sha);
     match parsed {
         Parsed::CommitGone => Verdict {

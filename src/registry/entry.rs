@@ -67,6 +67,8 @@ mod tests {
                     url: "https://wiki/run".into(),
                 }],
                 labels: [("tier".to_owned(), "1".to_owned())].into(),
+                depends_on: vec!["db".into()],
+                system: Some("shop".into()),
             },
             resolved: ResolvedOwner {
                 owner_status: OwnerStatus::Team,
@@ -88,7 +90,7 @@ mod tests {
         let stored = serde_json::to_string(&entry()).unwrap_or_default();
         assert_eq!(
             stored,
-            r#"{"name":"api","owner":"team-a","description":"The API","lifecycle":"production","tags":["pay"],"links":[{"title":"Runbook","url":"https://wiki/run"}],"labels":{"tier":"1"},"owner_status":"team","owner_team_id":42,"owner_slug":"team-a","repo":"acme/app","repo_id":7,"path":"svc/project.yaml","source_sha":"abc","created_at":"1970-01-01T00:00:00Z","updated_at":"1970-01-01T00:01:00Z"}"#
+            r#"{"name":"api","owner":"team-a","description":"The API","lifecycle":"production","tags":["pay"],"links":[{"title":"Runbook","url":"https://wiki/run"}],"labels":{"tier":"1"},"depends_on":["db"],"system":"shop","owner_status":"team","owner_team_id":42,"owner_slug":"team-a","repo":"acme/app","repo_id":7,"path":"svc/project.yaml","source_sha":"abc","created_at":"1970-01-01T00:00:00Z","updated_at":"1970-01-01T00:01:00Z"}"#
         );
         let back: Result<Entry, _> = serde_json::from_str(&stored);
         assert_eq!(back.ok(), Some(entry()));

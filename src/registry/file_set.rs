@@ -36,7 +36,7 @@ pub(super) struct Plan {
 
 /// Decides what the files (sorted by path) at commit `sha` do to
 /// repository `id`, whose state was `old`; entries are written on `conn`.
-pub(super) async fn decide(
+pub(super) async fn decide_file_set(
     conn: &mut PgConnection,
     id: RepoId,
     old: &RepoState,

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
+use super::decide::{decide_observation, no_file_message};
 use super::default_branch_check as default_branch;
 use super::default_branch_files::preview_files;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
-use super::single_file::{decide, no_file_message};
 use super::{events, holds, touched_files, RegistryError, Status};
 use super::{known, repos, unchanged};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
@@ -240,7 +240,8 @@ where
             false => None,
         };
         let file = &self.project_file;
-        let decision = decide(&mut tx, file, id, &old, observed, owned, self.owners).await?;
+        let decision =
+            decide_observation(&mut tx, file, id, &old, observed, owned, self.owners).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
             record::diff(&before, &after, id, sha.as_deref(), cause)

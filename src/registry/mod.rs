@@ -13,6 +13,7 @@ pub mod check_runs;
 mod clip;
 pub(crate) mod cursor;
 mod db;
+mod decide;
 pub mod default_branch_check;
 mod default_branch_files;
 mod entries;
@@ -40,7 +41,6 @@ pub mod read_only;
 mod repo_page;
 mod repo_rows;
 mod repos;
-mod single_file;
 mod status;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -89,7 +89,7 @@ pub(super) fn merge(mut recorded: FileBlobs, files: &[PathFile], gone: &[String]
 /// Applies the touched files found and gone, as [`file_set::decide`]
 /// applies a full set: each valid file's entries, an invalid one's kept;
 /// the untouched files' entries kept.
-pub(super) async fn decide(
+pub(super) async fn decide_touched_files(
     conn: &mut PgConnection,
     id: RepoId,
     old: &RepoState,

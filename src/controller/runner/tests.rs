@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::controller::flaky_queue::{FlakyQueue, Renewals};
-use crate::controller::memory_queue::MemoryQueue;
+use crate::controller::testing::flaky_queue::{FlakyQueue, Renewals};
+use crate::controller::testing::memory_queue::MemoryQueue;
 use crate::controller::*;
 
 type Key = i64;

@@ -22,6 +22,10 @@ impl<'t> Walk<'t> {
             } => self.optional_text(id, field, max_chars),
             Rule::Word(words) => self.word(id, field, words),
             Rule::Names { max } => serde_json::to_value(self.names(id, field, name, max)).ok(),
+            Rule::Name => self.optional_name(id, field),
+            Rule::Dependencies { max } => {
+                serde_json::to_value(self.dependencies(id, field, name, max)).ok()
+            }
             Rule::Links { max } => serde_json::to_value(self.links(id, field, name, max)).ok(),
             Rule::Labels { max } => serde_json::to_value(self.labels(id, field, name, max)).ok(),
             Rule::Resolved => {
@@ -108,6 +112,47 @@ impl<'t> Walk<'t> {
             }
         }
         tags
+    }
+
+    /// A name-like word or nothing (`Json::Null`).
+    fn optional_name(&mut self, id: NodeId, field: &str) -> Option<Json> {
+        if matches!(self.value(id), Value::Null) {
+            return Some(Json::Null);
+        }
+        let text = self.string(id, field)?;
+        match check_name(text) {
+            Ok(()) => Some(Json::from(text)),
+            Err(error) => {
+                self.issue(id, field, error.to_string());
+                None
+            }
+        }
+    }
+
+    /// Project names, each given once and none the project's own: the
+    /// rule of `names` and two more.
+    fn dependencies(&mut self, id: NodeId, field: &str, name: &str, max: usize) -> Vec<String> {
+        let names = self.names(id, field, name, max);
+        let Value::List(items) = self.value(id) else {
+            return names;
+        };
+        let mut first: HashMap<&str, usize> = HashMap::new();
+        for (index, &item) in items.iter().enumerate() {
+            let Value::Text(text) = self.value(item) else {
+                continue;
+            };
+            let item_field = format!("{field}[{index}]");
+            if self.own_name == Some(text) {
+                let message = format!("a project cannot depend on itself (\"{text}\")");
+                self.issue(item, item_field, message);
+            } else if let Some(earlier) = first.get(text) {
+                let message = format!("\"{text}\" is already listed at {field}[{earlier}]");
+                self.issue(item, item_field, message);
+            } else {
+                first.insert(text, index);
+            }
+        }
+        names
     }
 
     fn links(&mut self, id: NodeId, field: &str, name: &str, max: usize) -> Vec<Link> {

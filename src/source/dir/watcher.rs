@@ -90,7 +90,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::memory_queue::MemoryQueue;
+    use crate::controller::testing::memory_queue::MemoryQueue;
     use std::time::{Duration, Instant};
 
     /// Waits until the queue holds `key`, waking on the queue's hint.

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::memory_queue::MemoryQueue;
-use super::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue};
+use crate::controller::queue::{
+    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue,
+};
 
 /// What the next renewals do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

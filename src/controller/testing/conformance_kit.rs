@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::{sleep, Instant};
 
-use super::queue::{Claim, Enqueue, ListingSchedule, QueueError, Trigger, WorkQueue};
+use crate::controller::queue::{Claim, Enqueue, ListingSchedule, QueueError, Trigger, WorkQueue};
 
 /// Opens handles on one backing store, for the checks below.
 pub trait QueueHarness: Send + Sync {

@@ -15,7 +15,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
+use crate::controller::queue::{
+    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue,
+};
 
 /// Longest delay a failure may ask for; keeps instant arithmetic in range.
 const MAX_DELAY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
@@ -430,8 +432,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::conformance::{self, QueueHarness};
-    use crate::controller::conformance_batch;
+    use crate::controller::testing::conformance::{self, QueueHarness};
+    use crate::controller::testing::conformance_batch;
 
     /// Handles on one in-memory queue; a new harness is a new queue.
     struct Harness(MemoryQueue<u32>);

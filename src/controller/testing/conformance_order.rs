@@ -10,7 +10,7 @@ use tokio::time::sleep;
 use super::conformance_kit::{
     because, claim_now, fresh, hinted, key, ok, KeyOf, QueueHarness, POLL,
 };
-use super::queue::{Claim, Enqueue, Trigger, WorkQueue};
+use crate::controller::queue::{Claim, Enqueue, Trigger, WorkQueue};
 
 /// Enqueues each item alone, a little apart, so each is ready later than
 /// the one before.

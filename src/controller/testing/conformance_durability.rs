@@ -3,7 +3,7 @@
 //! [`super::conformance`]).
 
 use super::conformance_kit::{claim_now, fresh, hinted, key, ok, QueueHarness, FOREVER};
-use super::queue::WorkQueue;
+use crate::controller::queue::WorkQueue;
 
 /// What one handle enqueued or recorded is there for the next handle after
 /// the first is gone (a restart).

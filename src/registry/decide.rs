@@ -20,7 +20,7 @@ use crate::source::{FileState, Observed, RepoId};
 /// `owned`: the names the repository owns, when the caller read them in
 /// this transaction already. Owners are resolved under `owners` against
 /// the directory of the repository's account.
-pub(super) async fn decide(
+pub(super) async fn decide_observation(
     conn: &mut PgConnection,
     project_file: &str,
     id: RepoId,
@@ -75,14 +75,15 @@ pub(super) async fn decide(
             ..
         } => {
             let owners = (owners, installation);
-            super::file_set::decide(conn, id, old, &sha, &files, owned, owners).await?
+            super::file_set::decide_file_set(conn, id, old, &sha, &files, owned, owners).await?
         }
         Observed::Present {
             file: FileState::Touched(touched),
             ..
         } => {
             let owners = (owners, installation);
-            super::touched_files::decide(conn, id, old, &touched, owned, owners).await?
+            super::touched_files::decide_touched_files(conn, id, old, &touched, owned, owners)
+                .await?
         }
         Observed::Present {
             file: FileState::Found { sha, bytes },

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::conformance_kit::{because, claim_now, claim_within, fresh, hinted, ok, QueueHarness};
-use super::queue::{Trigger, WorkQueue};
+use crate::controller::queue::{Trigger, WorkQueue};
 
 /// A hint reaches the worker only while no trigger without a hint is pending.
 pub async fn hints<H: QueueHarness>(h: &H) {

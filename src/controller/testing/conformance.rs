@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
-use super::queue::WorkQueue;
+use crate::controller::queue::WorkQueue;
 
 pub use super::conformance_kit::QueueHarness;
 use super::conformance_kit::*;

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::time::{sleep, timeout, Instant};
 
 use super::conformance_kit::{fresh, ok, QueueHarness, FOREVER, PATIENCE, POLL};
-use super::queue::{ListingSchedule, WorkQueue};
+use crate::controller::queue::{ListingSchedule, WorkQueue};
 
 /// Across handles, a listing is taken once per interval.
 pub async fn listing_once_per_interval<H: QueueHarness>(h: &H) {

@@ -17,7 +17,7 @@ use tokio::time::{sleep, Instant};
 use super::conformance_kit::{
     fresh, hinted, key, lock, ok, KeyOf, QueueHarness, FOREVER, PATIENCE, POLL,
 };
-use super::queue::{Claim, WorkQueue};
+use crate::controller::queue::{Claim, WorkQueue};
 
 /// Runs every check, each on a fresh store from `new_harness`.
 pub async fn run_all<H, F, Fut>(new_harness: F)
