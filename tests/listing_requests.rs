@@ -1,5 +1,6 @@
 //! A listing asked for while one runs, or after one ran: asked again only
-//! when that listing cannot have seen what the request is about
+//! when that listing cannot have seen what the request is about (an
+//! installation it did not find)
 //! (docs/architecture.md#listings-asked-for).
 
 use crate::support;
@@ -15,6 +16,7 @@ use support::server::{eventually, Roster};
 
 const LIMIT: Duration = Duration::from_secs(30);
 const ACME: i64 = 1;
+const GLOBEX: i64 = 2;
 
 async fn requested(pool: &sqlx::PgPool) -> bool {
     sqlx::query_scalar("select requested from listing_schedule")
@@ -69,8 +71,20 @@ async fn an_installation_a_listing_already_found_should_not_be_listed_again() {
     assert_eq!(answer.status, 202, "{}", answer.body);
     assert!(!requested(&pool).await, "no listing asked for");
 
-    // One created now: no listing can have seen it yet.
-    let new = installation_created(ACME, "acme", &[repo]);
+    // Created now, and found by that listing: it was listed whole.
+    let again = installation_created(ACME, "acme", std::slice::from_ref(&repo));
+    let answer = deliver(&roster.base, "installation", again).await;
+    assert_eq!(answer.status, 202, "{}", answer.body);
+    assert!(!requested(&pool).await, "no listing asked for");
+
+    // Another installation, created now: no listing has found it yet.
+    fake.add_installation(GLOBEX, "globex");
+    let other = fake.add_repo(GLOBEX, "billing");
+    let new = installation_created(
+        GLOBEX,
+        "globex",
+        &[Repo::new(other, GLOBEX, "globex", "billing")],
+    );
     let answer = deliver(&roster.base, "installation", new).await;
     assert_eq!(answer.status, 202, "{}", answer.body);
     eventually("a second listing", LIMIT, || async {

@@ -47,6 +47,7 @@ mod hostile_file_e2e;
 mod http_api;
 mod http_shapes;
 mod lease_loss;
+mod listing_cost;
 mod listing_requests;
 mod local_ids;
 mod module_graph;

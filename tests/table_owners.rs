@@ -20,6 +20,7 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("holds", &["registry/"]),
     ("queue", &["db/queue.rs", "db/queue/", "db/fence.rs"]),
     ("listing_schedule", &["db/queue.rs", "db/queue/"]),
+    ("listed_partitions", &["db/queue.rs", "db/queue/"]),
     (
         "deliveries",
         &["intake/deliveries.rs", "intake/retention.rs"],

@@ -177,16 +177,20 @@ impl PgQueue {
         Ok(())
     }
 
-    /// Writes a listing request on `conn` unless a listing started well
-    /// after `since` (Unix seconds; a minute's margin for the clocks): that
-    /// listing, running or done, found everything that existed at `since`.
-    pub async fn request_listing_unless_started_after_in(
+    /// Writes a listing request on `conn` unless a listing has seen each
+    /// of `seen`: it found that partition (it lists it whole, running or
+    /// done), or it started well after the moment given (a minute's margin
+    /// for the clocks) and so found everything that existed then.
+    pub async fn request_listing_unless_seen_in(
         &self,
         conn: &mut PgConnection,
-        since: i64,
+        seen: &[Seen],
     ) -> Result<(), QueueError> {
-        sqlx::query(REQUEST_LISTING_UNLESS_STARTED_AFTER)
-            .bind(since)
+        let partitions: Vec<&str> = seen.iter().map(|s| s.partition.as_str()).collect();
+        let since: Vec<Option<i64>> = seen.iter().map(|s| s.created_at).collect();
+        sqlx::query(REQUEST_LISTING_UNLESS_SEEN)
+            .bind(&partitions)
+            .bind(&since)
             .execute(conn)
             .await
             .map_err(db)?;
@@ -293,8 +297,12 @@ fn seconds(d: Duration) -> f64 {
 
 /// Asks the next listing pass to run now.
 const REQUEST_LISTING: &str = "UPDATE listing_schedule SET requested = true";
-const REQUEST_LISTING_UNLESS_STARTED_AFTER: &str = "UPDATE listing_schedule SET requested = true
-     WHERE last_started_at <= to_timestamp($1) + interval '1 minute'";
+const REQUEST_LISTING_UNLESS_SEEN: &str = "UPDATE listing_schedule SET requested = true
+     WHERE EXISTS (
+         SELECT 1 FROM unnest($1::text[], $2::bigint[]) AS s(partition, since)
+         WHERE NOT EXISTS (SELECT 1 FROM listed_partitions p WHERE p.partition = s.partition)
+           AND (s.since IS NULL
+                OR last_started_at <= to_timestamp(s.since) + interval '1 minute'))";
 
 /// A condition that lets the statement's transaction commit without waiting
 /// for the disk. Claims and `done` may: a claim the database loses in a
@@ -317,4 +325,5 @@ mod summary;
 pub mod testing;
 mod work_queue;
 
+pub use listing::{partition_unlisted, partitions_found, Seen};
 pub use summary::{listing_times, summary, ListingTimes, QueueSummary};

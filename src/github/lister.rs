@@ -29,6 +29,7 @@ use super::listing_hint::Hint;
 use super::refusal::{is_refusal, is_refusing, refused};
 use super::tree_walk::{self, Pending};
 use crate::controller::{Enqueue, Failure, Found, Listed, Lister, Trigger};
+use crate::db::queue;
 use crate::source::{self, InstallationId, Observed, RepoId};
 
 /// At most this many pages (100 repositories each) per installation.
@@ -69,6 +70,8 @@ impl GithubLister {
         let mut after: Option<String> = None;
         // Repositories a page; fewer while GitHub refuses a page's size.
         let mut size = PAGE_SIZE;
+        // The listing's own time: first page asked to last page answered.
+        let first_asked = std::time::Instant::now();
         for pages in 1..=MAX_PAGES {
             self.client
                 .record_listing_pages(installation.id, pages, false);
@@ -158,6 +161,12 @@ impl GithubLister {
                 (false, _) => {
                     self.client
                         .record_listing_pages(installation.id, pages, true);
+                    tracing::info!(
+                        installation = %installation.id,
+                        pages,
+                        duration_ms = first_asked.elapsed().as_millis() as u64,
+                        "installation listed"
+                    );
                     return Listed {
                         partition,
                         items,
@@ -306,9 +315,25 @@ impl Lister for GithubLister {
             .refresh_installations()
             .await
             .map_err(CallError::into_failure)?;
-        let listings = installations
+        // Found now, listed from now: a request about how one of them was
+        // created needs no other listing (one trigger, one listing).
+        let partitions: Vec<String> = installations
             .iter()
-            .map(|i| self.list_installation(i, &found));
+            .map(|i| partition_of(i.id).to_string())
+            .collect();
+        if let Err(error) = queue::partitions_found(&self.client.pool, &partitions).await {
+            tracing::warn!(%error, "could not record the installations the listing found");
+        }
+        let listings = installations.iter().map(|i| async {
+            let listed = self.list_installation(i, &found).await;
+            if listed.outcome.is_err() {
+                let partition = listed.partition.to_string();
+                if let Err(error) = queue::partition_unlisted(&self.client.pool, &partition).await {
+                    tracing::warn!(%error, %partition, "could not record a listing stopped part-way");
+                }
+            }
+            listed
+        });
         // Each organisation's teams and members, alongside its repositories.
         let reader = DirectoryReader::new(self.client.clone());
         let directories = installations.iter().map(|i| reader.read_installation(i));

@@ -20,10 +20,9 @@ pub struct Plan {
     pub tracked_of_installation: Option<InstallationId>,
     /// Ask for an org-wide listing.
     pub listing: bool,
-    /// A listing that started after this moment (Unix seconds) has seen
-    /// what the event is about: none is asked for then. `None`: only a
-    /// listing started after the request has.
-    pub listing_seen_after: Option<i64>,
+    /// Which listing has seen what the event is about already, so that none
+    /// is asked for then. `None`: only a listing started after the request.
+    pub listing_seen: Option<ListingSeen>,
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
     /// Check runs to evaluate (pull requests, rerequested runs).
@@ -32,6 +31,17 @@ pub struct Plan {
     pub permissions_changed: Option<InstallationId>,
     /// An organisation's directory to read again (or its new login).
     pub directory: Option<DirectoryChange>,
+}
+
+/// What a listing must have done to have seen an installation as it was
+/// created: found it (listed it, running or done), or started after it was
+/// created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListingSeen {
+    /// A listing that found this installation listed it whole.
+    pub installation: InstallationId,
+    /// A listing that started after this moment (Unix seconds) found it.
+    pub created_at: Option<i64>,
 }
 
 /// The most repositories one delivery makes known or enqueues itself.
@@ -81,13 +91,17 @@ pub fn plan(event: &WebhookEvent) -> Plan {
             // show up as pending at once. Enqueueing each would cost a read
             // per repository, however they are batched, and could leave a
             // large organisation waiting for the budget (issue 13).
-            // A listing that started after the installation was created
-            // found it and lists all of it: the repositories it was
-            // created with are read then, so none is asked for again.
+            // A listing that found the installation (running or done), or
+            // that started after it was created, lists all of it: the
+            // repositories it was created with are read then, so none is
+            // asked for again.
             InstallationAction::Created => Plan {
                 known: repos.clone(),
                 listing: true,
-                listing_seen_after: *created_at,
+                listing_seen: Some(ListingSeen {
+                    installation: *installation_id,
+                    created_at: *created_at,
+                }),
                 ..Plan::default()
             },
             // Its repositories became readable just now: only a listing
@@ -158,7 +172,7 @@ pub fn plan(event: &WebhookEvent) -> Plan {
         },
         None => Plan {
             listing: true,
-            listing_seen_after: plan.listing_seen_after,
+            listing_seen: plan.listing_seen,
             ..Plan::default()
         },
     }
@@ -343,10 +357,12 @@ mod tests {
                 repos: many(bound + 1),
             },
         ] {
+            let asked = plan(&event);
             assert_eq!(
-                plan(&event),
+                asked,
                 Plan {
                     listing: true,
+                    listing_seen: asked.listing_seen,
                     ..Plan::default()
                 }
             );

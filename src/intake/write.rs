@@ -27,7 +27,7 @@ use super::gate::Accepted;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::one_statement::{self, Part};
-use crate::db::queue::{EnqueueRows, PgQueue, CHANNEL};
+use crate::db::queue::{EnqueueRows, PgQueue, Seen, CHANNEL};
 use crate::directory::db as directory_db;
 use crate::registry::{check_requests, check_runs, FreePushRows, KnownRows};
 use crate::registry::{known_ids, record_node_ids, tracked_ids, RegistryError};
@@ -119,9 +119,9 @@ pub async fn write(
     // an id named twice (the most telling trigger wins).
     let mut to_enqueue: Vec<Enqueue<RepoId>> = Vec::new();
     let mut listing = false;
-    // The latest moment a running listing must have started after to have
-    // seen every event that asks for one; `None` once one asks regardless.
-    let mut seen_after = Some(i64::MIN);
+    // What a listing must have done to have seen every event that asks
+    // for one; `None` once one asks regardless.
+    let mut seen: Option<Vec<Seen>> = Some(Vec::new());
     let mut checks = Vec::new();
     let mut intakes = Vec::with_capacity(events.len());
     for (event, plan) in events.iter().zip(plans) {
@@ -148,9 +148,13 @@ pub async fn write(
         to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
         if plan.listing {
             listing = true;
-            seen_after = seen_after
-                .zip(plan.listing_seen_after)
-                .map(|(a, b)| a.max(b));
+            seen = seen.zip(plan.listing_seen).map(|(mut all, one)| {
+                all.push(Seen {
+                    partition: Partition::Installation(one.installation).to_string(),
+                    created_at: one.created_at,
+                });
+                all
+            });
         }
     }
     let known = unseen_or_complete(&mut *conn, known).await?;
@@ -177,12 +181,12 @@ pub async fn write(
     let enqueue_part = parts.len();
     parts.push(&enqueue);
     let woke = one_statement::execute_and_notify(&mut *conn, &parts, CHANNEL, enqueue_part).await?;
-    match (listing, seen_after) {
+    match (listing, seen) {
         (false, _) => {}
-        (true, Some(since)) => {
+        (true, Some(seen)) => {
             queue
-                .request_listing_unless_started_after_in(&mut *conn, since)
-                .await?;
+                .request_listing_unless_seen_in(&mut *conn, &seen)
+                .await?
         }
         (true, None) => queue.request_listing_in(&mut *conn).await?,
     }

@@ -257,6 +257,7 @@ where
             &decision.state,
             decision.synced,
             fingerprint,
+            repos::Observation::of(claim),
         )
         .await?;
         events::record(&mut tx, id, status.as_str(), &decision.message).await?;

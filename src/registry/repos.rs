@@ -183,6 +183,8 @@ pub(crate) async fn lock(
 /// [`MAX_ERROR_BYTES`]; `updated_at` moves only when a field changed,
 /// `last_synced_at` whenever `synced` says it was applied. `fingerprint`,
 /// when given, records what decided it (kept as it was otherwise).
+/// `observed_at` moves unless the observation is a listing's answer (see
+/// [`Observation`]).
 pub(crate) async fn write_state(
     conn: &mut PgConnection,
     id: RepoId,
@@ -190,6 +192,7 @@ pub(crate) async fn write_state(
     new: &RepoState,
     synced: bool,
     fingerprint: Option<&str>,
+    observation: Observation,
 ) -> Result<(), sqlx::Error> {
     // Compared as stored: an error over the bound equals its stored cut.
     let new = RepoState {
@@ -203,7 +206,7 @@ pub(crate) async fn write_state(
         "update repositories set
              status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
              last_synced_at = case when $7 then now() else last_synced_at end,
-             observed_at = now(),
+             observed_at = case when $11 then now() else observed_at end,
              updated_at = case when $8 then now() else updated_at end,
              file_blob = $9, fingerprint = coalesce($10, fingerprint)
          where id = $1",
@@ -218,9 +221,38 @@ pub(crate) async fn write_state(
     .bind(*old != new)
     .bind(&new.file_blob)
     .bind(fingerprint)
+    .bind(observation == Observation::Fresh)
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// Where an applied observation comes from, for `observed_at`: when the
+/// registry last applied something newer than a listing's answer.
+///
+/// A listing's answer (its hint) moves nothing: the next listing's answer,
+/// asked for while workers still apply this one's, is newer and must be
+/// applied without another read (one trigger, one listing). Anything else
+/// (a read, a push) moves it, so an answer asked for before it is not
+/// applied over it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Observation {
+    /// A read or a push: `observed_at` is now.
+    Fresh,
+    /// What a listing page read, handed over with the claim.
+    Listed,
+}
+
+impl Observation {
+    /// What `claim` applies: a listing's claim with its hint is the
+    /// listing's answer (a stale hint is read afresh, by a read that a
+    /// push's trigger, which dropped the hint, already stamped).
+    pub fn of(claim: Option<&crate::controller::Claim<RepoId>>) -> Self {
+        match claim {
+            Some(c) if c.trigger.is_listing() && c.hint.is_some() => Self::Listed,
+            _ => Self::Fresh,
+        }
+    }
 }
 
 /// Records a failure to observe or apply a repository: status `error`,
@@ -260,7 +292,7 @@ pub(crate) async fn record_error(
         attempts: old.attempts.saturating_add(1),
         ..old.clone()
     };
-    write_state(conn, id, &old, &new, false, None).await?;
+    write_state(conn, id, &old, &new, false, None, Observation::Fresh).await?;
     events::record(
         conn,
         id,
@@ -296,7 +328,7 @@ pub(crate) async fn record_waiting(
         ..old.clone()
     };
     if new != old {
-        write_state(conn, id, &old, &new, false, None).await?;
+        write_state(conn, id, &old, &new, false, None, Observation::Fresh).await?;
         events::record(conn, id, Status::Pending.as_str(), message).await?;
     }
     Ok(Some(format!("{owner}/{name}")))

@@ -5,8 +5,8 @@
 //! reads them again, so this is the commonest reconcile there is; written
 //! the long way it takes a transaction of a dozen statements to change
 //! nothing but two times and an event's count. Here it is one statement,
-//! which writes exactly what that transaction would (`observed_at` and
-//! `last_synced_at` now, the newest event counted once more) and nothing at
+//! which writes exactly what that transaction would (`observed_at`, unless
+//! it applies a listing's answer, and `last_synced_at` now, the newest event counted once more) and nothing at
 //! all unless every condition holds; the caller then reconciles the long
 //! way, which decides whatever this one does not.
 
@@ -15,6 +15,7 @@ use std::sync::LazyLock;
 use sqlx::PgPool;
 
 use super::clip::{clip, MAX_EVENT_BYTES};
+use super::repos::Observation;
 use super::Status;
 use crate::controller::Claim;
 use crate::db::fence::CLAIM_IS_LIVE;
@@ -38,7 +39,8 @@ with newest as (
     select id from events where repo_id = $1 order by id desc limit 1
 ),
 settled as (
-    update repositories set observed_at = now(), last_synced_at = now()
+    update repositories
+    set observed_at = case when $12 then now() else observed_at end, last_synced_at = now()
     where id = $1
       and set_config('synchronous_commit', 'off', true) = 'off'
       and ($2::text is null or {claim_is_live})
@@ -96,6 +98,7 @@ pub(super) async fn settle(
         .bind(&repo.default_branch)
         .bind(repo.html_url.as_deref())
         .bind(message.as_ref())
+        .bind(Observation::of(claim) == Observation::Fresh)
         .fetch_one(pool)
         .await?;
     Ok(settled > 0)

@@ -31,3 +31,40 @@ impl ListingSchedule for PgQueue {
         Ok(())
     }
 }
+
+/// What a listing must have done to have seen an event that asks for one
+/// ([`PgQueue::request_listing_unless_seen_in`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// A listing that found this partition lists it whole.
+    pub partition: String,
+    /// A listing that started after this moment (Unix seconds) found what
+    /// the event is about; `None`: only one that found the partition did.
+    pub created_at: Option<i64>,
+}
+
+/// Records that a listing found `partitions` and is listing them now, so
+/// that a request about how they were created asks for no other listing.
+pub async fn partitions_found(pool: &PgPool, partitions: &[String]) -> Result<(), QueueError> {
+    sqlx::query(
+        "INSERT INTO listed_partitions (partition, found_at)
+         SELECT p, now() FROM unnest($1::text[]) AS p
+         ON CONFLICT (partition) DO UPDATE SET found_at = excluded.found_at",
+    )
+    .bind(partitions)
+    .execute(pool)
+    .await
+    .map_err(db)?;
+    Ok(())
+}
+
+/// Forgets that a listing found `partition`: its listing stopped part-way,
+/// so it has not seen all of it.
+pub async fn partition_unlisted(pool: &PgPool, partition: &str) -> Result<(), QueueError> {
+    sqlx::query("DELETE FROM listed_partitions WHERE partition = $1")
+        .bind(partition)
+        .execute(pool)
+        .await
+        .map_err(db)?;
+    Ok(())
+}
