@@ -350,3 +350,23 @@ async fn a_matching_if_none_match_should_be_answered_without_reading_the_entries
     assert_eq!(full.status, StatusCode::OK);
     assert!(full.body.contains("\"name\": \"api\""), "{}", full.body);
 }
+
+#[tokio::test]
+async fn a_team_turning_secret_should_change_what_a_reader_without_credentials_is_sent() {
+    let f = fixture().await;
+    example_org::load(&f.pool, f.queue.clone()).await;
+    let before = export(&f.app, None).await;
+    let tag = before.header(header::ETAG).to_owned();
+    assert!(before.body.contains("\"checkout-api\""));
+
+    // Nothing of the registry changes: only the directory says the team is secret.
+    sqlx::query("update directory_teams set secret = true where name = 'Payments'")
+        .execute(&f.pool)
+        .await
+        .expect("a secret team");
+    let after = export(&f.app, Some(&tag)).await;
+    assert_eq!(after.status, StatusCode::OK, "a stale 304");
+    assert_ne!(after.header(header::ETAG), tag);
+    assert!(!after.body.contains("team-payments"), "{}", after.body);
+    assert!(!after.body.contains("\"checkout-api\""));
+}

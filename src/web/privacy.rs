@@ -62,6 +62,24 @@ impl Privacy {
         self.secret_teams.is_none()
     }
 
+    /// A short token that changes whenever what this rule withholds can
+    /// (credentials or not, which teams are secret): part of an `ETag`, so a
+    /// cached answer is not reused across readers or after a team turns
+    /// secret.
+    pub fn fingerprint(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let Some(secret) = &self.secret_teams else {
+            return "all".to_owned();
+        };
+        let mut ids: Vec<i64> = secret.iter().copied().collect();
+        ids.sort_unstable();
+        let mut digest = Sha256::new();
+        for id in ids {
+            digest.update(id.to_be_bytes());
+        }
+        hex::encode(&digest.finalize()[..6])
+    }
+
     fn secret(&self, team: Option<i64>) -> bool {
         match &self.secret_teams {
             None => false,

@@ -28,7 +28,7 @@ pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json
     let installation = &event.installation;
     Ok(WebhookEvent::Installation {
         action,
-        installation_id: InstallationId(installation.id),
+        installation_id: installation.id,
         created_at: installation.created_at.as_ref().and_then(unix_seconds),
         repos: listed(event.repositories, installation),
     })
@@ -55,7 +55,7 @@ pub(super) fn parse_installation_repositories(
     }
     let installation = &event.installation;
     Ok(WebhookEvent::InstallationRepositories {
-        installation_id: InstallationId(installation.id),
+        installation_id: installation.id,
         added: listed(event.repositories_added, installation),
         removed: listed(event.repositories_removed, installation),
     })
@@ -64,7 +64,7 @@ pub(super) fn parse_installation_repositories(
 #[derive(Deserialize)]
 struct InstallationWithAccount {
     #[serde(deserialize_with = "installation_id")]
-    id: i64,
+    id: InstallationId,
     account: Option<Account>,
     /// Unix seconds in webhooks, an RFC 3339 time in REST answers; another
     /// shape only leaves it unknown.
@@ -112,7 +112,7 @@ fn listed(
                 info: RepoInfo {
                     owner,
                     name: repo.name,
-                    installation_id: Some(InstallationId(installation.id)),
+                    installation_id: Some(installation.id),
                     default_branch: String::new(),
                     html_url: None,
                 },

@@ -30,8 +30,10 @@ pub(super) fn repository_id<'de, D: Deserializer<'de>>(deserializer: D) -> Resul
     positive("repository", deserializer)
 }
 
-pub(super) fn installation_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
-    positive("installation", deserializer)
+pub(super) fn installation_id<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<InstallationId, D::Error> {
+    positive("installation", deserializer).map(InstallationId)
 }
 
 pub(super) fn ignored(reason: impl Into<String>) -> WebhookEvent {
@@ -62,7 +64,7 @@ impl Repository {
             info: RepoInfo {
                 owner: self.owner.login,
                 name: self.name,
-                installation_id: installation.map(|i| InstallationId(i.id)),
+                installation_id: installation.map(|i| i.id),
                 default_branch: self.default_branch,
                 html_url: self.html_url,
             },
@@ -79,5 +81,5 @@ pub(super) struct Account {
 #[derive(Deserialize)]
 pub(super) struct Installation {
     #[serde(deserialize_with = "installation_id")]
-    pub(super) id: i64,
+    pub(super) id: InstallationId,
 }

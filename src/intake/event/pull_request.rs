@@ -36,7 +36,7 @@ struct Owner {
 #[derive(Deserialize)]
 struct Installation {
     #[serde(deserialize_with = "super::payload::installation_id")]
-    id: i64,
+    id: InstallationId,
 }
 
 #[derive(Deserialize)]
@@ -62,12 +62,17 @@ impl Repository {
         }
     }
 
-    fn request(&self, installation: i64, number: Option<i32>, sha: &str) -> RequestedCheck {
+    fn request(
+        &self,
+        installation: InstallationId,
+        number: Option<i32>,
+        sha: &str,
+    ) -> RequestedCheck {
         RequestedCheck {
             repo_id: RepoId(self.id),
             pull_request: number,
             head_sha: sha.to_owned(),
-            installation_id: InstallationId(installation),
+            installation_id: installation,
             owner: self.owner.login.clone(),
             name: self.name.clone(),
             public: self.public(),

@@ -44,10 +44,10 @@ pub async fn entities(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let version = export_version(&state.pool).await?;
-    // Readers with and without credentials see different owners: their
-    // exports never share a tag.
-    let seen = if privacy.privileged() { "-all" } else { "" };
-    let etag = format!("\"{FORMAT}-{}{seen}\"", version.token());
+    // Readers with and without credentials see different owners, and a
+    // team that turns secret changes what the latter see without a change
+    // to any entry: the tag says which view it is of.
+    let etag = format!("\"{FORMAT}-{}-{}\"", version.token(), privacy.fingerprint());
     let etag_value = HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?;
     if matches(&headers, &etag) {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
