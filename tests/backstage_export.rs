@@ -223,6 +223,22 @@ async fn an_entry_should_map_to_its_component_as_the_spec_says() {
     assert_eq!(checkout["spec"]["owner"], "group:default/team-payments");
     // A local folder is not on GitHub: no GitHub annotations.
     assert_eq!(checkout["metadata"].get("annotations"), None);
+    assert_eq!(checkout["spec"]["system"], "system:default/shop");
+    // Every dependency by name, the unknown one (fraud-detector) included:
+    // Backstage shows a missing target itself.
+    assert_eq!(
+        checkout["spec"]["dependsOn"],
+        serde_json::json!([
+            "component:default/billing-api",
+            "component:default/notifications",
+            "component:default/fraud-detector"
+        ])
+    );
+    let systems: Vec<&str> = of_kind(&documents, "System")
+        .iter()
+        .filter_map(|s| s["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(systems, ["billing", "data", "shop"], "{documents:#?}");
 }
 
 const GITHUB_FILE: &str = "\

@@ -91,16 +91,6 @@ pub struct Component<'a> {
     pub system: Option<&'a str>,
 }
 
-/// The system an entry belongs to.
-fn system_of(_row: &ExportEntry) -> Option<&str> {
-    None
-}
-
-/// The projects an entry depends on.
-fn depends_on_of(_row: &ExportEntry) -> &[String] {
-    &[]
-}
-
 /// `row` as a Backstage `Component`.
 pub fn component(row: &ExportEntry) -> Result<Component<'_>, Refused> {
     let entry = &row.entry;
@@ -120,7 +110,7 @@ pub fn component(row: &ExportEntry) -> Result<Component<'_>, Refused> {
         .map(String::as_str)
         .filter(|t| is_valid_tag(t))
         .collect();
-    let system = system_of(row).filter(|s| is_valid_name(s));
+    let system = entry.fields.system.as_deref().filter(|s| is_valid_name(s));
     let document = Document {
         api_version: API_VERSION,
         kind: "Component",
@@ -144,7 +134,9 @@ pub fn component(row: &ExportEntry) -> Result<Component<'_>, Refused> {
             lifecycle: entry.fields.lifecycle.as_deref().unwrap_or(NO_LIFECYCLE),
             owner,
             system: system.map(|s| format!("system:default/{s}")),
-            depends_on: depends_on_of(row)
+            depends_on: entry
+                .fields
+                .depends_on
                 .iter()
                 .filter(|d| is_valid_name(d))
                 .map(|d| format!("component:default/{d}"))
