@@ -39,7 +39,7 @@ RUN mkdir src \
             function flush() { if (kind == "") return; dir = kind == "bench" ? "benches" : kind == "test" ? "tests" : "examples"; print (path != "" ? path : dir "/" name ".rs"); kind = "" }' \
          Cargo.toml > /tmp/targets \
     && while read -r target; do mkdir -p "$(dirname "$target")" && echo 'fn main() {}' > "$target"; done < /tmp/targets \
-    && cargo build --release --locked \
+    && cargo build --profile dist --locked \
     && rm -rf src
 
 # Then the sources. Everything the build reads at compile time is here:
@@ -55,13 +55,12 @@ COPY static ./static
 
 # `touch` gives the real entry points a newer mtime than the placeholders
 # compiled above; otherwise cargo may believe the crate is up to date and
-# ship the empty main. The build is the release profile (the README's
-# first command uses the debug profile, which compiles in a fraction of
-# the CPU time: the release profile optimises everything as one, see
-# Cargo.toml), and --locked refuses to drift from Cargo.lock.
+# ship the empty main. The build is the `dist` profile (release, with the
+# program and its crates optimised as one; see Cargo.toml), and --locked
+# refuses to drift from Cargo.lock.
 RUN touch src/main.rs src/lib.rs \
-    && cargo build --release --locked \
-    && install -D -m 0755 target/release/roster /out/roster
+    && cargo build --profile dist --locked \
+    && install -D -m 0755 target/dist/roster /out/roster
 
 # ---------------------------------------------------------------- runtime ----
 # Same Debian release as the builder, so the glibc the binary was linked
