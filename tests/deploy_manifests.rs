@@ -707,7 +707,10 @@ fn the_dockerfile_should_build_a_locked_release_and_run_serve_as_a_non_root_user
     let builds: Vec<&String> = lines.iter().filter(|l| l.contains("cargo build")).collect();
     assert_eq!(builds.len(), 2, "a dependency build and the real one");
     for build in builds {
-        assert!(build.contains("cargo build --profile dist --locked"), "{build}");
+        assert!(
+            build.contains("cargo build --profile dist --locked"),
+            "{build}"
+        );
     }
 
     // Everything copied into the builder exists and is not excluded from
