@@ -16,9 +16,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use super::api_changes::{self, ChangesState, MAX_WAIT};
-use super::dashboard::{
-    deliveries, forms, history, overview, owners, projects, repo, script, signin,
-};
+use super::dashboard::{deliveries, forms, history, overview, owners, projects, repo, signin};
 use super::state::AppState;
 use super::{
     api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, backstage,
@@ -108,7 +106,7 @@ fn dashboard() -> Router<AppState> {
         .route("/deliveries", get(deliveries::deliveries))
         .route("/signin", get(signin::form).post(signin::sign_in))
         .route("/signout", post(signin::sign_out))
-        .route("/static/refresh.js", get(script::refresh_script))
+        .route("/static/refresh.js", get(assets::refresh_script))
         // Pages hold the session's CSRF token and change every few seconds:
         // no cache keeps them (the script sets its own caching).
         .layer(SetResponseHeaderLayer::if_not_present(
