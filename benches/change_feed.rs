@@ -81,7 +81,7 @@ async fn full_sync(handler: &Arc<RegistryHandler>, round: usize) -> Result<Durat
                     handler
                         .apply(&RepoId(id), Ok(found(id, round)))
                         .await
-                        .map_err(|f| f.message)?;
+                        .map_err(|f| f.message())?;
                     id += RECONCILERS;
                 }
                 Ok::<_, String>(())
@@ -231,7 +231,7 @@ async fn run() -> Result<()> {
         writer
             .apply(&RepoId(id), Ok(found(id, 1000 + n)))
             .await
-            .map_err(|f| f.message)?;
+            .map_err(|f| f.message())?;
         committed.insert(REPOS + n as i64 + 1, Instant::now());
         tokio::time::sleep(Duration::from_millis(15)).await;
     }

@@ -90,7 +90,7 @@ async fn changes(
         handler
             .apply(&RepoId(1), Ok(found(round)))
             .await
-            .map_err(|f| f.message)?;
+            .map_err(|f| f.message())?;
         let committed = Instant::now();
         applies.push(committed - started);
         if waiters > 0 {

@@ -220,7 +220,7 @@ async fn a_repository_the_batch_cannot_see_should_be_removed_only_after_the_rest
     let states = read_many(&env, &[kept, gone]).await;
     assert_eq!(present(&states[0]).0.name, "kept");
     let failure = states[1].as_ref().expect_err("an unsure answer");
-    assert!(failure.message.contains("500"), "{failure:?}");
+    assert!(failure.message().contains("500"), "{failure:?}");
     assert_eq!(env.fake.count(routes::GRAPHQL_READ), 1);
     assert!(env.fake.count(routes::REPO_BY_ID) >= 1);
 
@@ -321,7 +321,7 @@ async fn a_failing_batch_should_fail_each_key_without_asking_one_by_one() {
 
     for state in &states {
         let failure = state.as_ref().expect_err("a failure");
-        assert!(failure.message.contains("502"), "{failure:?}");
+        assert!(failure.message().contains("502"), "{failure:?}");
     }
     assert_eq!(env.fake.count(routes::GRAPHQL_READ), 1);
     assert_eq!(rest_reads(&env.fake), 0, "no read one by one");
@@ -361,11 +361,11 @@ async fn a_spent_budget_should_defer_each_key_until_the_reset_and_ask_no_more() 
             assert!(failure.deferred, "round {round}: {failure:?}");
             assert!(
                 failure
-                    .message
+                    .message()
                     .starts_with("waiting for GitHub's rate limit, resets at "),
                 "{failure:?}"
             );
-            assert!(failure.message.ends_with(" UTC"), "{failure:?}");
+            assert!(failure.message().ends_with(" UTC"), "{failure:?}");
             let wait = failure.retry_after.expect("until the reset");
             assert!(
                 wait > std::time::Duration::from_secs(3000)

@@ -111,7 +111,7 @@ async fn a_secondary_limit_on_rest_should_hold_graphql_of_that_installation_unti
     let failure = env.read(busy).await.expect_err("rate limited");
     assert_eq!(failure.retry_after, Some(Duration::from_secs(3)));
     assert!(
-        failure.message.contains("secondary rate limit"),
+        failure.message().contains("secondary rate limit"),
         "{failure}"
     );
     let limited = env.arrived(routes::REPO_BY_ID, 1);
@@ -121,7 +121,7 @@ async fn a_secondary_limit_on_rest_should_hold_graphql_of_that_installation_unti
     // At once: installation 1's listing is held back, installation 2's goes.
     let partitions = env.list().await;
     let held = outcome(&partitions, 1).expect_err("held by the pause");
-    assert!(held.message.contains("rate limit"), "{held}");
+    assert!(held.message().contains("rate limit"), "{held}");
     assert!(
         held.retry_after
             .is_some_and(|w| w > Duration::from_secs(2) && w <= Duration::from_secs(3)),
@@ -175,7 +175,7 @@ async fn a_graphql_rate_limited_error_should_hold_rest_of_that_installation() {
     assert_eq!(held.retry_after, Some(Duration::from_secs(60)));
 
     let failure = env.read(busy).await.expect_err("REST paused too");
-    assert!(failure.message.contains("rate limit"), "{failure}");
+    assert!(failure.message().contains("rate limit"), "{failure}");
     assert!(
         failure
             .retry_after

@@ -201,7 +201,7 @@ async fn a_failing_page_should_leave_only_its_partition_incomplete() {
 
     let big = partition(&partitions, "installation/1");
     let failure = big.outcome.as_ref().expect_err("page 2 failed");
-    assert!(failure.message.contains("502"), "{failure}");
+    assert!(failure.message().contains("502"), "{failure}");
     // What page 1 found is still enqueued; only the sweep is off.
     assert_eq!(big.items.len(), 100);
     let small = partition(&partitions, "installation/2");
@@ -238,7 +238,7 @@ async fn a_graphql_rate_limit_should_fail_the_partition_with_a_wait() {
         .outcome
         .clone()
         .expect_err("rate limited");
-    assert!(failure.message.contains("rate limit"), "{failure}");
+    assert!(failure.message().contains("rate limit"), "{failure}");
     assert!(failure.retry_after.is_some());
     // Not hammered: one query, no retry.
     assert_eq!(env.fake.count(routes::GRAPHQL), 1);
@@ -255,7 +255,7 @@ async fn a_suspended_installation_should_list_its_known_repositories_and_sweep_n
 
     let p = partition(&partitions, "installation/1");
     assert_eq!(
-        p.outcome.as_ref().expect_err("suspended").message,
+        p.outcome.as_ref().expect_err("suspended").message(),
         "installation suspended"
     );
     assert_eq!(
@@ -291,7 +291,7 @@ async fn a_failed_installation_listing_should_fail_the_whole_listing() {
         .await
         .expect_err("no installations, no listing");
 
-    assert!(failure.message.contains("500"), "{failure}");
+    assert!(failure.message().contains("500"), "{failure}");
 }
 
 #[tokio::test]
@@ -528,7 +528,7 @@ async fn a_suspended_installation_should_fail_without_removing() {
 
     let failure = read(&env, id).await.expect_err("suspended");
 
-    assert_eq!(failure.message, "installation suspended");
+    assert_eq!(failure.message(), "installation suspended");
     assert!(failure.retry_after.is_some());
 }
 
@@ -541,7 +541,7 @@ async fn a_suspended_installation_should_fail_before_any_token_exists() {
 
     let failure = read(&env, id).await.expect_err("suspended");
 
-    assert_eq!(failure.message, "installation suspended");
+    assert_eq!(failure.message(), "installation suspended");
 }
 
 #[tokio::test]
@@ -553,7 +553,7 @@ async fn a_server_error_should_be_a_failure() {
 
     let failure = read(&env, id).await.expect_err("500");
 
-    assert!(failure.message.contains("500"), "{failure}");
+    assert!(failure.message().contains("500"), "{failure}");
     assert_eq!(failure.retry_after, None);
     // The next attempt succeeds.
     assert!(read(&env, id).await.is_ok());
@@ -571,7 +571,7 @@ async fn a_secondary_rate_limit_should_fail_with_its_wait_and_not_hammer() {
 
     assert_eq!(failure.retry_after, Some(Duration::from_secs(30)));
     assert!(
-        failure.message.contains("secondary rate limit"),
+        failure.message().contains("secondary rate limit"),
         "{failure}"
     );
     let before = env.fake.count(routes::REPO_BY_ID);
@@ -622,7 +622,7 @@ async fn garbage_from_github_should_be_a_failure() {
 
     let failure = read(&env, id).await.expect_err("garbage");
 
-    assert!(failure.message.contains("unexpected answer"), "{failure}");
+    assert!(failure.message().contains("unexpected answer"), "{failure}");
 }
 
 #[tokio::test]
@@ -644,7 +644,7 @@ async fn a_slow_answer_should_fail_within_the_timeout() {
         "{:?}",
         started.elapsed()
     );
-    assert!(failure.message.contains("did not answer"), "{failure}");
+    assert!(failure.message().contains("did not answer"), "{failure}");
 }
 
 #[tokio::test]
@@ -657,7 +657,7 @@ async fn a_dropped_connection_should_be_a_failure() {
     let failure = read(&env, id).await.expect_err("dropped");
 
     assert!(
-        failure.message.contains("could not reach GitHub"),
+        failure.message().contains("could not reach GitHub"),
         "{failure}"
     );
 }

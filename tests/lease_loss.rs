@@ -125,7 +125,7 @@ impl Storage for Probe {
         if opened {
             Ok(observed())
         } else {
-            Err(Failure::new("the test ended"))
+            Err(Failure::scripted("the test ended"))
         }
     }
 }
@@ -157,7 +157,7 @@ impl Handler for Probe {
             .last_mut()
         {
             last.end = Some(Instant::now());
-            last.result = Some(result.clone().map_err(|f| f.message));
+            last.result = Some(result.clone().map_err(|f| f.message()));
         }
         result
     }
@@ -379,18 +379,16 @@ async fn a_claim_whose_lease_ran_out_should_not_commit() {
 
     let refused = handler.apply_claimed(&claim, Ok(observed())).await;
     let failed = handler
-        .apply_claimed(&claim, Err(Failure::new("GitHub answered 502")))
+        .apply_claimed(&claim, Err(Failure::scripted("GitHub answered 502")))
         .await;
-    let waiting = Failure::deferred(
-        "waiting for GitHub's rate limit, resets at 14:05:00 UTC",
-        Duration::from_secs(600),
-    );
+    let waiting = Failure::scripted("waiting for GitHub's rate limit, resets at 14:05:00 UTC")
+        .deferred_for(Duration::from_secs(600));
     let deferred = handler.apply_claimed(&claim, Err(waiting.clone())).await;
 
-    let message = refused.expect_err("refused").message;
+    let message = refused.expect_err("refused").message();
     assert!(message.contains("lease"), "{message}");
     assert_eq!(
-        failed.expect_err("a failure").message,
+        failed.expect_err("a failure").message(),
         "GitHub answered 502"
     );
     assert_eq!(deferred, Err(waiting));

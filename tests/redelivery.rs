@@ -286,7 +286,10 @@ async fn a_failing_log_should_record_nothing_and_be_read_again_next_pass() {
 
     let failed = recover_missed(&env.source, &env.pool).await;
 
-    assert!(matches!(failed, Err(RedeliveryError::Log(_))), "{failed:?}");
+    assert!(
+        matches!(failed, Err(RedeliveryError::LogRefused { status: 500, .. })),
+        "{failed:?}"
+    );
     assert!(env.fake.redelivery_requests().is_empty());
     assert!(deliveries(&env.pool).await.is_empty());
 
@@ -306,7 +309,10 @@ async fn a_garbled_log_should_be_an_error_not_a_crash() {
 
     let failed = recover_missed(&env.source, &env.pool).await;
 
-    assert!(matches!(failed, Err(RedeliveryError::Log(_))), "{failed:?}");
+    assert!(
+        matches!(failed, Err(RedeliveryError::LogUnreadable(_))),
+        "{failed:?}"
+    );
     assert!(deliveries(&env.pool).await.is_empty());
 }
 

@@ -337,7 +337,7 @@ async fn source_failure_should_keep_entries_and_count_attempts() {
         .ok();
     let before = entries(&f.pool).await;
 
-    let failure = Failure::new("GitHub answered 502").retry_after(Duration::from_secs(30));
+    let failure = Failure::scripted("GitHub answered 502").retry_after(Duration::from_secs(30));
     for attempt in 1..=2 {
         let outcome = f.handler.apply(&RepoId(1), Err(failure.clone())).await;
         assert_eq!(outcome, Err(failure.clone()), "the controller must retry");
@@ -368,7 +368,7 @@ async fn source_failure_should_keep_entries_and_count_attempts() {
 #[tokio::test]
 async fn failure_of_an_unknown_repository_should_record_nothing() {
     let f = fixture().await;
-    let failure = Failure::new("rate limited");
+    let failure = Failure::scripted("rate limited");
     assert_eq!(
         f.handler.apply(&RepoId(9), Err(failure.clone())).await,
         Err(failure)
@@ -749,7 +749,7 @@ async fn events_should_keep_the_newest_hundred() {
     // Each failure says something new, so none is folded into the last.
     for n in 0..105 {
         f.handler
-            .apply(&RepoId(1), Err(Failure::new(format!("down {n}"))))
+            .apply(&RepoId(1), Err(Failure::scripted(format!("down {n}"))))
             .await
             .ok();
     }

@@ -248,11 +248,11 @@ async fn a_repeated_reconcile_should_count_in_the_newest_event_instead_of_adding
     // Something else happens: a new event; then the old message again is
     // new too (it is no longer the newest).
     f.handler
-        .apply(&RepoId(1), Err(Failure::new("GitHub answered 502")))
+        .apply(&RepoId(1), Err(Failure::scripted("GitHub answered 502")))
         .await
         .ok();
     f.handler
-        .apply(&RepoId(1), Err(Failure::new("GitHub answered 502")))
+        .apply(&RepoId(1), Err(Failure::scripted("GitHub answered 502")))
         .await
         .ok();
     f.handler

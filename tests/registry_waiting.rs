@@ -43,7 +43,7 @@ async fn a_deferred_read_should_leave_the_repository_pending_with_its_entries_an
     assert_eq!(outcome, "conflict");
 
     for id in [owner, loser] {
-        let failure = Failure::deferred(WAIT, Duration::from_secs(600));
+        let failure = Failure::scripted(WAIT).deferred_for(Duration::from_secs(600));
         let returned = handler.apply(&id, Err(failure.clone())).await;
         assert_eq!(
             returned,
@@ -89,7 +89,7 @@ async fn a_deferred_read_should_leave_the_repository_pending_with_its_entries_an
     let _ = handler
         .apply(
             &loser,
-            Err(Failure::deferred(WAIT, Duration::from_secs(600))),
+            Err(Failure::scripted(WAIT).deferred_for(Duration::from_secs(600))),
         )
         .await;
     let again = get_repo(&pool, "acme", "loser")

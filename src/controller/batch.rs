@@ -19,7 +19,7 @@ use tracing::{Instrument, Span};
 use super::lease::{self, Abandon, LeaseTimes};
 use super::queue::{Claim, ListingSchedule, WorkQueue};
 use super::runner::Controller;
-use super::traits::{Failure, Handler, Lister, Storage, Tracker};
+use super::traits::{Failure, Handler, Lister, NoState, Storage, Tracker};
 use crate::shutdown::Shutdown;
 
 /// What became of one key of a batch: the handler's result, the time it
@@ -100,9 +100,7 @@ where
         // Every key of the batch waited for the whole read.
         let read_time = read_started.elapsed();
         for (n, claim) in claims.iter().enumerate() {
-            let state = states
-                .next()
-                .unwrap_or_else(|| Err(Failure::new("the storage gave no state for this key")));
+            let state = states.next().unwrap_or_else(|| Err(Failure::new(NoState)));
             // The handler may fill in `full_name`, what people call the key,
             // so the lines about it say which repository they are about.
             let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);
@@ -221,7 +219,7 @@ where
                             "reconcile failed",
                         )
                     });
-                    let ended = self.queue.fail(claim, &failure.message, delay).await;
+                    let ended = self.queue.fail(claim, &failure.message(), delay).await;
                     self.end(claim, ended);
                 }
             }

@@ -22,8 +22,14 @@ use std::time::Duration;
 
 /// Why a queue operation failed; always the backing store, never the caller.
 #[derive(Debug, thiserror::Error)]
-#[error("work queue: {0}")]
-pub struct QueueError(pub String);
+pub enum QueueError {
+    /// The database that holds the queue failed the statement.
+    #[error("work queue database: {0}")]
+    Database(#[from] sqlx::Error),
+    /// The store could not be reached at all.
+    #[error("work queue unreachable: {0}")]
+    Unreachable(#[source] std::io::Error),
+}
 
 /// One key to enqueue, with an optional hint the lister already fetched.
 ///

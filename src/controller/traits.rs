@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::queue::{Claim, Enqueue};
@@ -11,9 +12,11 @@ use super::queue::{Claim, Enqueue};
 ///
 /// `retry_after` overrides the controller's backoff (a `Retry-After` header
 /// or a rate-limit reset); without it the per-key exponential backoff applies.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The cause stays typed (`source()` walks it); what is recorded and shown is
+/// its one-line rendering, [`Failure::message`].
+#[derive(Debug, Clone)]
 pub struct Failure {
-    pub message: String,
+    cause: Arc<dyn std::error::Error + Send + Sync>,
     pub retry_after: Option<Duration>,
     /// The work never started: a budget it needs is spent until a known
     /// time (a rate limit's window). Not a failure of the key: its attempts
@@ -22,20 +25,20 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn new(message: impl Into<String>) -> Self {
+    pub fn new(cause: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self {
-            message: message.into(),
+            cause: Arc::new(cause),
             retry_after: None,
             deferred: false,
         }
     }
 
     /// The work cannot start before `wait` has passed (see [`Self::deferred`]).
-    pub fn deferred(message: impl Into<String>, wait: Duration) -> Self {
+    pub fn deferred(cause: impl std::error::Error + Send + Sync + 'static, wait: Duration) -> Self {
         Self {
-            message: message.into(),
             retry_after: Some(wait),
             deferred: true,
+            ..Self::new(cause)
         }
     }
 
@@ -43,15 +46,64 @@ impl Failure {
         self.retry_after = Some(wait);
         self
     }
-}
 
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+    /// What the queue records and the pages show for this attempt.
+    pub fn message(&self) -> String {
+        self.cause.to_string()
     }
 }
 
-impl std::error::Error for Failure {}
+/// Two failures are alike when they read the same and ask for the same wait.
+impl PartialEq for Failure {
+    fn eq(&self, other: &Self) -> bool {
+        self.message() == other.message()
+            && self.retry_after == other.retry_after
+            && self.deferred == other.deferred
+    }
+}
+
+impl Eq for Failure {}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.cause.fmt(f)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.cause)
+    }
+}
+
+/// A storage answered fewer states than the keys it was asked for: a bug
+/// on its side, reported on the key rather than lost.
+#[derive(Debug, thiserror::Error)]
+#[error("the storage gave no state for this key")]
+pub struct NoState;
+
+/// A failure a test describes in words, standing in for a remote error.
+#[cfg(any(test, feature = "testing"))]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Scripted(pub String);
+
+#[cfg(any(test, feature = "testing"))]
+impl Failure {
+    /// A failure for tests: `text` is what the real error would have said.
+    pub fn scripted(text: impl Into<String>) -> Self {
+        Self::new(Scripted(text.into()))
+    }
+
+    /// This failure as a wait for a spent budget (see [`Self::deferred`]).
+    pub fn deferred_for(self, wait: Duration) -> Self {
+        Self {
+            retry_after: Some(wait),
+            deferred: true,
+            ..self
+        }
+    }
+}
 
 /// What a listing found in one partition (an installation, a folder),
 /// which either completed or failed as a whole. Only complete partitions

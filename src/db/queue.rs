@@ -287,7 +287,7 @@ async fn subscribe(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
 }
 
 fn db(e: sqlx::Error) -> QueueError {
-    QueueError(e.to_string())
+    QueueError::Database(e)
 }
 
 /// Seconds as the database's `make_interval` takes them.

@@ -20,7 +20,7 @@ use super::read_query::{read_query, read_query_for, slot_of, ReadData, Slot, MAX
 use super::refusal::{is_refusal, is_refusing, refused};
 use super::storage::{GithubStorage, Recorded, SUSPENDED_RETRY};
 use super::tree_walk::{self, Pending};
-use crate::controller::Failure;
+use crate::controller::{Failure, NoState};
 use crate::source::{InstallationId, Observed, RepoId};
 
 /// At most this many REST reads at once for the keys a batch left open.
@@ -77,7 +77,7 @@ impl GithubStorage {
         }
         states
             .into_iter()
-            .map(|s| s.unwrap_or_else(|| Err(Failure::new("the repository was not read"))))
+            .map(|s| s.unwrap_or_else(|| Err(Failure::new(NoState))))
             .collect()
     }
 
@@ -186,7 +186,7 @@ impl GithubStorage {
                 .collect::<Vec<_>>()
         };
         if self.client.is_suspended(installation) {
-            return Ok(every(&suspended));
+            return Ok(every(&|| suspended(installation)));
         }
         let files = self.client.file_query.as_ref();
         let mut variables = json!({ "ids": node_ids });
@@ -209,7 +209,7 @@ impl GithubStorage {
             Ok(answer) => answer,
             Err(CallError::Suspended(id)) => {
                 self.client.mark_suspended(id);
-                return Ok(every(&suspended));
+                return Ok(every(&|| suspended(id)));
             }
             // The REST path tries the other installations, then decides.
             Err(CallError::InstallationGone(_)) => return Ok(every(&|| Verdict::Open)),
@@ -231,10 +231,10 @@ impl GithubStorage {
                 None => {
                     // An error about the query as a whole: no answer in it
                     // can be trusted, and a retry may do better.
-                    let failure = Failure::new(format!(
-                        "unexpected answer from GitHub to the batch read: {}",
-                        error.message
-                    ));
+                    let failure = Failure::new(CallError::Unexpected {
+                        what: "the batch read".to_owned(),
+                        message: error.message.clone(),
+                    });
                     return Ok(every(&|| Verdict::Decided(Err(failure.clone()))));
                 }
             }
@@ -322,8 +322,8 @@ impl GithubStorage {
     }
 }
 
-fn suspended() -> Verdict {
+fn suspended(installation: InstallationId) -> Verdict {
     Verdict::Decided(Err(
-        Failure::new("installation suspended").retry_after(SUSPENDED_RETRY)
+        Failure::new(CallError::Suspended(installation)).retry_after(SUSPENDED_RETRY)
     ))
 }

@@ -125,10 +125,14 @@ impl CallError {
     pub fn into_failure(self) -> Failure {
         match &self {
             CallError::RateLimited { wait, .. } => {
-                Failure::new(self.to_string()).retry_after(*wait)
+                let wait = *wait;
+                Failure::new(self).retry_after(wait)
             }
-            CallError::BudgetSpent { wait, .. } => Failure::deferred(self.to_string(), *wait),
-            _ => Failure::new(self.to_string()),
+            CallError::BudgetSpent { wait, .. } => {
+                let wait = *wait;
+                Failure::deferred(self, wait)
+            }
+            _ => Failure::new(self),
         }
     }
 

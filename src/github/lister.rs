@@ -106,14 +106,14 @@ impl GithubLister {
             let connection = match page.repository_owner {
                 Some(owner) => owner.repositories,
                 None => {
-                    let message = format!(
-                        "GitHub does not know the account {:?}",
-                        installation.account
-                    );
+                    let unknown = CallError::Unexpected {
+                        what: "the repository listing".to_owned(),
+                        message: format!("no account {:?}", installation.account),
+                    };
                     return Listed {
                         partition,
                         items,
-                        outcome: Err(Failure::new(message)),
+                        outcome: Err(unknown.into_failure()),
                     };
                 }
             };
@@ -151,7 +151,11 @@ impl GithubLister {
             ) {
                 (true, Some(cursor)) => after = Some(cursor),
                 (true, None) => {
-                    let failure = Failure::new("GitHub said more pages follow but gave no cursor");
+                    let failure = CallError::Unexpected {
+                        what: "the repository listing".to_owned(),
+                        message: "more pages follow but no cursor was given".to_owned(),
+                    }
+                    .into_failure();
                     return Listed {
                         partition,
                         items,
@@ -178,7 +182,11 @@ impl GithubLister {
         Listed {
             partition,
             items,
-            outcome: Err(Failure::new("too many pages")),
+            outcome: Err(CallError::Unexpected {
+                what: "the repository listing".to_owned(),
+                message: "too many pages".to_owned(),
+            }
+            .into_failure()),
         }
     }
 
@@ -257,7 +265,7 @@ impl GithubLister {
         Listed {
             partition,
             items,
-            outcome: Err(Failure::new("installation suspended")),
+            outcome: Err(CallError::Suspended(installation).into_failure()),
         }
     }
 

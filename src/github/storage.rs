@@ -119,9 +119,8 @@ impl GithubStorage {
                 Err(CallError::Suspended(suspended)) => {
                     self.client.mark_suspended(suspended);
                     if Some(suspended) == recorded {
-                        return Err(
-                            Failure::new("installation suspended").retry_after(SUSPENDED_RETRY)
-                        );
+                        return Err(Failure::new(CallError::Suspended(suspended))
+                            .retry_after(SUSPENDED_RETRY));
                     }
                 }
                 Err(error) => return Err(error.into_failure()),
@@ -300,7 +299,7 @@ impl GithubStorage {
             .registry
             .records(ids)
             .await
-            .map_err(|e| Failure::new(e.to_string()))
+            .map_err(Failure::new)
     }
 
     /// One repository over REST by id: the recorded installation first,

@@ -126,9 +126,11 @@ pub async fn complete(
     }
     for index in treeless {
         // Recorded without its walk, the commit would lose what `**` finds.
-        pending[index].observed = Err(Failure::new(
-            "GitHub did not give the commit's root tree, which `**` patterns walk",
-        ));
+        pending[index].observed = Err(CallError::Unexpected {
+            what: "the batch read".to_owned(),
+            message: "no root tree for the commit, which `**` patterns walk".to_owned(),
+        }
+        .into_failure());
     }
     let walked: Vec<_> = stream::iter(to_walk)
         .map(|(index, owner, name, tree)| async move {

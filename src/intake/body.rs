@@ -15,7 +15,7 @@ pub enum BodyError {
     TooLarge,
     /// The connection broke or the framing was wrong (400).
     #[error("could not read the body: {0}")]
-    Broken(String),
+    Broken(#[source] axum::Error),
 }
 
 /// Reads `body` whole. A body that arrives in one chunk (most of them) is
@@ -55,7 +55,7 @@ fn within_limit(read: usize, chunk: Bytes) -> Result<Bytes, BodyError> {
 }
 
 fn broken(e: axum::Error) -> BodyError {
-    BodyError::Broken(e.to_string())
+    BodyError::Broken(e)
 }
 
 #[cfg(test)]
@@ -103,6 +103,9 @@ mod tests {
             Err(std::io::Error::other("connection reset")),
         ]);
         let result = read(Body::from_stream(stream), Some(10)).await;
-        assert!(matches!(result, Err(BodyError::Broken(m)) if m.contains("connection reset")));
+        let Err(error @ BodyError::Broken(_)) = result else {
+            panic!("a broken body was read: {result:?}");
+        };
+        assert!(error.to_string().contains("connection reset"), "{error}");
     }
 }

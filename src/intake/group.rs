@@ -32,7 +32,7 @@ use tokio::time::Instant;
 use super::delivery_writer::{DeliveryLog, Logged};
 use super::free_push::FreePushes;
 use super::gate::Accepted;
-use super::write::{self, Intake};
+use super::write::{self, Intake, IntakeError};
 use crate::db::queue::PgQueue;
 use crate::shutdown::Shutdown;
 
@@ -67,8 +67,9 @@ impl Default for GroupLimits {
 /// Why a delivery's group was not written (the request answers 503).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GroupError {
+    /// Every delivery of the group shares the one cause.
     #[error("{0}")]
-    Failed(String),
+    Failed(#[source] Arc<IntakeError>),
     #[error("the webhook writer stopped")]
     Stopped,
 }
@@ -225,7 +226,8 @@ impl Writers {
                 Err(e) => {
                     tracing::error!(deliveries = group.len(), error = %e,
                         "webhook group not persisted; GitHub will show them failed");
-                    vec![Err(GroupError::Failed(e.to_string())); group.len()]
+                    let cause = Arc::new(e);
+                    vec![Err(GroupError::Failed(cause)); group.len()]
                 }
             };
             let mut logged = Vec::with_capacity(group.len());

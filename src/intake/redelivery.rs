@@ -62,7 +62,14 @@ pub const OUTCOME_REFUSED: &str = "redelivery_refused";
 #[derive(Debug, thiserror::Error)]
 pub enum RedeliveryError {
     #[error("reading the webhook delivery log: {0}")]
-    Log(Failure),
+    Log(#[source] Failure),
+    #[error("reading the webhook delivery log: GitHub answered {status}: {message}")]
+    LogRefused { status: u16, message: String },
+    #[error("reading the webhook delivery log: unexpected answer from GitHub: {0}")]
+    LogUnreadable(#[source] serde_json::Error),
+    /// A `Link` header this server will not follow.
+    #[error("reading the webhook delivery log: next page {0}")]
+    LogNextPage(&'static str),
     #[error("recording redeliveries: {0}")]
     Database(#[from] sqlx::Error),
     #[error("recording redeliveries: {0}")]
@@ -270,15 +277,13 @@ async fn read_log(
             .await
             .map_err(RedeliveryError::Log)?;
         if reply.status != 200 {
-            return Err(RedeliveryError::Log(Failure::new(format!(
-                "GitHub answered {}: {}",
-                reply.status,
-                reply.message()
-            ))));
+            return Err(RedeliveryError::LogRefused {
+                status: reply.status,
+                message: reply.message(),
+            });
         }
-        let page: Vec<LoggedAttempt> = serde_json::from_str(&reply.body).map_err(|e| {
-            RedeliveryError::Log(Failure::new(format!("unexpected answer from GitHub: {e}")))
-        })?;
+        let page: Vec<LoggedAttempt> =
+            serde_json::from_str(&reply.body).map_err(RedeliveryError::LogUnreadable)?;
         let reached_the_end = page.iter().any(|a| a.delivered_at < since);
         attempts.extend(page.into_iter().filter(|a| a.delivered_at >= since));
         if reached_the_end {
@@ -302,10 +307,9 @@ async fn read_log(
 /// The next page's URL, refused unless it is on the API's host: the App's
 /// credentials go nowhere else.
 fn same_origin(link: &str, origin: &url::Origin) -> Result<Url, RedeliveryError> {
-    let bad = |why: &str| RedeliveryError::Log(Failure::new(format!("next page {why}")));
-    let url = Url::parse(link).map_err(|_| bad("is not a URL"))?;
+    let url = Url::parse(link).map_err(|_| RedeliveryError::LogNextPage("is not a URL"))?;
     if &url.origin() != origin {
-        return Err(bad("is on another host"));
+        return Err(RedeliveryError::LogNextPage("is on another host"));
     }
     Ok(url)
 }
@@ -326,7 +330,7 @@ async fn ask(source: &GithubSource, attempt: &LoggedAttempt) -> Asked {
     let id = attempt.id.to_string();
     let url = match source.api_url(["app", "hook", "deliveries", id.as_str(), "attempts"]) {
         Ok(url) => url,
-        Err(failure) => return Asked::Stop(failure.message),
+        Err(failure) => return Asked::Stop(failure.message()),
     };
     match source.app_request(Method::POST, url, None).await {
         Ok(reply) if (200..300).contains(&reply.status) => Asked::Requested,
@@ -337,8 +341,8 @@ async fn ask(source: &GithubSource, attempt: &LoggedAttempt) -> Asked {
             Asked::Stop(format!("{}: {}", reply.status, reply.message()))
         }
         Ok(reply) => Asked::Failed(format!("{}: {}", reply.status, reply.message())),
-        Err(failure) if failure.retry_after.is_some() => Asked::Stop(failure.message),
-        Err(failure) => Asked::Failed(failure.message),
+        Err(failure) if failure.retry_after.is_some() => Asked::Stop(failure.message()),
+        Err(failure) => Asked::Failed(failure.message()),
     }
 }
 

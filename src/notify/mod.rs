@@ -32,8 +32,17 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why the notifier cannot start.
 #[derive(Debug, thiserror::Error)]
-#[error("notifications: {0}")]
-pub struct NotifyError(String);
+pub enum NotifyError {
+    /// A target's row could not be written; the URL is shown redacted.
+    #[error("notifications: cannot register {url}: {source}")]
+    Register {
+        url: String,
+        #[source]
+        source: sqlx::Error,
+    },
+    #[error("notifications: cannot build the HTTP client: {0}")]
+    Client(#[source] octocrab::Error),
+}
 
 /// Registers every URL (a new one starts at the head of the log), then
 /// starts one delivery task per URL; each is spawned through `shutdown` and stops when it is
@@ -58,7 +67,10 @@ pub async fn spawn(
     for url in urls {
         outbox::register(&pool, url)
             .await
-            .map_err(|e| NotifyError(format!("cannot register {}: {e}", redact(url))))?;
+            .map_err(|source| NotifyError::Register {
+                url: redact(url),
+                source,
+            })?;
     }
     let labels = labels(urls);
     let delivery = Arc::new(Delivery {
@@ -87,7 +99,7 @@ pub fn transport(timeout: Duration) -> Result<Octocrab, NotifyError> {
     Octocrab::builder()
         .set_connect_timeout(Some(timeout))
         .build()
-        .map_err(|e| NotifyError(format!("cannot build the HTTP client: {e}")))
+        .map_err(NotifyError::Client)
 }
 
 /// Names this process in leases: host name, process id and a random part.

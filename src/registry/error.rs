@@ -13,4 +13,13 @@ pub enum RegistryError {
     /// touch): the repository is read again whole.
     #[error("the push's partial read no longer applies; reading the repository again")]
     ReadAgain,
+    /// [`RegistryError::ReadAgain`], but the repository could not be queued.
+    #[error("a push's partial read no longer applies, and it could not be read again: {0}")]
+    NotReadAgain(#[source] crate::controller::QueueError),
+    /// The claim ended before the commit; another worker may hold the id now.
+    #[error(
+        "lease on repository {0} lost before the commit; nothing written \
+         (another worker may hold it now)"
+    )]
+    LeaseLost(crate::source::RepoId),
 }

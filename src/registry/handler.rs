@@ -309,11 +309,11 @@ where
             Ok(observed) => observed,
             Err(failure) if failure.deferred => {
                 // Nothing failed: the read waits for GitHub's budget.
-                self.record_wait(key, &failure.message, claim).await;
+                self.record_wait(key, &failure.message(), claim).await;
                 return Err(failure);
             }
             Err(failure) => {
-                self.record_failure(key, &failure.message, claim).await;
+                self.record_failure(key, &failure.message(), claim).await;
                 return Err(failure);
             }
         };
@@ -325,9 +325,8 @@ where
             Ok(Ended::LeaseLost) => Err(lease_lost(key)),
             Err(RegistryError::ReadAgain) => self.read_again(key).await,
             Err(error) => {
-                let message = error.to_string();
-                self.record_failure(key, &message, claim).await;
-                Err(Failure::new(message))
+                self.record_failure(key, &error.to_string(), claim).await;
+                Err(Failure::new(error))
             }
         }
     }
@@ -361,10 +360,7 @@ where
 
 /// The failure of an attempt whose claim was gone at its commit.
 pub(super) fn lease_lost(key: RepoId) -> Failure {
-    Failure::new(format!(
-        "lease on repository {key} lost before the commit; nothing written \
-         (another worker may hold it now)"
-    ))
+    Failure::new(RegistryError::LeaseLost(key))
 }
 
 /// Names the repository in the controller's reconcile span, so its log

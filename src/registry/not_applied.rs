@@ -19,9 +19,7 @@ where
         let again = Enqueue::because(key, Trigger::Push);
         match self.queue.enqueue(vec![again]).await {
             Ok(()) => Ok("read again"),
-            Err(error) => Err(Failure::new(format!(
-                "a push's partial read no longer applies, and it could not be read again: {error}"
-            ))),
+            Err(error) => Err(Failure::new(RegistryError::NotReadAgain(error))),
         }
     }
 

@@ -68,7 +68,7 @@ impl Tracker for RegistryTracker {
     async fn tracked(&self, partition: &Partition) -> Result<Vec<RepoId>, Failure> {
         tracked_ids(&self.pool, *partition)
             .await
-            .map_err(|e| Failure::new(format!("registry database: {e}")))
+            .map_err(|e| Failure::new(RegistryError::Database(e)))
     }
 
     /// Holds every vanished repository when more than the bound vanished;
@@ -83,6 +83,6 @@ impl Tracker for RegistryTracker {
         self.guard
             .sweep(&self.pool, *partition, tracked, listed, gone)
             .await
-            .map_err(|e| Failure::new(e.to_string()))
+            .map_err(Failure::new)
     }
 }

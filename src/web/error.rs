@@ -60,9 +60,7 @@ impl From<RegistryError> for ApiError {
                 Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
             }
             RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
-            RegistryError::ReadAgain => {
-                Self::unavailable("registry query failed", &RegistryError::ReadAgain)
-            }
+            other => Self::unavailable("registry query failed", &other),
         }
     }
 }

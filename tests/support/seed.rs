@@ -142,7 +142,7 @@ impl Repo<'_> {
     async fn reconcile(self, observed: Observed, expected: &str) -> Self {
         let outcome = self.seed.handler.apply(&self.id, Ok(observed)).await;
         assert_eq!(
-            outcome.as_deref().map_err(|f| f.message.as_str()),
+            outcome.as_deref().map_err(|f| f.message()),
             Ok(expected),
             "repository {} ({})",
             self.id,
@@ -211,7 +211,7 @@ impl Repo<'_> {
         let outcome = self
             .seed
             .handler
-            .apply(&self.id, Err(Failure::new(message)))
+            .apply(&self.id, Err(Failure::scripted(message)))
             .await;
         assert!(outcome.is_err(), "a failure stays a failure: {outcome:?}");
         self

@@ -106,7 +106,7 @@ impl Lister for Fake {
                 })
                 .collect();
             let outcome = if w.failing_partition {
-                Err(Failure::new("page 2 failed"))
+                Err(Failure::scripted("page 2 failed"))
             } else {
                 Ok(())
             };
@@ -163,12 +163,12 @@ impl Storage for Fake {
         self.with(|w| {
             w.hints.push((*key, hint.map(<[u8]>::to_vec)));
             if let Some(wait) = w.deferrals.remove(key) {
-                return Err(Failure::deferred(format!("{key} waits"), wait));
+                return Err(Failure::scripted(format!("{key} waits")).deferred_for(wait));
             }
             if let Some(list) = w.failures.get_mut(key) {
                 if !list.is_empty() {
                     let after = list.remove(0);
-                    let f = Failure::new(format!("{key} unavailable"));
+                    let f = Failure::scripted(format!("{key} unavailable"));
                     return Err(match after {
                         Some(d) => f.retry_after(d),
                         None => f,
@@ -229,7 +229,7 @@ impl Handler for Fake {
         let end = Instant::now();
         self.with(|w| {
             w.calls
-                .push((*key, state.clone().map_err(|f| f.message), start, end));
+                .push((*key, state.clone().map_err(|f| f.message()), start, end));
             match &state {
                 Ok(Some(_)) => {
                     w.tracked.insert(*key);

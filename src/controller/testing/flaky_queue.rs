@@ -95,7 +95,7 @@ where
             None => self.inner.renew(claim).await,
             Some(Renewals::Hang) => std::future::pending().await,
             Some(Renewals::Lost) => Ok(false),
-            Some(_) => Err(QueueError("connection refused".into())),
+            Some(_) => Err(refused()),
         }
     }
 
@@ -106,7 +106,7 @@ where
             None => self.inner.renew_many(claims).await,
             Some(Renewals::Hang) => std::future::pending().await,
             Some(Renewals::Lost) => Ok(vec![false; claims.len()]),
-            Some(_) => Err(QueueError("connection refused".into())),
+            Some(_) => Err(refused()),
         }
     }
 
@@ -165,4 +165,9 @@ where
     fn request_listing(&self) -> impl Future<Output = Result<(), QueueError>> + Send {
         self.inner.request_listing()
     }
+}
+
+/// What a store that cannot be reached answers.
+fn refused() -> QueueError {
+    QueueError::Unreachable(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
 }

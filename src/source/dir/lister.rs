@@ -3,7 +3,7 @@
 use crate::controller::{Enqueue, Failure, Listed, Lister, Trigger};
 use crate::source::{self, RepoId};
 
-use super::{repo_id, DirSource};
+use super::{repo_id, DirError, DirSource};
 
 /// The folder list is the listing; it is always complete when readable.
 #[derive(Debug, Clone)]
@@ -16,8 +16,11 @@ impl Lister for DirLister {
     type Partition = source::Partition;
 
     async fn list(&self) -> Result<Vec<Listed<RepoId, source::Partition>>, Failure> {
-        let folders = self.source.folders().map_err(|e| {
-            Failure::new(format!("cannot list {}: {e}", self.source.root.display()))
+        let folders = self.source.folders().map_err(|source| {
+            Failure::new(DirError::List {
+                path: self.source.root.clone(),
+                source,
+            })
         })?;
         let items = folders
             .iter()

@@ -23,6 +23,32 @@ use sha2::{Digest, Sha256};
 use super::RepoId;
 use crate::project::ProjectFiles;
 
+/// Why the source folder could not be read; the key is tried again.
+#[derive(Debug, thiserror::Error)]
+pub enum DirError {
+    #[error("cannot list {}: {source}", .path.display())]
+    List {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot search {}: {source}", .path.display())]
+    Search {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The blocking read was cancelled or panicked.
+    #[error("reading the folder failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
 /// The owner every local repository has.
 pub const LOCAL_OWNER: &str = "local";
 

@@ -10,7 +10,7 @@ use crate::source::{FileContent, FileState, Observed, PathFile, RepoId, RepoInfo
 
 use super::open::{open_project_file, Opened};
 use super::walk::{matching_paths, Walked};
-use super::{repo_id, DirSource, LOCAL_OWNER};
+use super::{repo_id, DirError, DirSource, LOCAL_OWNER};
 
 /// Why a project file that is a link, a FIFO, a device or a folder is
 /// refused (docs/contract.md#bounds); the repository turns `invalid` and keeps its entries.
@@ -24,17 +24,20 @@ pub struct DirStorage {
 
 impl DirStorage {
     fn folder_for(&self, id: RepoId) -> Result<Option<String>, Failure> {
-        let folders = self.source.folders().map_err(|e| {
-            Failure::new(format!("cannot list {}: {e}", self.source.root.display()))
+        let folders = self.source.folders().map_err(|source| {
+            Failure::new(DirError::List {
+                path: self.source.root.clone(),
+                source,
+            })
         })?;
         Ok(folders.into_iter().find(|f| repo_id(f) == id))
     }
 
     /// The file at `path` in `folder`; `None` when the folder itself is gone.
     fn read_path(&self, folder: &str, path: &str) -> Result<Option<FileState>, Failure> {
-        let cannot_read = |e: std::io::Error| {
-            let full = self.source.root.join(folder).join(path);
-            Failure::new(format!("cannot read {}: {e}", full.display()))
+        let cannot_read = |source: std::io::Error| {
+            let path = self.source.root.join(folder).join(path);
+            Failure::new(DirError::Read { path, source })
         };
         let file = match open_project_file(&self.source.root, folder, path) {
             Ok(Opened::File(file)) => file,
@@ -73,9 +76,9 @@ impl DirStorage {
         if let Some(path) = files.single_path() {
             return self.read_path(folder, path);
         }
-        let walked = matching_paths(&self.source.root, folder, files).map_err(|e| {
-            let full = self.source.root.join(folder);
-            Failure::new(format!("cannot search {}: {e}", full.display()))
+        let walked = matching_paths(&self.source.root, folder, files).map_err(|source| {
+            let path = self.source.root.join(folder);
+            Failure::new(DirError::Search { path, source })
         })?;
         let paths = match walked {
             Walked::FolderGone => return Ok(None),
@@ -148,7 +151,7 @@ impl Storage for DirStorage {
             Ok(Observed::Present { repo, file })
         })
         .await
-        .map_err(|e| Failure::new(format!("reading the folder failed: {e}")))?
+        .map_err(|e| Failure::new(DirError::from(e)))?
     }
 }
 
