@@ -19,8 +19,8 @@ use super::api_changes::{self, ChangesState, MAX_WAIT};
 use super::dashboard::{deliveries, forms, history, overview, owners, projects, repo, signin};
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, backstage,
-    error, health, metrics_route, openapi,
+    api_deliveries, api_holds, api_owners, api_projects, api_relations, api_repos, api_write,
+    assets, backstage, error, health, metrics_route, openapi,
 };
 use crate::intake::admission::Admission;
 use crate::intake::{self, WebhookState};
@@ -59,6 +59,8 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/projects", get(api_projects::list))
         .route("/api/v1/projects/{name}", get(api_projects::detail))
         .route("/api/v1/projects/{name}/history", get(api_changes::history))
+        .route("/api/v1/graph", get(api_relations::graph))
+        .route("/api/v1/systems", get(api_relations::systems))
         .route("/api/v1/notify", get(api_changes::notify_targets))
         .route("/api/v1/deliveries", get(api_deliveries::list))
         .route("/api/v1/holds", get(api_holds::list))
