@@ -17,7 +17,7 @@ use tower_http::trace::TraceLayer;
 
 use super::api_changes::{self, ChangesState, MAX_WAIT};
 use super::dashboard::{
-    deliveries, forms, history, overview, owners, project, projects, repo, script, signin, systems,
+    deliveries, forms, history, overview, owners, project, projects, repo, signin, systems,
 };
 use super::state::AppState;
 use super::{
@@ -112,7 +112,7 @@ fn dashboard() -> Router<AppState> {
         .route("/deliveries", get(deliveries::deliveries))
         .route("/signin", get(signin::form).post(signin::sign_in))
         .route("/signout", post(signin::sign_out))
-        .route("/static/refresh.js", get(script::refresh_script))
+        .route("/static/refresh.js", get(assets::refresh_script))
         // Pages hold the session's CSRF token and change every few seconds:
         // no cache keeps them (the script sets its own caching).
         .layer(SetResponseHeaderLayer::if_not_present(

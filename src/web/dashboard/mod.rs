@@ -23,7 +23,6 @@ mod picture;
 pub(super) mod project;
 pub(super) mod projects;
 pub(super) mod repo;
-pub(super) mod script;
 pub(super) mod signin;
 mod svg_canvas;
 pub(super) mod systems;
