@@ -60,7 +60,7 @@ struct StatusCodeLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct InstallationLabels {
-    installation: i64,
+    installation: InstallationId,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -152,9 +152,7 @@ impl Metrics {
     /// Records the `x-ratelimit-remaining` GitHub last sent for an installation.
     pub fn rate_limit_remaining(&self, installation: InstallationId, remaining: i64) {
         self.rate_limit_remaining
-            .get_or_create(&InstallationLabels {
-                installation: installation.0,
-            })
+            .get_or_create(&InstallationLabels { installation })
             .set(remaining);
         self.rate_limits
             .lock()
@@ -204,6 +202,16 @@ impl Metrics {
                 })
                 .set(count);
         }
+    }
+}
+
+/// An installation id as a label: its number, as GitHub shows it.
+impl prometheus_client::encoding::EncodeLabelValue for InstallationId {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
     }
 }
 

@@ -72,6 +72,7 @@ mod registry;
 mod registry_bounds;
 mod registry_waiting;
 mod relations;
+mod relations_api;
 mod replicas;
 mod repo_detail_bounds;
 mod secrets_in_logs;

@@ -50,17 +50,15 @@ pub async fn start(
         );
     }
     if let Some(secret) = settings.notify.secret.clone() {
-        crate::notify::spawn(
+        let delivery = crate::notify::Delivery::new(
             pool.clone(),
             waker.clone(),
-            &settings.notify.urls,
             secret,
             metrics,
             settings.lease,
             crate::web::json::change_body,
-            shutdown,
-        )
-        .await?;
+        )?;
+        crate::notify::spawn(delivery, &settings.notify.urls, shutdown).await?;
     }
     let feed = ChangesState {
         pool: pool.clone(),

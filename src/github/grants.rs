@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use sqlx::PgPool;
 
 use super::auth::Installation;
+use crate::source::InstallationId;
 
 /// One installation's grant, as last listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Grant {
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub account: String,
     pub organization: bool,
     pub app_slug: Option<String>,
@@ -62,7 +63,7 @@ pub async fn record(pool: &PgPool, installations: &[Installation]) -> Result<(),
 /// Every installation's grant, by id.
 pub async fn all(pool: &PgPool) -> Result<Vec<Grant>, sqlx::Error> {
     type Row = (
-        i64,
+        InstallationId,
         String,
         bool,
         Option<String>,

@@ -128,6 +128,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+    use crate::controller::WorkQueue;
     use crate::db::queue::PgQueue;
     use crate::intake::admission::WebhookLimits;
     use crate::intake::signature::{sign, SIGNATURE_HEADER};
@@ -138,7 +139,20 @@ mod tests {
     struct Harness {
         app: Router,
         pool: PgPool,
+        queue: Arc<PgQueue>,
         adds: Counter,
+    }
+
+    impl Harness {
+        /// Repositories the registry recorded, and queued ids: what an
+        /// accepted delivery commits before its answer.
+        async fn written(&self) -> (i64, u64) {
+            let written = crate::registry::testing::repositories_written(&self.pool)
+                .await
+                .expect("the registry's count");
+            let queued = self.queue.depth().await.expect("the queue's depth");
+            (written.rows, queued)
+        }
     }
 
     async fn harness() -> Harness {
@@ -151,16 +165,22 @@ mod tests {
         let metrics = Arc::new(Metrics::new(
             &mut prometheus_client::registry::Registry::default(),
         ));
+        let queue = Arc::new(queue);
         let app = crate::web::router::webhook(WebhookState {
             pool: pool.clone(),
-            queue: Arc::new(queue),
+            queue: queue.clone(),
             secret: SecretString::from(SECRET),
             metrics,
             limits: WebhookLimits::default(),
             free_pushes: None,
             shutdown: crate::shutdown::channel().1,
         });
-        Harness { app, pool, adds }
+        Harness {
+            app,
+            pool,
+            queue,
+            adds,
+        }
     }
 
     async fn push(app: &Router, id: &str) -> StatusCode {
@@ -223,8 +243,7 @@ mod tests {
         let h = harness().await;
         assert_eq!(push(&h.app, "ok-1").await, StatusCode::ACCEPTED);
         // Committed before the answer.
-        assert_eq!(count(&h.pool, "repositories").await, 1);
-        assert_eq!(count(&h.pool, "queue").await, 1);
+        assert_eq!(h.written().await, (1, 1));
         assert_eq!(h.adds.get(), 1);
         assert_eq!(logged(&h.pool, &["ok-1"]).await, 1);
         let outcome: String = sqlx::query_scalar("select outcome from deliveries")
@@ -250,15 +269,11 @@ mod tests {
             answers.iter().all(|s| *s == StatusCode::ACCEPTED),
             "{answers:?}"
         );
-        assert_eq!(count(&h.pool, "repositories").await, 64);
-        assert_eq!(count(&h.pool, "queue").await, 64);
-        // Rows written by one transaction share its id (`xmin`): fewer
-        // than one per delivery means some were committed together.
-        let commits: i64 =
-            sqlx::query_scalar("select count(distinct xmin::text) from repositories")
-                .fetch_one(&h.pool)
-                .await
-                .expect("a count");
+        assert_eq!(h.written().await, (64, 64));
+        let commits = crate::registry::testing::repositories_written(&h.pool)
+            .await
+            .expect("the registry's count")
+            .commits;
         assert!(commits < 64, "every delivery had a commit of its own");
     }
 
@@ -291,15 +306,14 @@ mod tests {
                 .all(|s| *s == StatusCode::SERVICE_UNAVAILABLE),
             "{answers:?}"
         );
-        assert_eq!(count(&h.pool, "repositories").await, 0);
-        assert_eq!(count(&h.pool, "queue_gone").await, 0);
-        assert_eq!(h.adds.get(), 0);
-        // Nor logged: the log takes rows in order, so once a later
-        // delivery's row is there, theirs would be too.
         sqlx::query("alter table queue_gone rename to queue")
             .execute(&h.pool)
             .await
             .expect("the rename back");
+        assert_eq!(h.written().await, (0, 0));
+        assert_eq!(h.adds.get(), 0);
+        // Nor logged: the log takes rows in order, so once a later
+        // delivery's row is there, theirs would be too.
         assert_eq!(push(&h.app, "after").await, StatusCode::ACCEPTED);
         assert_eq!(logged(&h.pool, &["after"]).await, 1);
     }
@@ -314,8 +328,7 @@ mod tests {
             .await
             .expect("the rename");
         assert_eq!(push(&h.app, "unlogged-1").await, StatusCode::ACCEPTED);
-        assert_eq!(count(&h.pool, "repositories").await, 1);
-        assert_eq!(count(&h.pool, "queue").await, 1);
+        assert_eq!(h.written().await, (1, 1));
         assert_eq!(h.adds.get(), 1);
     }
 }

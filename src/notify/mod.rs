@@ -45,27 +45,18 @@ pub enum NotifyError {
 }
 
 /// Registers every URL (a new one starts at the head of the log), then
-/// starts one delivery task per URL; each is spawned through `shutdown` and stops when it is
-/// asked.
-/// `lease` is how long a replica keeps a target without renewing (the
-/// workers' lease; it must exceed [`TIMEOUT`]); `encode` writes a change
-/// as a body.
+/// starts one delivery task per URL, sharing `delivery`; each is spawned
+/// through `shutdown` and stops when it is asked.
 ///
 /// Call it before the workers start, so that a target configured now
 /// receives every change this process writes.
-#[allow(clippy::too_many_arguments)]
 pub async fn spawn(
-    pool: PgPool,
-    waker: ChangeWaker,
+    delivery: Delivery,
     urls: &[String],
-    secret: SecretString,
-    metrics: NotifyMetrics,
-    lease: Duration,
-    encode: EncodeChange,
     shutdown: &Shutdown,
 ) -> Result<(), NotifyError> {
     for url in urls {
-        outbox::register(&pool, url)
+        outbox::register(&delivery.pool, url)
             .await
             .map_err(|source| NotifyError::Register {
                 url: redact(url),
@@ -73,18 +64,7 @@ pub async fn spawn(
             })?;
     }
     let labels = labels(urls);
-    let delivery = Arc::new(Delivery {
-        pool,
-        transport: transport(TIMEOUT)?,
-        secret,
-        owner: replica_id(),
-        waker,
-        metrics,
-        timeout: TIMEOUT,
-        lease: lease.max(TIMEOUT + Duration::from_secs(1)),
-        backoff: Backoff::default(),
-        encode,
-    });
+    let delivery = Arc::new(delivery);
     for (url, label) in urls.iter().zip(labels) {
         let run = delivery
             .clone()
@@ -92,6 +72,33 @@ pub async fn spawn(
         shutdown.spawn("notify target", run);
     }
     Ok(())
+}
+
+impl Delivery {
+    /// What every target of this replica shares. `lease` is how long a
+    /// replica keeps a target without renewing (the workers' lease; it is
+    /// raised above [`TIMEOUT`]); `encode` writes a change as a body.
+    pub fn new(
+        pool: PgPool,
+        waker: ChangeWaker,
+        secret: SecretString,
+        metrics: NotifyMetrics,
+        lease: Duration,
+        encode: EncodeChange,
+    ) -> Result<Self, NotifyError> {
+        Ok(Delivery {
+            pool,
+            transport: transport(TIMEOUT)?,
+            secret,
+            owner: replica_id(),
+            waker,
+            metrics,
+            timeout: TIMEOUT,
+            lease: lease.max(TIMEOUT + Duration::from_secs(1)),
+            backoff: Backoff::default(),
+            encode,
+        })
+    }
 }
 
 /// The HTTP(S) client deliveries go through (rustls, no redirects).

@@ -38,6 +38,7 @@ pub mod owner_counts;
 pub mod owner_follow;
 pub mod query;
 pub mod read_only;
+pub mod relations;
 mod repo_page;
 mod repo_rows;
 mod repos;

@@ -24,6 +24,24 @@ pub struct PastEvent<'a> {
     pub ago: Duration,
 }
 
+/// How many repositories are recorded, and in how many transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Written {
+    pub rows: i64,
+    /// Rows written by one transaction share its id (`xmin`): fewer
+    /// commits than rows means some were written together.
+    pub commits: i64,
+}
+
+/// What the intake's tests check of a group commit.
+pub async fn repositories_written(pool: &PgPool) -> Result<Written, sqlx::Error> {
+    let (rows, commits) =
+        sqlx::query_as("select count(*), count(distinct xmin::text) from repositories")
+            .fetch_one(pool)
+            .await?;
+    Ok(Written { rows, commits })
+}
+
 /// Moves a repository's last sync `ago` into the past, as if nothing had
 /// been applied since.
 pub async fn backdate_last_sync(

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 
 use super::manifest::{yaml_to_json, APP_YML};
 use crate::github::grants::Grant;
+use crate::source::InstallationId;
 
 /// What an installation lacks of what Roster asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lacking {
-    pub installation_id: i64,
+    pub installation_id: InstallationId,
     pub account: String,
     /// `name: level` of each permission missing or granted below the level asked.
     pub permissions: Vec<String>,
@@ -98,7 +99,7 @@ mod tests {
 
     fn grant(permissions: &[(&str, &str)], events: &[&str]) -> Grant {
         Grant {
-            installation_id: 7,
+            installation_id: InstallationId(7),
             account: "acme".into(),
             organization: true,
             app_slug: Some("roster".into()),
