@@ -70,6 +70,8 @@ mod redelivery;
 mod registry;
 mod registry_bounds;
 mod registry_waiting;
+mod relation_checks;
+mod relation_rules;
 mod relations;
 mod replicas;
 mod repo_detail_bounds;

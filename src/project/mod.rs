@@ -30,6 +30,7 @@ pub mod patterns;
 mod positions;
 pub mod preview;
 mod problem;
+pub mod relations;
 mod rules;
 pub mod schema;
 mod suggest;
@@ -43,7 +44,7 @@ pub use fields::{Fields, Link, OwnerStatus, ResolvedOwner};
 pub use model::{Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
 pub use patterns::ProjectFiles;
-pub use positions::{name_positions, owner_positions, NamePosition};
+pub use positions::{dependency_positions, name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
