@@ -99,7 +99,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         Command::Schema => {
-            print!("{}", roster::project::schema::PROJECT_SCHEMA);
+            print!("{}", roster::project::PROJECT_SCHEMA);
             return ExitCode::SUCCESS;
         }
         Command::Serve(args) => with_runtime(|| serve(*args)),

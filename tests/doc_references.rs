@@ -284,3 +284,48 @@ fn every_route_the_docs_name_should_be_served() {
         "routes Roster does not serve:\n{missing:#?}"
     );
 }
+
+/// Every `roster SUBCOMMAND --flag …` a doc shows names a subcommand and
+/// flags the binary takes, as its own `--help` says.
+#[test]
+fn every_command_line_a_doc_shows_should_be_one_the_binary_takes() {
+    let shown = Regex::new(r"`roster ([a-z]+)((?: [^`]*)?)`").expect("regex");
+    let flag = Regex::new(r"(--[a-z][a-z-]*)").expect("regex");
+    let mut helps = std::collections::BTreeMap::new();
+    let mut wrong = BTreeSet::new();
+    let mut seen = 0;
+    for (file, text) in docs() {
+        for found in shown.captures_iter(&text) {
+            // A line of the log, not of the shell.
+            if &found[0] == "`roster starting`" {
+                continue;
+            }
+            seen += 1;
+            let command = found[1].to_owned();
+            let help = helps.entry(command.clone()).or_insert_with(|| {
+                let output = std::process::Command::new(env!("CARGO_BIN_EXE_roster"))
+                    .args([command.as_str(), "--help"])
+                    .output()
+                    .expect("roster runs");
+                output
+                    .status
+                    .success()
+                    .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+            });
+            let Some(help) = help else {
+                wrong.insert(format!("{file}: no subcommand `roster {command}`"));
+                continue;
+            };
+            for f in flag.captures_iter(&found[2]) {
+                if !help.contains(&f[1]) {
+                    wrong.insert(format!("{file}: `roster {command}` takes no {}", &f[1]));
+                }
+            }
+        }
+    }
+    assert!(seen > 5, "the pattern found only {seen} command lines");
+    assert!(
+        wrong.is_empty(),
+        "command lines the binary does not take:\n{wrong:#?}"
+    );
+}

@@ -409,7 +409,10 @@ async fn project_detail_should_answer_one_entry_or_404() {
     let answer = get(&f.app, "/api/v1/projects/web-front").await;
     assert_eq!(answer.status, StatusCode::OK);
     let entry = answer.json();
-    assert_eq!(keys(&entry), entry_keys());
+    // The entry's keys, and its relations (docs/contract.md#relations).
+    let mut expected = entry_keys();
+    expected.extend(["dependents", "dependents_count", "depends_on_status"]);
+    assert_eq!(keys(&entry), expected);
     assert_eq!(entry["repo"], "acme/web");
 
     let missing = get(&f.app, "/api/v1/projects/nope").await;

@@ -232,3 +232,81 @@ async fn owners_off_should_say_nothing_and_an_unread_directory_neither() {
     assert_eq!(run.conclusion.as_deref(), Some("success"));
     assert!(run.annotations.is_empty());
 }
+
+/// A public repository's pull request, whose check anyone may read.
+async fn open_public_pr(env: &Env, repo: i64, number: i64, sha: &str) {
+    let pr = crate::support::pull_requests::Pr {
+        repo,
+        installation: ACME,
+        owner: "acme",
+        name: "shop",
+        number,
+        sha,
+        base: "main",
+    };
+    let body = crate::support::pull_requests::pull_request("opened", &pr);
+    env.deliver(
+        "pull_request",
+        crate::support::pull_requests::make_public(&body),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_public_pull_requests_check_should_not_tell_a_member_from_nobody() {
+    let mut env = checks_env().await;
+    owners(&mut env, OwnersMode::Warn);
+    let mut hush = team(13, "hush");
+    hush.secret = true;
+    let octocat = Member {
+        id: 100,
+        login: "octocat".to_owned(),
+    };
+    directory(&env, &[team(10, "payments"), hush], &[octocat]).await;
+    let id = env.repo("shop", "name: shop\nowner: payments\n").await;
+    env.quiet().await;
+
+    // A member, nobody, a secret team and a slug no team has: one answer.
+    let mut answers = Vec::new();
+    for (number, owner) in [
+        (1, "'@octocat'"),
+        (2, "'@nobody-here'"),
+        (3, "hush"),
+        (4, "husk"),
+    ] {
+        let text = format!("name: shop\ndescription: the shop\nowner: {owner}\n");
+        let sha = env.fake.pr_commit(id, FILE, text.as_bytes());
+        open_public_pr(&env, id, number, &sha).await;
+        env.settle().await;
+        let run = env.only_run(id, &sha);
+        let summary = run.summary.unwrap_or_default();
+        assert!(
+            summary.contains(roster::registry::owner_check::PRIVATE_OWNERS_LATER),
+            "{owner}: {summary}"
+        );
+        answers.push((
+            run.conclusion,
+            run.title,
+            run.annotations,
+            // The summary shows the file's own change, owner included.
+            summary.replace(owner.trim_matches('\''), "OWNER"),
+        ));
+    }
+    assert!(
+        answers.windows(2).all(|w| w[0] == w[1]),
+        "the answers differ: {answers:#?}"
+    );
+    assert!(answers[0].2.is_empty(), "{:?}", answers[0].2);
+
+    // An owner naming a visible team tells nothing private: no such line.
+    let sha = env
+        .fake
+        .pr_commit(id, FILE, b"name: shop\nowner: payments\n");
+    open_public_pr(&env, id, 5, &sha).await;
+    env.settle().await;
+    let summary = env.only_run(id, &sha).summary.unwrap_or_default();
+    assert!(
+        !summary.contains(roster::registry::owner_check::PRIVATE_OWNERS_LATER),
+        "a visible team needs no such line: {summary}"
+    );
+}

@@ -38,8 +38,11 @@ const OSS: &str = "projects:
     owner: platform
   - name: falcon-oss
     owner: falcon-secret
+    system: falcon
+    depends_on: [oss]
   - name: ghost
     owner: '@hidden-person'
+    system: falcon
   - name: nobody
     owner: '@nobody-here'
 ";
@@ -94,6 +97,7 @@ fn addresses(route: &str) -> Vec<String> {
         // (The page repeats its own filter in its form: only the API's
         // answer is read for it.)
         "/api/v1/projects" => &["?owner=falcon-secret", "?owner=%40hidden-person"],
+        "/api/v1/graph" => &["?root=falcon-oss&depth=3", "?root=ghost&depth=1"],
         _ => &[],
     };
     let extra: Vec<String> = queries.iter().map(|q| format!("{route}{q}")).collect();
@@ -272,6 +276,30 @@ async fn a_member_and_nobody_should_read_alike_without_credentials() {
         .await
         .json();
     assert_eq!(unknown["items"], serde_json::json!([]));
+    // Relations show the entries, never their hidden owners.
+    let graph = read(&public, "/api/v1/graph?root=oss&depth=1", None)
+        .await
+        .json();
+    let falcon = graph["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|n| n["name"] == "falcon-oss")
+        .cloned();
+    let falcon = falcon.expect("falcon-oss depends on oss");
+    assert_eq!(falcon["owner"], Value::Null);
+    assert_eq!(falcon["status"], "resolved");
+    let systems = read(&public, "/api/v1/systems", None).await.json();
+    assert_eq!(systems["items"][0]["name"], "falcon");
+    assert_eq!(systems["items"][0]["project_count"], 2);
+    assert_eq!(systems["items"][0]["owners"], serde_json::json!([]));
+    let operator = app(&env, Some(TOKEN));
+    let seen = read(&operator, "/api/v1/systems", Some(TOKEN)).await.json();
+    assert_eq!(
+        seen["items"][0]["owners"].as_array().map(Vec::len),
+        Some(2),
+        "with the token: {seen}"
+    );
     // Filtering by an owner's text finds no hidden owner.
     for owner in ["%40hidden-person", "%40nobody-here", "falcon-secret"] {
         let found = read(&public, &format!("/api/v1/projects?owner={owner}"), None)

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
-use roster::project::schema::PROJECT_SCHEMA;
+use roster::project::PROJECT_SCHEMA;
 use serde_json::Value;
 
 /// Rules `roster check` applies that a JSON Schema cannot say, recognised

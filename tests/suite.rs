@@ -73,6 +73,7 @@ mod registry_waiting;
 mod relation_checks;
 mod relation_rules;
 mod relations;
+mod relations_api;
 mod replicas;
 mod repo_detail_bounds;
 mod secrets_in_logs;

@@ -101,6 +101,7 @@ impl Several<'_> {
                 installation,
                 project_file: &file.path,
                 mode: self.owners,
+                public_pull_request: request.public,
             };
             reader
                 .add_owner_notes(&owners, &file.parsed, &snapshot.entries, &mut verdict)

@@ -262,6 +262,7 @@ impl ChecksWorker {
             installation: request.installation_id,
             project_file: &project_file,
             mode: self.owners,
+            public_pull_request: request.public,
         };
         reader
             .add_owner_notes(&owners, &parsed, &snapshot.entries, &mut verdict)

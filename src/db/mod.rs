@@ -3,17 +3,24 @@
 pub mod embedded;
 pub mod fence;
 pub mod one_statement;
-mod page;
 pub mod queue;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-
-pub use page::Page;
 
 use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
 use sqlx::PgPool;
+
+/// One page of a list read in key order, and where the next one starts:
+/// what the registry's and the delivery log's list reads return, before
+/// `web` shows it (as `{"items": …, "next_cursor": …}`).
+/// The cursor is `None` on the last page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
 
 /// Why the database could not be reached or prepared.
 #[derive(Debug, thiserror::Error)]

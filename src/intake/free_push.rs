@@ -6,7 +6,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::event::{PayloadRepo, PushChange, WebhookEvent};
-use super::plan::plan;
 use crate::directory::OwnersMode;
 use crate::project::relations::RelationsMode;
 use crate::project::ProjectFiles;
@@ -79,8 +78,9 @@ impl FreePushes {
     /// `before` to the last `after`, with the names of the last push (the
     /// ones the group makes known). Any other event naming a repository
     /// leaves it to be read.
-    pub fn moves<'a>(&self, events: &[&'a WebhookEvent]) -> Vec<FreePush<'a>> {
-        self.split(events).free
+    #[cfg(test)]
+    fn moves<'a>(&self, events: &[&'a WebhookEvent]) -> Vec<FreePush<'a>> {
+        self.split(events, &named_by_others(events)).free
     }
 
     /// [`Self::moves`], and beside them, with patterns other than one
@@ -88,14 +88,13 @@ impl FreePushes {
     /// and no other event naming them) touched at most
     /// [`MAX_TOUCHED_PATHS`] project files: what they touched, as the
     /// queue stores it, so that their run reads only those files.
-    pub fn split<'a>(&self, events: &[&'a WebhookEvent]) -> Pushes<'a> {
-        let mut chains: BTreeMap<RepoId, Option<Chain<'a>>> = BTreeMap::new();
+    /// `named` are the repositories the group's other events name (their
+    /// plans' known and enqueued ids): those are read.
+    pub fn split<'a>(&self, events: &[&'a WebhookEvent], named: &BTreeSet<RepoId>) -> Pushes<'a> {
+        let mut chains: BTreeMap<RepoId, Option<Chain<'a>>> =
+            named.iter().map(|id| (*id, None)).collect();
         for event in events {
             let WebhookEvent::DefaultBranchPush { repo, change } = event else {
-                let plan = plan(event);
-                for id in plan.known.iter().map(|r| r.id).chain(plan.enqueue) {
-                    chains.insert(id, None);
-                }
                 continue;
             };
             let Some(chain) = chains.get_mut(&repo.id) else {
@@ -162,6 +161,19 @@ struct Chain<'a> {
     repo: &'a PayloadRepo,
     /// The project files they touched (repeats possible).
     touched: Vec<&'a str>,
+}
+
+/// The repositories that events other than pushes to the default branch
+/// name, as their plans say (what [`FreePushes::split`] leaves to be read).
+#[cfg(test)]
+fn named_by_others(events: &[&WebhookEvent]) -> BTreeSet<RepoId> {
+    let mut named = BTreeSet::new();
+    for event in events {
+        if !matches!(event, WebhookEvent::DefaultBranchPush { .. }) {
+            named.extend(super::plan::plan(event).named());
+        }
+    }
+    named
 }
 
 /// The fingerprint of a state decided under `files`, `owners` and `relations`.
@@ -271,7 +283,8 @@ mod tests {
         let files = ProjectFiles::parse("services/*/project.yaml").expect("patterns");
         let split = |events: &[WebhookEvent]| {
             let events: Vec<&WebhookEvent> = events.iter().collect();
-            let pushes = FreePushes::with_files(files.clone()).split(&events);
+            let pushes =
+                FreePushes::with_files(files.clone()).split(&events, &named_by_others(&events));
             let touched: Vec<(i64, TouchedPush)> = pushes
                 .touched
                 .iter()
@@ -309,7 +322,7 @@ mod tests {
         // One fixed path: read whole, at the same cost.
         let one = push(1, "a", "b", &["project.yaml"]);
         assert!(FreePushes::new("project.yaml")
-            .split(&[&one])
+            .split(&[&one], &BTreeSet::new())
             .touched
             .is_empty());
     }

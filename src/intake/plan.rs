@@ -33,6 +33,16 @@ pub struct Plan {
     pub directory: Option<DirectoryChange>,
 }
 
+impl Plan {
+    /// The repositories the event names: made known or enqueued.
+    pub fn named(&self) -> impl Iterator<Item = RepoId> + '_ {
+        self.known
+            .iter()
+            .map(|r| r.id)
+            .chain(self.enqueue.iter().copied())
+    }
+}
+
 /// What a listing must have done to have seen an installation as it was
 /// created: found it (listed it, running or done), or started after it was
 /// created.

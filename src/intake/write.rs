@@ -107,6 +107,13 @@ pub async fn write(
 ) -> Result<Vec<Intake>, IntakeError> {
     let events: Vec<&WebhookEvent> = group.iter().map(|a| &a.parsed.event).collect();
     let plans: Vec<Plan> = events.iter().map(|e| plan(e)).collect();
+    // What the group's other events name is read, never settled as a push.
+    let named: BTreeSet<RepoId> = events
+        .iter()
+        .zip(&plans)
+        .filter(|(e, _)| !matches!(e, WebhookEvent::DefaultBranchPush { .. }))
+        .flat_map(|(_, p)| p.named())
+        .collect();
     let mut tx: Option<Transaction<'_, Postgres>> = None;
     let mut own: Option<PoolConnection<Postgres>> = None;
     let conn: &mut PgConnection = if plans.iter().any(needs_transaction) {
@@ -163,7 +170,7 @@ pub async fn write(
         .map(|r| (r.id, &r.info, r.node_id.as_deref()))
         .collect();
     let mut known = KnownRows::new(&repos);
-    let pushes = free.map(|f| f.split(&events)).unwrap_or_default();
+    let pushes = free.map(|f| f.split(&events, &named)).unwrap_or_default();
     let mut enqueue = EnqueueRows::new(to_enqueue).touched(&pushes.touched);
     let moves = pushes.free;
     let settle = free.filter(|_| !moves.is_empty()).map(|free| {

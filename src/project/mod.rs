@@ -32,7 +32,6 @@ pub mod preview;
 mod problem;
 pub mod relations;
 mod rules;
-pub mod schema;
 mod suggest;
 pub(crate) mod tree;
 pub mod verdict;
@@ -46,6 +45,12 @@ pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
 pub use patterns::ProjectFiles;
 pub use positions::{dependency_positions, name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
+
+/// The project file's JSON Schema (draft 2020-12), for editors: served at
+/// `GET /schema/project.json` and printed by `roster schema`. It says the
+/// rules a schema can say; a file it rejects is one `roster check` rejects
+/// too (`tests/project_schema.rs` keeps the two in step).
+pub const PROJECT_SCHEMA: &str = include_str!("schema.json");
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

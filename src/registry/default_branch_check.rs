@@ -103,6 +103,7 @@ pub async fn preview(
             installation: installation_id,
             project_file,
             mode: owners,
+            public_pull_request: false,
         };
         add_owner_notes(conn, &check, &parsed, &registry.entries, &mut verdict).await?;
     }

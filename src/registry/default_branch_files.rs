@@ -108,6 +108,7 @@ async fn preview(
                 installation: at.installation,
                 project_file: &file.path,
                 mode: owners,
+                public_pull_request: false,
             };
             add_owner_notes(conn, &check, &file.parsed, &registry.entries, &mut verdict).await?;
         }

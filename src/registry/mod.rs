@@ -40,6 +40,7 @@ pub mod owner_follow;
 pub mod query;
 pub mod read_only;
 pub mod relation_check;
+pub mod relations;
 mod repo_page;
 mod repo_rows;
 mod repos;

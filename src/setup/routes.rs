@@ -147,7 +147,8 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
 }
 
 #[derive(Deserialize)]
-/// `?token=`: the one-time setup token from the log.
+/// `?token=`: the setup token from the log (retired by a restart or once an
+/// App is stored).
 pub struct TokenQuery {
     token: Option<String>,
 }

@@ -5,11 +5,12 @@ use axum::Json;
 
 use super::error::{ApiError, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
-use super::json::{EntryJson, PageJson};
+use super::json::{EntryJson, PageJson, ProjectJson};
 use super::params::ProjectParams;
 use super::privacy::Privacy;
 use super::state::AppState;
 use crate::registry;
+use crate::registry::relations;
 
 /// The registry: every entry with its repository, filtered by `owner`,
 /// `tag` and `q`, paginated.
@@ -31,19 +32,25 @@ pub async fn list(
     Ok(Json(PageJson::of(page)))
 }
 
-/// One entry by its name.
+/// One entry by its name, with who depends on it and whether each of its
+/// dependencies resolves (docs/contract.md#relations).
 #[utoipa::path(get, path = "/api/v1/projects/{name}", operation_id = "get_project",
     tag = "registry",
     params(("name" = String, Path, description = "The project's name")),
-    responses((status = 200, description = "The entry", body = EntryJson),
+    responses((status = 200, description = "The entry and its relations", body = ProjectJson),
               (status = 404, description = "No such project", body = ErrorJson)))]
 pub async fn detail(
     privacy: Privacy,
     State(state): State<AppState>,
     ApiPath(name): ApiPath<String>,
-) -> Result<Json<EntryJson>, ApiError> {
-    registry::get_project(&state.pool, &name)
-        .await?
-        .map(|entry| Json(privacy.entry(entry).into()))
-        .ok_or_else(|| ApiError::NotFound(format!("project {name} not found")))
+) -> Result<Json<ProjectJson>, ApiError> {
+    let Some(entry) = registry::get_project(&state.pool, &name).await? else {
+        return Err(ApiError::NotFound(format!("project {name} not found")));
+    };
+    let dependents = relations::dependents_of(&state.pool, &entry.name).await?;
+    let there = relations::existing(&state.pool, &entry.fields.depends_on).await?;
+    let entry = EntryJson::from(privacy.entry(entry));
+    Ok(Json(ProjectJson::new(entry, dependents, |name| {
+        there.contains(name)
+    })))
 }

@@ -97,6 +97,6 @@ pub async fn detail(
 pub async fn project_schema() -> impl axum::response::IntoResponse {
     (
         [(axum::http::header::CONTENT_TYPE, "application/schema+json")],
-        crate::project::schema::PROJECT_SCHEMA,
+        crate::project::PROJECT_SCHEMA,
     )
 }

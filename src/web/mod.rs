@@ -12,6 +12,7 @@ mod api_deliveries;
 mod api_holds;
 mod api_owners;
 mod api_projects;
+mod api_relations;
 mod api_repos;
 mod api_write;
 pub(crate) mod assets;

@@ -13,8 +13,8 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    api_changes, api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write,
-    backstage,
+    api_changes, api_deliveries, api_holds, api_owners, api_projects, api_relations, api_repos,
+    api_write, backstage,
 };
 
 /// Every `/api/v1` route with its parameters, answers and their schemas.
@@ -32,6 +32,8 @@ use super::{
         api_write::resync_all,
         api_projects::list,
         api_projects::detail,
+        api_relations::graph,
+        api_relations::systems,
         api_changes::history,
         api_changes::feed,
         api_changes::notify_targets,

@@ -7,6 +7,8 @@
 use serde::Deserialize;
 
 use super::error::ApiError;
+use crate::project::ProjectName;
+use crate::registry::relations::MAX_DEPTH;
 use crate::registry::{ProjectFilter, RepoFilter, Status, DEFAULT_LIMIT, MAX_LIMIT};
 
 /// `?status=&q=&limit=&cursor=` of `/api/v1/repos` and `/`.
@@ -89,6 +91,71 @@ impl DeliveryParams {
     }
 }
 
+/// `?root=&depth=` of `/api/v1/graph`.
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GraphParams {
+    /// The project at the centre; without it, the whole registry.
+    pub root: Option<String>,
+    /// Steps each way from `root` (1 to 3, default 2).
+    pub depth: Option<String>,
+}
+
+/// Steps of a neighbourhood when the request gives none.
+pub const DEFAULT_DEPTH: u8 = 2;
+
+impl GraphParams {
+    /// The root's name, checked against the name rule so that no other
+    /// text reaches a query (a hostile name is refused, not looked up).
+    pub fn root(&self) -> Result<Option<ProjectName>, ApiError> {
+        non_empty(&self.root)
+            .map(|root| {
+                ProjectName::parse(root)
+                    .map_err(|why| ApiError::BadRequest(format!("root: not a project name: {why}")))
+            })
+            .transpose()
+    }
+
+    /// `depth`: 1 to [`MAX_DEPTH`]; anything else is a 400.
+    pub fn depth(&self) -> Result<u8, ApiError> {
+        let Some(value) = non_empty(&self.depth) else {
+            return Ok(DEFAULT_DEPTH);
+        };
+        match value.parse::<u8>() {
+            Ok(depth @ 1..=MAX_DEPTH) => Ok(depth),
+            _ => Err(ApiError::BadRequest(format!(
+                "depth: expected 1, 2 or 3, got {:?}",
+                clip(value)
+            ))),
+        }
+    }
+}
+
+/// `?limit=&cursor=` of `/api/v1/systems` and `/systems`.
+#[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SystemParams {
+    /// At most this many systems (1 to 1000, default 100).
+    pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+impl SystemParams {
+    pub fn limit(&self) -> Result<u32, ApiError> {
+        parse_limit(non_empty(&self.limit))
+    }
+
+    pub fn cursor(&self) -> Option<&str> {
+        non_empty(&self.cursor)
+    }
+}
+
+/// At most 64 characters of what a client sent, for an error message.
+fn clip(value: &str) -> String {
+    value.chars().take(64).collect()
+}
+
 /// An empty parameter (`?status=`, as an HTML form sends it) means "not given".
 fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().filter(|v| !v.is_empty())
@@ -160,6 +227,46 @@ mod tests {
         assert_eq!(parse_limit(None).ok(), Some(DEFAULT_LIMIT));
         for bad in ["0", "1001", "-1", "ten", "1.5"] {
             assert!(parse_limit(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn depth_should_be_one_to_three_and_root_a_project_name() {
+        let params = |root: &str, depth: &str| GraphParams {
+            root: Some(root.into()),
+            depth: Some(depth.into()),
+        };
+        assert_eq!(params("a", "").depth().ok(), Some(DEFAULT_DEPTH));
+        assert_eq!(params("a", "3").depth().ok(), Some(3));
+        for bad in ["0", "4", "-1", "two", "300"] {
+            let error = params("a", bad).depth().err().map(message);
+            assert!(
+                error.is_some_and(|e| e.starts_with("depth: expected 1, 2 or 3")),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            params("cart-api", "1")
+                .root()
+                .ok()
+                .flatten()
+                .map(|n| n.as_str().to_owned()),
+            Some("cart-api".to_owned())
+        );
+        assert!(params("", "1").root().is_ok_and(|r| r.is_none()));
+        let long = "x".repeat(10_000);
+        for hostile in ["a\0b", "../etc", "Cart", "a b", "\u{202e}x", long.as_str()] {
+            let error = params(hostile, "1").root().err().map(message);
+            assert!(
+                error
+                    .as_ref()
+                    .is_some_and(|e| e.starts_with("root: not a project name")),
+                "{hostile:?}"
+            );
+            assert!(
+                error.is_some_and(|e| e.len() < 200),
+                "the message stays short"
+            );
         }
     }
 }

@@ -16,13 +16,11 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use super::api_changes::{self, ChangesState, MAX_WAIT};
-use super::dashboard::{
-    deliveries, forms, history, overview, owners, projects, repo, script, signin,
-};
+use super::dashboard::{deliveries, forms, history, overview, owners, projects, repo, signin};
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_owners, api_projects, api_repos, api_write, assets, backstage,
-    error, health, metrics_route, openapi,
+    api_deliveries, api_holds, api_owners, api_projects, api_relations, api_repos, api_write,
+    assets, backstage, error, health, metrics_route, openapi,
 };
 use crate::intake::admission::Admission;
 use crate::intake::{self, WebhookState};
@@ -61,6 +59,8 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/projects", get(api_projects::list))
         .route("/api/v1/projects/{name}", get(api_projects::detail))
         .route("/api/v1/projects/{name}/history", get(api_changes::history))
+        .route("/api/v1/graph", get(api_relations::graph))
+        .route("/api/v1/systems", get(api_relations::systems))
         .route("/api/v1/notify", get(api_changes::notify_targets))
         .route("/api/v1/deliveries", get(api_deliveries::list))
         .route("/api/v1/holds", get(api_holds::list))
@@ -108,7 +108,7 @@ fn dashboard() -> Router<AppState> {
         .route("/deliveries", get(deliveries::deliveries))
         .route("/signin", get(signin::form).post(signin::sign_in))
         .route("/signout", post(signin::sign_out))
-        .route("/static/refresh.js", get(script::refresh_script))
+        .route("/static/refresh.js", get(assets::refresh_script))
         // Pages hold the session's CSRF token and change every few seconds:
         // no cache keeps them (the script sets its own caching).
         .layer(SetResponseHeaderLayer::if_not_present(

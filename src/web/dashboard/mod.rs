@@ -20,5 +20,4 @@ pub(super) mod owner_view;
 pub(super) mod owners;
 pub(super) mod projects;
 pub(super) mod repo;
-pub(super) mod script;
 pub(super) mod signin;

@@ -1,0 +1,62 @@
+//! `GET /api/v1/graph` and `GET /api/v1/systems` (docs/contract.md#relations):
+//! what depends on what, and the systems projects make up, under the same
+//! reading rule as `/api/v1/projects`.
+
+use axum::extract::State;
+use axum::Json;
+
+use super::error::{ApiError, ErrorJson};
+use super::extract::ApiQuery;
+use super::json::{GraphJson, PageJson, SystemJson};
+use super::params::{GraphParams, SystemParams};
+use super::privacy::Privacy;
+use super::state::AppState;
+use crate::registry::budget;
+use crate::registry::relations::{self, system_cursor, MAX_GRAPH_NODES};
+
+/// The neighbourhood of `root`, `depth` steps each way (what it depends
+/// on, and what depends on it), or the whole registry without `root`; at
+/// most 1 MiB, then `truncated`.
+#[utoipa::path(get, path = "/api/v1/graph", operation_id = "get_graph",
+    tag = "relations", params(GraphParams),
+    responses((status = 200, description = "Nodes and the edges between them", body = GraphJson),
+              (status = 400, description = "A bad root or depth", body = ErrorJson),
+              (status = 404, description = "No project is called root", body = ErrorJson)))]
+pub async fn graph(
+    privacy: Privacy,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<GraphParams>,
+) -> Result<Json<GraphJson>, ApiError> {
+    let depth = params.depth()?;
+    let graph = match params.root()? {
+        Some(root) => relations::neighbourhood(&state.pool, root.as_str(), depth, MAX_GRAPH_NODES)
+            .await?
+            .ok_or_else(|| ApiError::NotFound(format!("root: no project {}", root.as_str())))?,
+        None => relations::whole_registry(&state.pool, MAX_GRAPH_NODES).await?,
+    };
+    Ok(Json(GraphJson::fit(&graph, &privacy)))
+}
+
+/// The systems, by name: each with its projects and their owners.
+#[utoipa::path(get, path = "/api/v1/systems", operation_id = "list_systems",
+    tag = "relations", params(SystemParams),
+    responses((status = 200, description = "A page of systems", body = PageJson<SystemJson>),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+pub async fn systems(
+    privacy: Privacy,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<SystemParams>,
+) -> Result<Json<PageJson<SystemJson>>, ApiError> {
+    let page = relations::systems(&state.pool, params.limit()?, params.cursor()).await?;
+    let mut items: Vec<SystemJson> = page
+        .items
+        .into_iter()
+        .map(|s| SystemJson::new(s, &privacy))
+        .collect();
+    let next_cursor = if budget::fit_json(&mut items) {
+        items.last().map(|s| system_cursor(&s.name))
+    } else {
+        page.next_cursor
+    };
+    Ok(Json(PageJson { items, next_cursor }))
+}
