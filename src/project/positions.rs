@@ -143,7 +143,7 @@ mod tests {
             dependency_positions("projects:\n  - name: a\n  - name: b\n    depends_on: [a]\n");
         assert_eq!(
             (many[0].field.as_str(), many[0].line, many[0].column),
-            ("projects[1].depends_on[0]", 4, 17)
+            ("projects[1].depends_on[0]", 4, 18)
         );
         assert!(dependency_positions("depends_on: b\n").is_empty());
     }
