@@ -443,7 +443,7 @@ async fn browser_should_load_the_overview_follow_a_repo_link_and_take_screenshot
     for expected in [
         "id=\"live-stream\"",
         "<span class=\"outcome outcome-created\">created</span>",
-        "<a href=\"/projects/checkout-api/history\">checkout-api</a>",
+        "<a href=\"/projects/checkout-api\">checkout-api</a>",
     ] {
         assert!(
             changes.contains(expected),

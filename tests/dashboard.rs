@@ -216,7 +216,10 @@ async fn overview_should_show_counts_linking_to_filtered_lists_and_the_table() {
     // short sha linking to the commit, relative time with the exact one.
     assert!(body.contains("<span class=\"badge status-error\">"));
     assert!(body.contains("href=\"/repos/acme/api\""));
-    assert!(body.contains("checkout-api, checkout-worker"));
+    assert!(body.contains(
+        "<a href=\"/projects/checkout-api\">checkout-api</a>, \
+         <a href=\"/projects/checkout-worker\">checkout-worker</a>"
+    ));
     assert!(body.contains(&format!(
         "<a href=\"https://github.com/acme/api/commit/{SHA}\" rel=\"noopener noreferrer\">0123456</a>"
     )));
@@ -508,7 +511,7 @@ async fn projects_page_should_filter_by_owner_tag_and_search() {
     for name in ["checkout-api", "checkout-worker", "web-front"] {
         assert!(all.contains(&format!(">{name}</a>")), "{name}");
     }
-    assert!(all.contains("href=\"/repos/acme/api#entry-checkout-api\""));
+    assert!(all.contains("href=\"/projects/checkout-api\""));
 
     let by_owner = get(&f.app, "/projects?owner=team-web").await.body;
     assert!(by_owner.contains(">web-front</a>"));

@@ -662,7 +662,10 @@ async fn dashboard_should_show_counts_filters_and_next_page() {
     );
     assert!(page.body.contains("synced: 1"));
     assert!(page.body.contains("href=\"/repos/acme/api\""));
-    assert!(page.body.contains("checkout-api, checkout-worker"));
+    assert!(page.body.contains(
+        "<a href=\"/projects/checkout-api\">checkout-api</a>, \
+         <a href=\"/projects/checkout-worker\">checkout-worker</a>"
+    ));
     assert!(page.body.contains(">0123456<"), "short sha");
     assert!(page
         .body

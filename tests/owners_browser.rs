@@ -96,7 +96,7 @@ async fn browser_should_show_dangling_owners_first_and_take_a_screenshot() {
     })
     .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{page}");
-    assert!(page.contains("/repos/acme/checkout#entry-checkout-api"));
+    assert!(page.contains("/projects/checkout-api"));
 
     let (dir, _keep) = screenshot_dir();
     screenshot(

@@ -28,7 +28,7 @@ fn file(repo: &str, id: i64, yaml: &str) -> (RepoId, Observed) {
     (RepoId(id), observed)
 }
 
-async fn get(app: &Router, uri: &str) -> Answer {
+pub(crate) async fn get(app: &Router, uri: &str) -> Answer {
     send(app, Request::get(uri).body(Body::empty()).expect("request")).await
 }
 
@@ -36,7 +36,7 @@ async fn apply(handler: &RegistryHandler, (id, observed): (RepoId, Observed)) {
     handler.apply(&id, Ok(observed)).await.expect("reconcile");
 }
 
-/// A shop: `cart-api` depends on `checkout-api` and on `stock-api`, which
+/// A shop (also the project pages' test): `cart-api` depends on `checkout-api` and on `stock-api`, which
 /// no project is; `checkout-api` and `payments` depend on each other; a
 /// `billing` system of one project.
 const SHOP: &str = "projects:
@@ -62,7 +62,7 @@ const PAY: &str = "projects:
     owner: pay-team
 ";
 
-async fn shop() -> Fixture {
+pub(crate) async fn shop() -> Fixture {
     let f = fixture(
         Options {
             api_token: None,

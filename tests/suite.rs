@@ -65,6 +65,8 @@ mod owners_browser;
 mod owners_page;
 mod pg_queue;
 mod privacy_walk;
+mod project_browser;
+mod project_page;
 mod project_schema;
 mod redelivery;
 mod registry;

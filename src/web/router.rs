@@ -16,7 +16,9 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use super::api_changes::{self, ChangesState, MAX_WAIT};
-use super::dashboard::{deliveries, forms, history, overview, owners, projects, repo, signin};
+use super::dashboard::{
+    deliveries, forms, history, overview, owners, project, projects, repo, signin, systems,
+};
 use super::state::AppState;
 use super::{
     api_deliveries, api_holds, api_owners, api_projects, api_relations, api_repos, api_write,
@@ -102,7 +104,9 @@ fn dashboard() -> Router<AppState> {
         .route("/repos/{owner}/{name}/resync", post(forms::resync_repo))
         .route("/resync", post(forms::resync_all))
         .route("/projects", get(projects::projects))
+        .route("/projects/{name}", get(project::project_page))
         .route("/projects/{name}/history", get(history::entry_history))
+        .route("/systems", get(systems::systems_page))
         .route("/owners", get(owners::owners))
         .route("/changes", get(history::changes_page))
         .route("/deliveries", get(deliveries::deliveries))

@@ -133,6 +133,21 @@ impl Browser {
         }
     }
 
+    /// Runs `source` in every document the page opens from now on, before
+    /// the document's own scripts (the browser injects it, so the page's
+    /// Content-Security-Policy does not apply to it): a test's listener
+    /// sees what happens while the page loads.
+    pub async fn on_every_document(&mut self, source: &str) {
+        let session = self.session.clone();
+        self.call(Some(&session), "Page.enable", json!({})).await;
+        self.call(
+            Some(&session),
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": source }),
+        )
+        .await;
+    }
+
     /// Opens `url` in the page.
     pub async fn goto(&mut self, url: &str) {
         let session = self.session.clone();

@@ -7,13 +7,15 @@
 mod graph;
 mod systems;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::PgPool;
 
 use super::RegistryError;
 
-pub use graph::{neighbourhood, whole_registry, Graph, Node, MAX_DEPTH, MAX_GRAPH_NODES};
+pub use graph::{
+    neighbourhood, whole_registry, Graph, Node, NodeEntry, MAX_DEPTH, MAX_GRAPH_NODES,
+};
 pub use systems::{system_cursor, systems, System, SystemOwner, MAX_SYSTEM_PROJECTS};
 
 /// The most dependents an entry's answer names; the rest are counted.
@@ -75,5 +77,22 @@ pub async fn existing(pool: &PgPool, names: &[String]) -> Result<HashSet<String>
         .bind(names)
         .fetch_all(pool)
         .await?;
+    Ok(found.into_iter().collect())
+}
+
+/// The lifecycle of each of `names` that is an entry now (`None` inside
+/// for an entry without one); names no entry has are absent.
+pub async fn lifecycles(
+    pool: &PgPool,
+    names: &[String],
+) -> Result<HashMap<String, Option<String>>, RegistryError> {
+    if names.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let found: Vec<(String, Option<String>)> =
+        sqlx::query_as("select name, lifecycle from entries where name = any($1)")
+            .bind(names)
+            .fetch_all(pool)
+            .await?;
     Ok(found.into_iter().collect())
 }

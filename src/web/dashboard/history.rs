@@ -21,7 +21,7 @@ use crate::web::extract::{ApiPath, ApiQuery};
 use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
-use crate::web::view::{repo_href, TimeView};
+use crate::web::view::TimeView;
 
 /// Changes an entry's page shows.
 const HISTORY_ROWS: i64 = 100;
@@ -93,7 +93,7 @@ pub async fn entry_history(
     let first_href = format!("/projects/{}/history", urlencoding(&name));
     Ok(HistoryTemplate {
         chrome: Chrome::for_viewer(viewer),
-        current_href: current.map(|e| format!("{}#entry-{}", repo_href(&e.repo), e.name)),
+        current_href: current.map(|e| format!("/projects/{}", e.name)),
         rows,
         paged: before.is_some(),
         next_href: next.map(|seq| format!("{first_href}?before={seq}")),

@@ -164,8 +164,8 @@ struct RepoRow {
     status: StatusView,
     full_name: String,
     href: String,
-    /// Comma-separated names.
-    projects: String,
+    /// Its entries' names, each a link to its page.
+    projects: Vec<String>,
     sha: String,
     sha_href: Option<String>,
     last_sync: Option<TimeView>,
@@ -186,7 +186,7 @@ impl RepoRow {
             sha: short_sha(repo.synced_sha.as_deref()),
             sha_href: commit_link(web, &repo.full_name, &full_sha),
             full_name: repo.full_name,
-            projects: repo.projects.join(", "),
+            projects: repo.projects,
             last_sync: TimeView::maybe(repo.last_synced_at, now),
             error: first_line(repo.error.as_deref()),
             held: repo.hold.is_some(),

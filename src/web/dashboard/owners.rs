@@ -22,7 +22,7 @@ use crate::web::error::ApiError;
 use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
-use crate::web::view::{href_with, repo_href, thousands};
+use crate::web::view::{href_with, thousands};
 
 /// Projects named per owner; the rest are counted and linked.
 const SHOWN: i32 = 12;
@@ -84,9 +84,9 @@ struct ProjectList {
 impl ProjectList {
     fn add(&mut self, projects: &OwnerProjects) {
         self.count += projects.entries;
-        for (name, repo) in projects.names.iter().zip(&projects.repos) {
+        for name in &projects.names {
             if self.shown.len() < SHOWN as usize {
-                let href = format!("{}#entry-{name}", repo_href(repo));
+                let href = format!("/projects/{name}");
                 self.shown.push((name.clone(), href));
             }
         }

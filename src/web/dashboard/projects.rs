@@ -42,7 +42,7 @@ impl ProjectsTemplate {
 
 struct ProjectRow {
     name: String,
-    /// The entry on its repository's page.
+    /// The project's page.
     href: String,
     /// The file's fields (the table in `src/project/fields.rs`), shown as
     /// they are; the template picks the ones a row shows.
@@ -76,7 +76,7 @@ impl From<Entry> for ProjectRow {
     fn from(entry: Entry) -> Self {
         let repo_page = repo_href(&entry.repo);
         Self {
-            href: format!("{repo_page}#entry-{}", entry.name),
+            href: format!("/projects/{}", entry.name),
             owner: OwnerView::new(&entry.fields.owner, &entry.resolved),
             tags: tag_links(&entry.fields.tags),
             fields: entry.fields,

@@ -9,14 +9,13 @@ use axum::extract::{Query, State};
 use chrono::{DateTime, Utc};
 
 use super::chrome::{Chrome, DoneParam};
+use super::entry_view::EntryView;
 use super::error_page::PageError;
-use super::owner_view::{tag_links, OwnerView};
 use crate::controller::{ItemStatus, WorkQueue};
-use crate::project::Fields;
 use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::check_runs::recent_checks;
 use crate::registry::query::repo_source_info;
-use crate::registry::{self, Entry, RepoEvent, Status};
+use crate::registry::{self, RepoEvent, Status};
 use crate::web::delivery_log;
 use crate::web::error::{repo_not_found, ApiError};
 use crate::web::extract::ApiPath;
@@ -25,8 +24,8 @@ use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;
 use crate::web::state::AppState;
 use crate::web::view::{
-    commit_link, duration_text, format_time, href_with, http_url, project_file_link, repo_href,
-    short_sha, web_link, DeliveryView, StatusView, TimeView,
+    commit_link, duration_text, format_time, href_with, project_file_link, repo_href, short_sha,
+    web_link, DeliveryView, StatusView, TimeView,
 };
 
 /// Deliveries shown on the page; the rest are one link away.
@@ -92,60 +91,6 @@ struct ConflictView {
 struct HoldView {
     since: TimeView,
     reason: String,
-}
-
-struct EntryView {
-    name: String,
-    /// The file's fields (the table in `src/project/fields.rs`), shown as
-    /// they are; the template picks how each reads.
-    fields: Fields,
-    owner: OwnerView,
-    tags: Vec<(String, String)>,
-    links: Vec<LinkView>,
-    labels: Vec<(String, String)>,
-    /// The project file that declares it, and where to see it.
-    path: String,
-    path_href: Option<String>,
-    source_sha: String,
-    source_sha_href: Option<String>,
-    created: TimeView,
-    updated: TimeView,
-}
-
-/// A link of an entry; `href` is set only for http(s) URLs, the others are
-/// shown as plain text.
-struct LinkView {
-    title: String,
-    url: String,
-    href: Option<String>,
-}
-
-impl EntryView {
-    fn new(entry: Entry, web: Option<&str>, branch: Option<&str>, now: DateTime<Utc>) -> Self {
-        Self {
-            owner: OwnerView::new(&entry.fields.owner, &entry.resolved),
-            path_href: project_file_link(web, &entry.repo, branch, &entry.path),
-            path: entry.path.clone(),
-            source_sha: short_sha(Some(&entry.source_sha)),
-            source_sha_href: commit_link(web, &entry.repo, &entry.source_sha),
-            name: entry.name,
-            tags: tag_links(&entry.fields.tags),
-            links: entry
-                .fields
-                .links
-                .iter()
-                .map(|link| LinkView {
-                    href: http_url(&link.url),
-                    title: link.title.clone(),
-                    url: link.url.clone(),
-                })
-                .collect(),
-            labels: entry.fields.labels.clone().into_iter().collect(),
-            fields: entry.fields,
-            created: TimeView::new(entry.created_at, now),
-            updated: TimeView::new(entry.updated_at, now),
-        }
-    }
 }
 
 struct EventView {
