@@ -188,18 +188,11 @@ fn fingerprint(files: &ProjectFiles, owners: OwnersMode, relations: RelationsMod
 mod tests {
     use super::*;
     use crate::intake::event::RepositoryAction;
-    use crate::source::{InstallationId, RepoInfo};
 
     fn repo(id: i64, name: &str) -> PayloadRepo {
         PayloadRepo {
             id: RepoId(id),
-            info: RepoInfo {
-                owner: "acme".to_owned(),
-                name: name.to_owned(),
-                installation_id: Some(InstallationId(1)),
-                default_branch: "main".to_owned(),
-                html_url: Some(format!("https://github.com/acme/{name}")),
-            },
+            info: crate::testing::github_repo("acme", name, 1),
             node_id: None,
         }
     }
