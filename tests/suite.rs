@@ -73,6 +73,8 @@ mod redelivery;
 mod registry;
 mod registry_bounds;
 mod registry_waiting;
+mod relation_checks;
+mod relation_rules;
 mod relations;
 mod relations_api;
 mod replicas;

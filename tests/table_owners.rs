@@ -40,7 +40,11 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("check_evaluations", &["registry/check_requests.rs"]),
     (
         "repo_visibility",
-        &["registry/check_requests.rs", "registry/read_only.rs"],
+        &[
+            "registry/check_requests.rs",
+            "registry/read_only.rs",
+            "registry/relation_check.rs",
+        ],
     ),
     ("setup_app", &["setup/store.rs"]),
     ("setup_tokens", &["setup/store.rs"]),
