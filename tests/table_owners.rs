@@ -40,7 +40,11 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("check_evaluations", &["registry/check_requests.rs"]),
     (
         "repo_visibility",
-        &["registry/check_requests.rs", "registry/read_only.rs"],
+        &[
+            "registry/check_requests.rs",
+            "registry/read_only.rs",
+            "registry/relation_check.rs",
+        ],
     ),
     ("setup_app", &["setup/store.rs"]),
     ("setup_tokens", &["setup/store.rs"]),
@@ -59,6 +63,7 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["directory/db/", "directory/lookup.rs"],
     ),
     ("directory_teams", &["directory/db/", "directory/lookup.rs"]),
+    ("directory_changes", &["directory/db/"]),
     (
         "directory_team_slugs",
         &["directory/db/", "directory/lookup.rs"],

@@ -9,6 +9,7 @@ use super::changes::record::{self, Cause};
 use super::decide::{decide_observation, no_file_message};
 use super::default_branch_check as default_branch;
 use super::default_branch_files::preview_files;
+use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
@@ -17,6 +18,7 @@ use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::directory::OwnersMode;
+use crate::project::relations::RelationsMode;
 use crate::project::ProjectFiles;
 use crate::source::{FileState, Observed, RepoId};
 
@@ -43,6 +45,8 @@ pub struct RegistryHandler<Q = PgQueue> {
     checks: bool,
     /// How the file's owners are checked (`ROSTER_OWNERS`).
     owners: OwnersMode,
+    /// How the file's dependencies are checked (`ROSTER_RELATIONS`).
+    relations: RelationsMode,
 }
 
 /// How a reconcile's transaction ended.
@@ -72,6 +76,7 @@ where
             change_log: true,
             checks: false,
             owners: OwnersMode::default(),
+            relations: RelationsMode::default(),
         }
     }
 
@@ -79,6 +84,14 @@ where
     /// too: a change of the setting reads every repository again.
     pub fn with_owners(mut self, owners: OwnersMode) -> Self {
         self.owners = owners;
+        self.fingerprint = self.fingerprint_now();
+        self
+    }
+
+    /// Checks dependencies under `relations`; under `require` the
+    /// recorded fingerprint names it too.
+    pub fn with_relations(mut self, relations: RelationsMode) -> Self {
+        self.relations = relations;
         self.fingerprint = self.fingerprint_now();
         self
     }
@@ -98,7 +111,9 @@ where
 
     fn fingerprint_now(&self) -> Fingerprint {
         let patterns: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
-        Fingerprint::new(&patterns).with_owners(self.owners)
+        Fingerprint::new(&patterns)
+            .with_owners(self.owners)
+            .with_relations(self.relations)
     }
 
     /// Stores, with each reconcile that applies a new commit (or changes
@@ -240,8 +255,11 @@ where
             false => None,
         };
         let file = &self.project_file;
-        let decision =
-            decide_observation(&mut tx, file, id, &old, observed, owned, self.owners).await?;
+        let rules = FileRules {
+            owners: self.owners,
+            relations: self.relations,
+        };
+        let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
             record::diff(&before, &after, id, sha.as_deref(), cause)

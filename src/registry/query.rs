@@ -115,7 +115,7 @@ fn repo_columns(error: &str) -> String {
          {error} as error, r.attempts,
          array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
          (select count(*) from entries e where e.repo_id = r.id
-             and e.owner_status in ({FLAGGED_OWNERS})) as warnings,
+             and (e.owner_status in ({FLAGGED_OWNERS}) or {UNKNOWN_DEPENDENCY})) as warnings,
          h.id as hold_id, h.since as hold_since, h.reason as hold_reason"
     )
 }
@@ -123,6 +123,11 @@ fn repo_columns(error: &str) -> String {
 /// The owner statuses that flag an entry: an owner that names nobody, a
 /// team by an old slug, a deleted team (what `/owners` lists first).
 const FLAGGED_OWNERS: &str = "'unknown', 'renamed', 'deleted'";
+
+/// An entry `e` depends on a name no entry has: resolved by name when
+/// read, so it stops counting as soon as the target is applied.
+const UNKNOWN_DEPENDENCY: &str = "exists (select 1 from unnest(e.depends_on) as d(name)
+     where not exists (select 1 from entries t where t.name = d.name))";
 
 /// What the detail route shows.
 const WHOLE_ERROR: &str = "r.error";

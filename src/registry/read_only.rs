@@ -9,8 +9,10 @@
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::owner_check::{add_owner_notes, OwnerCheck};
+use super::relation_check::{add_relation_notes, CheckedFile, Reading};
 use super::RegistryError;
 use crate::project::preview::{OwnedElsewhere, RegisteredEntry, Snapshot};
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{Parsed, Verdict};
 use crate::source::RepoId;
 
@@ -58,6 +60,19 @@ impl RegistryReader {
         verdict: &mut Verdict,
     ) -> Result<(), RegistryError> {
         add_owner_notes(&mut self.tx, check, parsed, registered, verdict).await
+    }
+
+    /// Adds the relation annotations of `files` to `verdict`, read in the
+    /// same snapshot (see [`super::relation_check`]).
+    pub async fn add_relation_notes(
+        &mut self,
+        mode: RelationsMode,
+        reading: &Reading<'_>,
+        files: &[CheckedFile<'_>],
+        registered: &[RegisteredEntry],
+        verdict: &mut Verdict,
+    ) -> Result<(), RegistryError> {
+        add_relation_notes(&mut self.tx, mode, reading, files, registered, verdict).await
     }
 
     /// Ends the transaction (it wrote nothing, so nothing is lost).
