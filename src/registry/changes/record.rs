@@ -11,7 +11,7 @@ use super::wake::CHANNEL;
 use super::ChangeKind;
 use crate::controller::{Claim, Trigger};
 use crate::db::fence::ClaimFence;
-use crate::registry::query::entries_of;
+use crate::registry::read_models::query::entries_of;
 use crate::registry::Entry;
 use crate::source::{FileState, Observed, RepoId};
 
