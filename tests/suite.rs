@@ -27,6 +27,7 @@ mod dir_bounds;
 mod dir_patterns;
 mod dir_source_e2e;
 mod directory;
+mod directory_budget;
 mod doc_references;
 mod embedded_pg;
 mod entry_owners;

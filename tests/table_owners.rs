@@ -63,6 +63,7 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["directory/db/", "directory/lookup.rs"],
     ),
     ("directory_teams", &["directory/db/", "directory/lookup.rs"]),
+    ("directory_changes", &["directory/db/"]),
     (
         "directory_team_slugs",
         &["directory/db/", "directory/lookup.rs"],

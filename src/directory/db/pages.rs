@@ -30,6 +30,28 @@ impl DirectoryDb {
         put_teams_in(&mut conn, org, teams, started).await
     }
 
+    /// Counts teams a read saw but could not write (their name holds a
+    /// NUL) as seen, so that the read finishing does not flag them deleted.
+    pub async fn touch_teams(
+        &self,
+        org: i64,
+        ids: &[i64],
+        started: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "update directory_teams set seen_at = $3 where org_id = $1 and team_id = any($2)",
+        )
+        .bind(org)
+        .bind(ids)
+        .bind(started)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// A read of `org`'s teams finished: teams it did not see are deleted
     /// (kept, flagged), and owner checking is on again.
     pub async fn finish_teams(&self, org: i64, started: DateTime<Utc>) -> Result<(), sqlx::Error> {

@@ -1,14 +1,15 @@
 //! `team`, `membership` and `organization`: the organisation's directory
-//! changed. Only which organisation, and which part of its directory, is
-//! kept: the directory is read again from GitHub (the payload's team may
-//! already be out of date when it arrives), except a new login after a
-//! rename, which is the organisation's by id.
+//! changed. What the payload says about the one team or member is kept
+//! (the directory writes it without reading the organisation again, and
+//! reads that one team when the payload is not enough), and a new login
+//! after a rename, which is the organisation's by id.
 
 use serde::de::{Deserializer, Error as _};
 use serde::Deserialize;
 
-use super::payload::{ignored, read};
+use super::payload::{ignored, positive_id, read};
 use super::{DirectoryChange, WebhookEvent};
+use crate::directory::change::{MemberSaid, Said, TeamSaid};
 
 #[derive(Deserialize)]
 struct Organization {
@@ -28,57 +29,144 @@ fn organization_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D:
     }
 }
 
+/// A team as payloads carry it; `membership` may carry a deleted team
+/// with its id and name only.
+#[derive(Deserialize)]
+struct TeamPayload {
+    #[serde(deserialize_with = "positive_id")]
+    id: i64,
+    node_id: Option<String>,
+    slug: Option<String>,
+    name: Option<String>,
+    privacy: Option<String>,
+    /// Absent: the payload does not say; `null`: a top-level team.
+    #[serde(default, deserialize_with = "present")]
+    parent: Option<Option<ParentPayload>>,
+}
+
+#[derive(Deserialize)]
+struct ParentPayload {
+    #[serde(deserialize_with = "positive_id")]
+    id: i64,
+}
+
+/// A field that is there (even as `null`) is `Some`.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+#[derive(Deserialize)]
+struct User {
+    #[serde(deserialize_with = "positive_id")]
+    id: i64,
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct Membership {
+    user: Option<User>,
+}
+
 #[derive(Deserialize)]
 struct Event {
     action: String,
     organization: Option<Organization>,
+    team: Option<TeamPayload>,
+    member: Option<User>,
+    membership: Option<Membership>,
 }
 
-fn change(org: Organization, teams: bool, members: bool, renamed: bool) -> WebhookEvent {
-    WebhookEvent::Directory(DirectoryChange {
+fn change(org: Organization, said: Option<Said>, renamed: bool) -> WebhookEvent {
+    let change = DirectoryChange {
         org_id: org.id,
         login: org.login,
-        teams,
-        members,
+        said,
         renamed,
+    };
+    if let Some(text) = change.said.as_ref().and_then(Said::unstorable) {
+        tracing::warn!(org = change.org_id, name = %text.escape_debug(),
+            "a webhook names a team or member with a NUL, which cannot be stored: skipped");
+        return ignored(format!(
+            "the name {:?} holds a NUL, which cannot be stored: skipped",
+            text
+        ));
+    }
+    WebhookEvent::Directory(change)
+}
+
+fn team_said(team: TeamPayload, deleted: bool) -> Said {
+    Said::Team(TeamSaid {
+        id: team.id,
+        node_id: team.node_id,
+        slug: team.slug,
+        name: team.name,
+        // GitHub's REST names: `secret` or `closed` (visible).
+        secret: team.privacy.map(|p| !p.eq_ignore_ascii_case("closed")),
+        parent: team.parent.map(|p| p.map(|p| p.id)),
+        deleted,
     })
 }
 
-/// `team`: created, deleted or edited (a rename among them) → the teams.
+fn member_said(user: User, gone: bool) -> Said {
+    Said::Member(MemberSaid {
+        id: user.id,
+        login: user.login,
+        gone,
+    })
+}
+
+/// `team`: created, deleted or edited (a rename among them) → that team.
 pub(super) fn parse_team(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     let event: Event = read(body)?;
     let Some(org) = event.organization else {
         return Ok(ignored("team event without an organization"));
     };
-    Ok(match event.action.as_str() {
-        "created" | "deleted" | "edited" => change(org, true, false, false),
-        other => ignored(format!("team {other} does not change the directory")),
+    let deleted = match event.action.as_str() {
+        "created" | "edited" => false,
+        "deleted" => true,
+        other => {
+            return Ok(ignored(format!(
+                "team {other} does not change the directory"
+            )))
+        }
+    };
+    Ok(match event.team {
+        Some(team) => change(org, Some(team_said(team, deleted)), false),
+        None => ignored("team event without a team"),
     })
 }
 
-/// `membership`: someone added to or removed from a team → the members.
+/// `membership`: someone added to a team is a member of the organisation;
+/// leaving a team leaves them one (the directory keeps no team's members).
 pub(super) fn parse_membership(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     let event: Event = read(body)?;
     let Some(org) = event.organization else {
         return Ok(ignored("membership event without an organization"));
     };
-    Ok(match event.action.as_str() {
-        "added" | "removed" => change(org, false, true, false),
-        other => ignored(format!("membership {other} does not change the directory")),
+    Ok(match (event.action.as_str(), event.member) {
+        ("added", Some(member)) => change(org, Some(member_said(member, false)), false),
+        ("added", None) => ignored("membership event without a member"),
+        ("removed", _) => ignored("leaving a team does not change the organisation's members"),
+        (other, _) => ignored(format!("membership {other} does not change the directory")),
     })
 }
 
-/// `organization`: a member joined or left → the members; renamed → the
+/// `organization`: a member joined or left → that member; renamed → the
 /// new login.
 pub(super) fn parse_organization(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
     let event: Event = read(body)?;
     let Some(org) = event.organization else {
         return Ok(ignored("organization event without an organization"));
     };
-    Ok(match event.action.as_str() {
-        "member_added" | "member_removed" => change(org, false, true, false),
-        "renamed" => change(org, false, false, true),
-        other => ignored(format!(
+    let user = event.membership.and_then(|m| m.user);
+    Ok(match (event.action.as_str(), user) {
+        ("member_added", Some(user)) => change(org, Some(member_said(user, false)), false),
+        ("member_removed", Some(user)) => change(org, Some(member_said(user, true)), false),
+        ("member_added" | "member_removed", None) => ignored("organization event without a member"),
+        ("renamed", _) => change(org, None, true),
+        (other, _) => ignored(format!(
             "organization {other} does not change the directory"
         )),
     })
