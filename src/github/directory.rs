@@ -94,7 +94,8 @@ impl DirectoryReader {
 
     /// Reads an installation's account with the listing: teams and members
     /// of an organisation; a personal account is only made known. Failures
-    /// are logged and recorded, never passed on: the listing goes on.
+    /// are logged and recorded, never passed on: the listing goes on, and
+    /// the read is tried again after its backoff.
     pub async fn read_installation(&self, installation: &Installation) {
         let Some(org_id) = installation.account_id else {
             return;
@@ -111,6 +112,20 @@ impl DirectoryReader {
         }
         if account.personal || installation.suspended {
             return;
+        }
+        // Not while another replica reads it, a failed read backs off or
+        // the budget is kept for the sync: the read asked then comes at
+        // its time.
+        match self.db().claim_account(org_id, CLAIM_LEASE).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(account = %account.login, "the directory's read waits for its time");
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(account = %account.login, %error, "could not claim the directory's read");
+                return;
+            }
         }
         self.read_and_record(&account, true, true).await;
     }
