@@ -219,3 +219,88 @@ async fn fifty_unknown_dependencies_should_get_one_clear_bounded_answer() {
     let (_, _, warnings, entries) = state(&env, "hostile").await;
     assert_eq!((warnings, entries[0].1.len()), (1, 50));
 }
+
+/// The newest change of `name` in the log: its kind, its dependents and
+/// how many there were.
+async fn newest_change(env: &Env, name: &str) -> (String, Option<Vec<String>>, Option<usize>) {
+    let history = roster::registry::changes::history(&env.pool, name, None, 1)
+        .await
+        .expect("history");
+    let change = history.items.into_iter().next().expect("a change");
+    let json = roster::web::json::ChangeJson::from(change);
+    (json.kind.to_owned(), json.dependents, json.dependents_total)
+}
+
+#[tokio::test]
+async fn a_removal_or_rename_should_log_its_dependents_and_leave_them_synced() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    let checkout = env.repo("checkout", "name: checkout-api\nowner: t\n").await;
+    for name in ["returns-worker", "cart-api", "orders-api"] {
+        let text = format!("name: {name}\nowner: t\ndepends_on: [checkout-api]\n");
+        env.repo(name, &text).await;
+    }
+    // Renamed: the old name's removal names who depended on it.
+    assert_eq!(
+        push(&env, checkout, "name: checkout-svc\nowner: t\n").await,
+        "synced"
+    );
+    let names = ["cart-api", "orders-api", "returns-worker"].map(String::from);
+    assert_eq!(
+        newest_change(&env, "checkout-api").await,
+        ("removed".to_owned(), Some(names.to_vec()), Some(3))
+    );
+    // A creation carries none.
+    assert_eq!(newest_change(&env, "checkout-svc").await.1, None);
+    for name in ["returns-worker", "cart-api", "orders-api"] {
+        let (status, error, warnings, _) = state(&env, name).await;
+        assert_eq!(
+            (status.as_str(), error, warnings),
+            ("synced", None, 1),
+            "{name} stays synced, its dependency unknown"
+        );
+    }
+    let queued: i64 = sqlx::query_scalar("select count(*) from queue")
+        .fetch_one(&env.pool)
+        .await
+        .expect("queue");
+    assert_eq!(queued, 0, "no dependent is read again");
+
+    // Back, then removed with the file: the same, and none left behind.
+    assert_eq!(
+        push(&env, checkout, "name: checkout-api\nowner: t\n").await,
+        "synced"
+    );
+    env.fake.delete_file(checkout, FILE);
+    assert_eq!(env.reconcile(checkout).await, "no_file");
+    assert_eq!(newest_change(&env, "checkout-api").await.2, Some(3));
+    assert_eq!(state(&env, "cart-api").await.0, "synced");
+}
+
+#[tokio::test]
+async fn a_removal_should_log_at_most_a_thousand_dependents_then_count_them() {
+    let env = checks_env().await;
+    let target = env.repo("target", "name: target\nowner: t\n").await;
+    let bulk = env.repo("bulk", "name: bulk\nowner: t\n").await;
+    // More dependents than a file may declare: written as a thousand
+    // reconciles would have.
+    sqlx::query(
+        "insert into entries (name, repo_id, source_sha, path, owner, depends_on)
+         select 'dep-' || lpad(i::text, 4, '0'), $1, 'x', 'project.yaml', 't', array['target']
+         from generate_series(1, 1005) as i",
+    )
+    .bind(bulk)
+    .execute(&env.pool)
+    .await
+    .expect("dependents");
+    env.fake.delete_file(target, FILE);
+    assert_eq!(env.reconcile(target).await, "no_file");
+    let (kind, names, total) = newest_change(&env, "target").await;
+    assert_eq!((kind.as_str(), total), ("removed", Some(1005)));
+    let names = names.unwrap_or_default();
+    assert_eq!(names.len(), 1000);
+    assert_eq!(
+        (names[0].as_str(), names[999].as_str()),
+        ("dep-0001", "dep-1000")
+    );
+}

@@ -262,7 +262,9 @@ where
         let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
-            record::diff(&before, &after, id, sha.as_deref(), cause)
+            let mut changes = record::diff(&before, &after, id, sha.as_deref(), cause);
+            record::add_dependents(&mut tx, &mut changes).await?;
+            changes
         } else {
             Vec::new()
         };

@@ -91,12 +91,13 @@ pub(crate) async fn candidates(
 }
 
 /// Who depends on each of `names` (outside the files being read): how
-/// many, and the first by name that the reader may see.
+/// many, and the first `named` by name that the reader may see.
 pub(crate) async fn dependents(
     conn: &mut PgConnection,
     reading: &Reading<'_>,
     names: &[String],
-) -> Result<BTreeMap<String, Dependents>, RegistryError> {
+    named: usize,
+) -> Result<BTreeMap<String, Dependents>, sqlx::Error> {
     if names.is_empty() {
         return Ok(BTreeMap::new());
     }
@@ -118,7 +119,7 @@ pub(crate) async fn dependents(
     .bind(reading.repo)
     .bind(reading.paths)
     .bind(reading.public)
-    .bind(MAX_NAMED_DEPENDENTS as i64 + 1)
+    .bind(i64::try_from(named).unwrap_or(i64::MAX))
     .fetch_all(conn)
     .await?;
     Ok(rows
@@ -203,7 +204,8 @@ pub async fn add_relation_notes(
         }
     }
     let removed: Vec<String> = removed_by_path.values().flatten().cloned().collect();
-    relations.dependents = dependents(conn, reading, &removed).await?;
+    let named = MAX_NAMED_DEPENDENTS + 1;
+    relations.dependents = dependents(conn, reading, &removed, named).await?;
     let local = declared(projects.iter().copied());
     let mut notes: Vec<RelationNote> = Vec::new();
     for (path, file, text) in &valid {
