@@ -5,6 +5,10 @@
 //!
 //! Before: 1,200 pull requests with 1,200 of 5,000 requests left spent
 //! the budget down to nothing, and a push waited for the window's reset.
+//! The count fell under the line in a window GitHub said resets sooner
+//! than the one Roster knew, and such answers were taken as stale: checks
+//! went on spending from the count they had (2,343 check requests after
+//! the drop in the test below; now at most those already on their way).
 
 use crate::checks::{env, yaml, Env, ACME, FILE};
 use crate::support::fake_github::routes;
@@ -16,6 +20,9 @@ const LIMIT: u64 = 400;
 const RESERVE: u64 = LIMIT / 2;
 const LEFT: u64 = 150;
 const FLOOD: i64 = 300;
+/// Check requests that may be on their way at once: a pass claims 32
+/// evaluations, each with one read and one post.
+const IN_FLIGHT: usize = 64;
 
 /// `acme/amp`, synced, and a budget of `LEFT` of `LIMIT` per resource
 /// resetting in `reset_in`, which Roster has learnt from one pull request
@@ -210,4 +217,129 @@ async fn run_writes_of_one_installation_should_go_a_second_apart() {
         let gap = pair[1] - pair[0];
         assert!(gap >= Duration::from_millis(950), "writes {gap:?} apart");
     }
+}
+
+/// Check requests (reads of a head, run writes) the fake received after
+/// `since`.
+fn check_requests_after(env: &Env, since: Instant) -> usize {
+    let checks = [
+        routes::GRAPHQL_FILE,
+        routes::CHECK_RUN_CREATE,
+        routes::CHECK_RUN_UPDATE,
+        routes::CHECK_RUNS_FOR_REF,
+    ];
+    env.fake
+        .log()
+        .iter()
+        .filter(|logged| logged.at >= since && checks.contains(&logged.route))
+        .count()
+}
+
+/// Whether every waiting evaluation and post is put off past `beyond`
+/// from now (past a claim's 60 s lease): the loop spends nothing until then.
+async fn all_put_off(env: &Env, beyond: Duration) -> bool {
+    sqlx::query_scalar(
+        "select not exists (select 1 from check_requests
+                            where not_before < now() + make_interval(secs => $1))
+            and not exists (select 1 from check_runs
+                            where pending and not_before < now() + make_interval(secs => $1))",
+    )
+    .bind(beyond.as_secs_f64())
+    .fetch_one(&env.pool)
+    .await
+    .expect("waiting work")
+}
+
+/// 1,200 pull requests queued, the loop checking them with a window of
+/// 5,000 per resource (the line at 2,500); then `drop` takes what GitHub
+/// says is left to 1,200. Checks stop within the requests already on
+/// their way, and a push syncs at once.
+async fn a_drop_under_a_queued_flood(drop: impl Fn(&Env)) {
+    const QUEUED: i64 = 1_200;
+    const DROPPED_TO: u64 = 1_200;
+    let mut env = env().await;
+    env.worker.budget.reserve = true;
+    let id = env.repo("amp", &yaml("amp", "v1")).await;
+    env.quiet().await;
+    for number in 1..=QUEUED {
+        let text = yaml("amp", &format!("pr {number}"));
+        let sha = env.fake.pr_commit(id, FILE, text.as_bytes());
+        env.open_pr(id, "amp", number, &sha).await;
+    }
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(env.worker.clone().run(async {
+        let _ = stopped.await;
+    }));
+    // The loop is spending; then the sync (another replica, a listing)
+    // takes the budget down below the line.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while env.fake.count(routes::CHECK_RUN_CREATE) < 20 {
+        assert!(Instant::now() < deadline, "checks never started");
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let dropped = Instant::now();
+    drop(&env);
+    let before = env.fake.count(routes::CHECK_RUN_CREATE);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !all_put_off(&env, Duration::from_secs(90)).await {
+        assert!(Instant::now() < deadline, "checks never stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = check_requests_after(&env, dropped);
+    let left = [
+        env.fake.remaining(ACME, "core"),
+        env.fake.remaining(ACME, "graphql"),
+    ];
+    println!(
+        "{QUEUED} queued, {before} checked, then {DROPPED_TO} of 5,000 left: {after} check requests after the drop, {left:?} left"
+    );
+    // A request already on its way when the budget dropped still arrives
+    // (at most a pass's claims: each one's read and its post); once an
+    // answer has told the new budget, none is sent.
+    assert!(after <= IN_FLIGHT, "{after} check requests below the line");
+    for left in left {
+        assert!(
+            left + IN_FLIGHT as u64 >= DROPPED_TO,
+            "spent down to {left}"
+        );
+    }
+
+    // A push syncs at once with what is left.
+    env.fake.reset_counts();
+    env.fake
+        .push_file(id, FILE, yaml("amp", "pushed").as_bytes());
+    let started = Instant::now();
+    assert_eq!(env.reconcile(id).await, "synced");
+    println!(
+        "the push synced in {:?} with {} requests",
+        started.elapsed(),
+        env.fake.total()
+    );
+    assert_eq!(check_requests_after(&env, started), 0);
+    let _ = stop.send(());
+    running.await.expect("the loop ends");
+}
+
+#[tokio::test]
+async fn checks_should_stop_at_the_line_when_the_budget_drops_under_a_queued_flood() {
+    a_drop_under_a_queued_flood(|env| {
+        for resource in ["core", "graphql"] {
+            env.fake.set_remaining(ACME, resource, 1_200);
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn checks_should_stop_at_the_line_when_github_tells_a_window_that_resets_sooner() {
+    // What GitHub says now wins over what Roster counted: the window it
+    // reports resets in 165 s, before the one Roster knew.
+    a_drop_under_a_queued_flood(|env| {
+        for resource in ["core", "graphql"] {
+            env.fake
+                .set_budget(ACME, resource, 5_000, 1_200, Duration::from_secs(165));
+        }
+    })
+    .await;
 }
