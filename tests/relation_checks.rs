@@ -13,7 +13,9 @@ use roster::project::relations::RelationsMode;
 /// The checks (and the reconciles) of `env` under `mode`.
 fn relations(env: &mut Env, mode: RelationsMode) {
     env.worker.relations = mode;
-    env.handler = handler(&env.pool, env.queue.clone()).with_relations(mode);
+    env.handler = handler(&env.pool, env.queue.clone())
+        .with_default_branch_checks(true)
+        .with_relations(mode);
 }
 
 /// Records `repo` as public, as a public pull request's payload does.
@@ -204,4 +206,26 @@ async fn a_production_project_on_a_deprecated_one_should_get_a_warning() {
         run.annotations[0]["message"],
         "depends_on[0]: \"old-api\" is deprecated; shop is in production and depends on it"
     );
+}
+
+#[tokio::test]
+async fn on_the_default_branch_a_dependency_on_no_project_should_be_annotated_with_the_failure() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    let cart = env.repo("cart", "name: cart-api\nowner: t\n").await;
+    env.quiet().await;
+    let sha = env.fake.push_file(
+        cart,
+        FILE,
+        b"name: cart-api\nowner: t\ndepends_on: [nobody]\n",
+    );
+    assert_eq!(env.reconcile(cart).await, "invalid");
+    env.settle().await;
+    let run = env.only_run(cart, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.annotations.len(), 1, "{:?}", run.annotations);
+    let note = &run.annotations[0];
+    assert_eq!(note["annotation_level"], "failure");
+    assert_eq!(note["start_line"], 3);
+    assert_eq!(note["message"], "depends_on[0]: no project \"nobody\"");
 }

@@ -109,6 +109,14 @@ where
         self
     }
 
+    /// The rules files are applied under beside their own.
+    fn rules(&self) -> FileRules {
+        FileRules {
+            owners: self.owners,
+            relations: self.relations,
+        }
+    }
+
     fn fingerprint_now(&self) -> Fingerprint {
         let patterns: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
         Fingerprint::new(&patterns)
@@ -245,20 +253,17 @@ where
                     Observed::Present {
                         file: FileState::Files { .. } | FileState::Touched(_),
                         ..
-                    } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
+                    } => preview_files(&mut tx, id, &observed, before, self.rules()).await?,
                     _ => {
-                        default_branch::preview(&mut tx, id, &observed, file, before, self.owners)
-                            .await?
+                        let rules = self.rules();
+                        default_branch::preview(&mut tx, id, &observed, file, before, rules).await?
                     }
                 }
             }
             false => None,
         };
         let file = &self.project_file;
-        let rules = FileRules {
-            owners: self.owners,
-            relations: self.relations,
-        };
+        let rules = self.rules();
         let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
