@@ -6,9 +6,9 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
+use super::check_records::default_branch_check as default_branch;
+use super::check_records::default_branch_files::preview_files;
 use super::decide::{decide_observation, no_file_message};
-use super::default_branch_check as default_branch;
-use super::default_branch_files::preview_files;
 use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};

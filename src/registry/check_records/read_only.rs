@@ -10,10 +10,10 @@ use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::owner_check::{add_owner_notes, OwnerCheck};
 use super::relation_check::{add_relation_notes, CheckedFile, Reading};
-use super::RegistryError;
 use crate::project::preview::{OwnedElsewhere, RegisteredEntry, Snapshot};
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{Parsed, Verdict};
+use crate::registry::RegistryError;
 use crate::source::RepoId;
 
 /// A read-only transaction on the registry; see the module doc.

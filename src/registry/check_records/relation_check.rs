@@ -12,7 +12,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sqlx::PgConnection;
 
-use super::RegistryError;
 use crate::project::preview::RegisteredEntry;
 use crate::project::relations::{
     annotate, declared, dependency_names, dependency_notes, removal_notes, Dependents,
@@ -20,6 +19,7 @@ use crate::project::relations::{
 };
 use crate::project::verdict::{Parsed, Verdict};
 use crate::project::ProjectFile;
+use crate::registry::RegistryError;
 use crate::source::RepoId;
 
 /// Names read to suggest from at most: a registry larger than this gets

@@ -7,19 +7,19 @@
 use sqlx::PgConnection;
 
 use super::default_branch_check::{Before, Pending};
-use super::entry_relations::FileRules;
-use super::file_blobs;
-use super::file_set::set_blob_of;
 use super::owner_check::{add_owner_notes, OwnerCheck};
 use super::read_only::read_as_public;
 use super::read_only::snapshot_for_default_branch;
 use super::relation_check::{add_relation_notes, CheckedFile, Reading};
-use super::touched_files::merge;
-use super::RegistryError;
 use crate::directory::OwnersMode;
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{HeadFile, Parsed};
+use crate::registry::entry_relations::FileRules;
+use crate::registry::file_blobs;
+use crate::registry::file_set::set_blob_of;
+use crate::registry::touched_files::merge;
+use crate::registry::RegistryError;
 use crate::source::{FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo};
 
 /// The repository and commit the run is about.
@@ -33,7 +33,7 @@ struct At<'a> {
 /// [`super::default_branch_check::preview`] for an observation of several
 /// files (all of them, or those a push touched); `None` for any other
 /// observation, or nothing to post.
-pub(super) async fn preview_files(
+pub(in crate::registry) async fn preview_files(
     conn: &mut PgConnection,
     id: RepoId,
     observed: &Observed,
