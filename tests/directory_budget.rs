@@ -486,3 +486,46 @@ async fn a_team_payload_should_keep_privacy_and_one_without_it_should_be_secret_
     assert_eq!(secret(&directory(&env).await), Some(false));
     assert_eq!(changes.pending_changes().await.expect("count"), 0);
 }
+
+#[tokio::test]
+async fn a_page_fetched_before_a_webhook_should_not_overwrite_what_the_webhook_wrote() {
+    let env = env().await;
+    let renamed = env.fake.add_team(ACME, "payments", false);
+    let deleted = env.fake.add_team(ACME, "legacy", false);
+    list(&env).await;
+    let db = DirectoryDb::new(env.pool.clone());
+    let stale = directory(&env).await;
+
+    // A whole read starts; meanwhile one team is renamed and another
+    // deleted, their webhooks written first.
+    let started = db.read_started().await.expect("start");
+    let before = env.fake.team(ACME, renamed).expect("team");
+    env.fake.rename_team(ACME, renamed, "money");
+    let after = env.fake.team(ACME, renamed).expect("team");
+    let gone = env.fake.team(ACME, deleted).expect("team");
+    env.fake.delete_team(ACME, deleted);
+    env.deliver(
+        "team",
+        fake_dir::team_event(ACME, "acme", "edited", &after, Some(&before.name)),
+    )
+    .await;
+    env.deliver(
+        "team",
+        fake_dir::team_event(ACME, "acme", "deleted", &gone, None),
+    )
+    .await;
+    pass(&env).await;
+
+    // The read's page, fetched before them, arrives after.
+    let page: Vec<_> = stale.teams.iter().map(|t| t.team.clone()).collect();
+    db.put_teams(org_id(ACME), &page, started)
+        .await
+        .expect("page");
+    db.finish_teams(org_id(ACME), started)
+        .await
+        .expect("finish");
+    let dir = directory(&env).await;
+    assert_eq!(resolve(&dir, "money").status(), "team");
+    assert_eq!(resolve(&dir, "payments").status(), "renamed");
+    assert_eq!(resolve(&dir, "legacy").status(), "deleted");
+}

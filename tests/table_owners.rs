@@ -31,19 +31,31 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("changes", &["registry/changes/"]),
     ("change_head", &["registry/changes/"]),
     ("notify_targets", &["notify/outbox.rs", "notify/stall.rs"]),
-    ("check_requests", &["registry/check_requests.rs"]),
+    (
+        "check_requests",
+        &["registry/check_records/check_requests.rs"],
+    ),
     (
         "check_runs",
-        &["registry/check_runs.rs", "registry/check_requests.rs"],
+        &[
+            "registry/check_records/check_runs.rs",
+            "registry/check_records/check_requests.rs",
+        ],
     ),
-    ("check_permissions", &["registry/check_runs.rs"]),
-    ("check_evaluations", &["registry/check_requests.rs"]),
+    (
+        "check_permissions",
+        &["registry/check_records/check_runs.rs"],
+    ),
+    (
+        "check_evaluations",
+        &["registry/check_records/check_requests.rs"],
+    ),
     (
         "repo_visibility",
         &[
-            "registry/check_requests.rs",
-            "registry/read_only.rs",
-            "registry/relation_check.rs",
+            "registry/check_records/check_requests.rs",
+            "registry/check_records/read_only.rs",
+            "registry/check_records/relation_check.rs",
         ],
     ),
     ("setup_app", &["setup/store.rs"]),

@@ -41,7 +41,7 @@ impl Default for ChecksBudget {
     fn default() -> Self {
         Self {
             reserve: true,
-            evaluation_spacing: crate::registry::check_requests::EVALUATION_SPACING,
+            evaluation_spacing: crate::registry::check_records::check_requests::EVALUATION_SPACING,
             post_spacing: Duration::from_secs(1),
             turns: Arc::default(),
         }

@@ -11,7 +11,7 @@ use crate::github::checks_api::{ChecksApi, PostError, ANNOTATIONS_PER_REQUEST};
 use crate::github::http::CallError;
 use crate::project::invisible::escape_invisible;
 use crate::project::verdict::{clip_summary, escape_annotation};
-use crate::registry::check_runs::{self, DuePost};
+use crate::registry::check_records::check_runs::{self, DuePost};
 use crate::registry::RegistryError;
 
 /// How a post ended.

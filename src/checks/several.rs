@@ -18,10 +18,10 @@ use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile}
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, HeadFile, Parsed, Verdict};
 use crate::project::ProjectFiles;
-use crate::registry::check_requests::ClaimedRequest;
-use crate::registry::owner_check::OwnerCheck;
-use crate::registry::read_only::RegistryReader;
-use crate::registry::relation_check::{CheckedFile, Reading};
+use crate::registry::check_records::check_requests::ClaimedRequest;
+use crate::registry::check_records::owner_check::OwnerCheck;
+use crate::registry::check_records::read_only::RegistryReader;
+use crate::registry::check_records::relation_check::{CheckedFile, Reading};
 
 /// Project files one evaluation reads at most; the others a pull request
 /// touches are named as not previewed (the default branch's check shows

@@ -25,11 +25,11 @@ use crate::github::rate_limit::Resource;
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{evaluate, Parsed, Verdict};
 use crate::project::ProjectFiles;
-use crate::registry::check_requests::{self, ClaimedRequest};
-use crate::registry::check_runs::{self, CheckIntent};
-use crate::registry::owner_check::OwnerCheck;
-use crate::registry::read_only::RegistryReader;
-use crate::registry::relation_check::{CheckedFile, Reading};
+use crate::registry::check_records::check_requests::{self, ClaimedRequest};
+use crate::registry::check_records::check_runs::{self, CheckIntent};
+use crate::registry::check_records::owner_check::OwnerCheck;
+use crate::registry::check_records::read_only::RegistryReader;
+use crate::registry::check_records::relation_check::{CheckedFile, Reading};
 use crate::source::InstallationId;
 
 /// The channel the checks tables' writers notify.

@@ -29,8 +29,9 @@ use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::one_statement::{self, Part};
 use crate::db::queue::{EnqueueRows, PgQueue, Seen, CHANNEL};
 use crate::directory::db as directory_db;
-use crate::registry::{check_requests, check_runs, FreePushRows, KnownRows};
+use crate::registry::check_records::{check_requests, check_runs};
 use crate::registry::{known_ids, record_node_ids, tracked_ids, RegistryError};
+use crate::registry::{FreePushRows, KnownRows};
 use crate::source::{Partition, RepoId, RepoInfo};
 
 /// What intake did, for the answer and the delivery log.

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use sqlx::PgConnection;
 
-use super::relation_check::{registered_for, Reading};
+use super::check_records::relation_check::{registered_for, Reading};
 use super::RegistryError;
 use crate::directory::OwnersMode;
 use crate::project::relations::{declared, dependency_notes, RegisteredRelations, RelationsMode};

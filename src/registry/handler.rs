@@ -6,9 +6,9 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
+use super::check_records::default_branch_check as default_branch;
+use super::check_records::default_branch_files::preview_files;
 use super::decide::{decide_observation, no_file_message};
-use super::default_branch_check as default_branch;
-use super::default_branch_files::preview_files;
 use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
@@ -107,6 +107,14 @@ where
         self.patterns = files.patterns().map(str::to_owned).collect();
         self.fingerprint = self.fingerprint_now();
         self
+    }
+
+    /// The rules files are applied under beside their own.
+    fn rules(&self) -> FileRules {
+        FileRules {
+            owners: self.owners,
+            relations: self.relations,
+        }
     }
 
     fn fingerprint_now(&self) -> Fingerprint {
@@ -245,20 +253,17 @@ where
                     Observed::Present {
                         file: FileState::Files { .. } | FileState::Touched(_),
                         ..
-                    } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
+                    } => preview_files(&mut tx, id, &observed, before, self.rules()).await?,
                     _ => {
-                        default_branch::preview(&mut tx, id, &observed, file, before, self.owners)
-                            .await?
+                        let rules = self.rules();
+                        default_branch::preview(&mut tx, id, &observed, file, before, rules).await?
                     }
                 }
             }
             false => None,
         };
         let file = &self.project_file;
-        let rules = FileRules {
-            owners: self.owners,
-            relations: self.relations,
-        };
+        let rules = self.rules();
         let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;

@@ -218,7 +218,7 @@ async fn write_member(
 async fn write_team(conn: &mut PgConnection, org: i64, team: &TeamSaid) -> Result<(), sqlx::Error> {
     if team.deleted {
         sqlx::query(
-            "update directory_teams set deleted_at = now()
+            "update directory_teams set deleted_at = now(), seen_at = clock_timestamp()
              where org_id = $1 and team_id = $2 and deleted_at is null",
         )
         .bind(org)

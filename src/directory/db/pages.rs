@@ -3,7 +3,8 @@
 //! page stamped with the read's start, and only a read that finished marks
 //! what it did not see (a team as deleted, a member as gone), so a read that
 //! stopped part-way loses nothing, and 10,000 teams never sit in memory at
-//! once.
+//! once. A team or member a webhook wrote after the read started keeps
+//! what the webhook said: the page may have been fetched before it.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -102,7 +103,8 @@ pub(super) async fn put_teams_in(
               as t(id, slug, name, parent, secret)
          on conflict (org_id, team_id) do update set slug = excluded.slug, name = excluded.name,
              parent_id = excluded.parent_id, secret = excluded.secret,
-             seen_at = excluded.seen_at, deleted_at = null",
+             seen_at = excluded.seen_at, deleted_at = null
+         where directory_teams.seen_at <= excluded.seen_at",
     )
     .bind(org)
     .bind(&ids)
@@ -168,7 +170,8 @@ pub(super) async fn put_members_in(
         "insert into directory_members (org_id, user_id, login, seen_at)
          select $1, id, login, $4 from unnest($2::bigint[], $3::text[]) as m(id, login)
          on conflict (org_id, user_id) do update set login = excluded.login,
-             seen_at = excluded.seen_at",
+             seen_at = excluded.seen_at
+         where directory_members.seen_at <= excluded.seen_at",
     )
     .bind(org)
     .bind(&ids)

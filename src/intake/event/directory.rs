@@ -171,3 +171,90 @@ pub(super) fn parse_organization(body: &[u8]) -> Result<WebhookEvent, serde_json
         )),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    fn event_of(name: &str) -> WebhookEvent {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/github/webhooks")
+            .join(name);
+        let body = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let kind = name.split('.').next().unwrap_or_default();
+        parse(kind, &body)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .event
+    }
+
+    fn said(name: &str) -> Option<Said> {
+        match event_of(name) {
+            WebhookEvent::Directory(change) => change.said,
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_team_payload_should_say_the_team_with_its_privacy_and_node_id() {
+        let Some(Said::Team(team)) = said("team.edited.json") else {
+            panic!("a team");
+        };
+        assert_eq!(team.id, 3_253_328);
+        assert_eq!(team.node_id.as_deref(), Some("MDQ6VGVhbTMyNTMzMjg="));
+        assert_eq!(team.slug.as_deref(), Some("github"));
+        assert_eq!(team.secret, Some(true), "privacy: secret");
+        assert_eq!(team.parent, None, "the fixture does not name a parent");
+        assert!(!team.deleted && team.is_enough());
+        let Some(Said::Team(gone)) = said("team.deleted.json") else {
+            panic!("a team");
+        };
+        assert!(gone.deleted);
+    }
+
+    #[test]
+    fn membership_and_organization_payloads_should_say_the_member() {
+        for (name, gone) in [
+            ("membership.added.json", false),
+            ("organization.member_added.with-installation.json", false),
+        ] {
+            let Some(Said::Member(member)) = said(name) else {
+                panic!("{name}: a member");
+            };
+            assert_eq!(member.gone, gone, "{name}");
+            assert!(!member.login.is_empty(), "{name}");
+        }
+        assert_eq!(said("organization.renamed.json"), None);
+        for name in [
+            "membership.removed.json",
+            "membership.removed.with-deleted-team.json",
+        ] {
+            assert!(
+                matches!(event_of(name), WebhookEvent::Ignored { .. }),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_parent_named_in_the_payload_should_be_kept_and_a_null_one_too() {
+        let body = |parent: &str| {
+            format!(
+                r#"{{"action":"edited","team":{{"id":5,"slug":"a","name":"A","privacy":"closed","parent":{parent}}},
+                    "organization":{{"id":7,"login":"acme"}}}}"#
+            )
+        };
+        let team = |parent: &str| match parse_team(body(parent).as_bytes()) {
+            Ok(WebhookEvent::Directory(DirectoryChange {
+                said: Some(Said::Team(team)),
+                ..
+            })) => team,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(team(r#"{"id":3}"#).parent, Some(Some(3)));
+        assert_eq!(team("null").parent, Some(None));
+        assert_eq!(team("null").secret, Some(false), "privacy: closed");
+        let negative = body(r#"{"id":-3}"#);
+        assert!(parse_team(negative.as_bytes()).is_err());
+    }
+}

@@ -11,8 +11,8 @@ use super::wake::CHANNEL;
 use super::{ChangeKind, RemovedDependents};
 use crate::controller::{Claim, Trigger};
 use crate::db::fence::ClaimFence;
-use crate::registry::query::entries_of;
-use crate::registry::relation_check::{dependents, Reading};
+use crate::registry::check_records::relation_check::{dependents, Reading};
+use crate::registry::read_models::query::entries_of;
 use crate::registry::Entry;
 use crate::source::{FileState, Observed, RepoId};
 

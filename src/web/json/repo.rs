@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::entry::EntryJson;
-use crate::registry::check_runs::RecentCheck;
+use crate::registry::check_records::check_runs::RecentCheck;
 use crate::registry::{ActiveHold, Hold, Repo, RepoDetail, RepoEvent, Status};
 use crate::source::{InstallationId, RepoId};
 

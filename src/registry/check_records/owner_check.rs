@@ -6,13 +6,13 @@
 
 use sqlx::PgConnection;
 
-use super::RegistryError;
 use crate::directory::lookup::directory_for;
 use crate::directory::resolve::{Resolution, Resolver};
 use crate::directory::{KnownTeam, OwnersMode};
 use crate::project::owners::{annotate, owner_notes};
 use crate::project::preview::RegisteredEntry;
 use crate::project::verdict::{Parsed, Verdict};
+use crate::registry::RegistryError;
 use crate::source::InstallationId;
 
 /// Whose owners are checked, and how.

@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::entry::Entry;
+use super::cursor;
 use super::repo_rows::{Hold, Repo, RepoDetail, RepoEvent};
-use super::{budget, cursor, RegistryError, Status};
 use crate::db::Page;
 use crate::project::{Fields, ResolvedOwner};
+use crate::registry::entry::Entry;
+use crate::registry::{budget, RegistryError, Status};
 use crate::source::RepoId;
 
 /// Page size when the caller gives none.
@@ -141,7 +142,7 @@ const HOLD_JOIN: &str = "left join holds h
      on h.id = r.hold_id and h.released_at is null and h.cleared_at is null";
 
 #[derive(sqlx::FromRow)]
-pub(super) struct EntryRow {
+pub(in crate::registry) struct EntryRow {
     name: String,
     #[sqlx(flatten)]
     fields: Fields,
@@ -174,7 +175,8 @@ impl From<EntryRow> for Entry {
 
 /// Every column of the entry (the table's fields among them) and its
 /// repository's name.
-pub(super) const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
+pub(in crate::registry) const ENTRY_SELECT: &str =
+    "select e.*, r.owner as repo_owner, r.name as repo_name
      from entries e join repositories r on r.id = e.repo_id";
 
 fn page_size(limit: u32) -> i64 {

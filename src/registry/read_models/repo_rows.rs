@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::entry::Entry;
-use super::Status;
+use crate::registry::entry::Entry;
+use crate::registry::Status;
 use crate::source::{InstallationId, RepoId};
 
 /// A repository with its status and the names of its entries.

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::check_runs::{self, CheckIntent};
-use super::RegistryError;
+use crate::registry::RegistryError;
 use crate::source::{InstallationId, RepoId};
 
 /// A request for a check run on one commit.
@@ -193,7 +193,7 @@ pub async fn request_failed(
     )
     .bind(request.repo_id)
     .bind(&request.key)
-    .bind(super::clip::clip(error, 2048).into_owned())
+    .bind(crate::registry::clip::clip(error, 2048).into_owned())
     .bind(wait.as_secs_f64())
     .bind(request.requested_at)
     .execute(pool)
