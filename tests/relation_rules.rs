@@ -348,3 +348,32 @@ async fn hostile_dependency_names_should_be_refused_clearly_and_change_nothing()
         .expect("entries");
     assert_eq!(entries, 2, "nothing else was written");
 }
+
+#[tokio::test]
+async fn under_require_a_file_invalid_for_want_of_a_project_should_be_read_again_once_it_exists() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    let cart = env
+        .repo(
+            "cart",
+            "name: cart-api\nowner: t\ndepends_on: [checkout-api]\n",
+        )
+        .await;
+    assert_eq!(state(&env, "cart").await.0, "invalid");
+    let unrelated = env.repo("other", "name: other-api\nowner: t\n").await;
+    let queued = || async {
+        sqlx::query_scalar::<_, i64>("select repo_id from queue order by repo_id")
+            .fetch_all(&env.pool)
+            .await
+            .expect("queue")
+    };
+    assert!(
+        queued().await.is_empty(),
+        "a project no file wants wakes nobody"
+    );
+    let _ = unrelated;
+
+    env.repo("checkout", "name: checkout-api\nowner: t\n").await;
+    assert_eq!(queued().await, [cart], "the dependent is read again");
+    assert_eq!(env.reconcile(cart).await, "synced");
+}

@@ -52,8 +52,8 @@ pub struct RegistryHandler<Q = PgQueue> {
 /// How a reconcile's transaction ended.
 enum Ended {
     /// Committed: the outcome (the status it left, or `held`) and the
-    /// names it released.
-    Committed(&'static str, Vec<String>),
+    /// names it released and created.
+    Committed(&'static str, Vec<String>, Vec<String>),
     /// Rolled back because the claim was no longer live at the commit.
     LeaseLost,
 }
@@ -166,7 +166,11 @@ where
             );
             if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await? {
                 record_name(Some(repo.full_name()));
-                return Ok(Ended::Committed(Status::NoFile.as_str(), Vec::new()));
+                return Ok(Ended::Committed(
+                    Status::NoFile.as_str(),
+                    Vec::new(),
+                    Vec::new(),
+                ));
             }
         }
         let mut tx = self.pool.begin().await?;
@@ -193,7 +197,11 @@ where
         }) = locked
         else {
             // Removed, and never known: there is nothing to remove.
-            return Ok(Ended::Committed(Status::Removed.as_str(), Vec::new()));
+            return Ok(Ended::Committed(
+                Status::Removed.as_str(),
+                Vec::new(),
+                Vec::new(),
+            ));
         };
         match &observed {
             Observed::Present { .. } if hold_id.is_none() => {}
@@ -226,7 +234,7 @@ where
                     } else {
                         tracing::info!(repo = %id, hold, "deletion guard: removal held ({why})");
                     }
-                    return Ok(Ended::Committed("held", Vec::new()));
+                    return Ok(Ended::Committed("held", Vec::new(), Vec::new()));
                 }
             }
             Observed::Removed { .. } => {}
@@ -293,7 +301,32 @@ where
         if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
-        Ok(Ended::Committed(status.as_str(), decision.released))
+        Ok(Ended::Committed(
+            status.as_str(),
+            decision.released,
+            decision.created,
+        ))
+    }
+
+    /// Wakes the repositories left invalid for want of a project this one
+    /// just created (under `ROSTER_RELATIONS=require`).
+    async fn wake_dependents(&self, id: RepoId, created: &[String]) {
+        if created.is_empty() {
+            return;
+        }
+        let result = match repos::waiting_for_projects(&self.pool, created, id).await {
+            Ok(ids) if ids.is_empty() => return,
+            Ok(ids) => self
+                .queue
+                .enqueue(ids.into_iter().map(Enqueue::fresh).collect())
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(error) = result {
+            // Their next push or listing reads them anyway.
+            tracing::warn!(repo = %id, %error, "could not wake repositories waiting for created projects");
+        }
     }
 
     /// Wakes the repositories that wanted a name this one just released.
@@ -343,8 +376,11 @@ where
             }
         };
         match self.reconcile(key, observed, claim).await {
-            Ok(Ended::Committed(outcome, released)) => {
+            Ok(Ended::Committed(outcome, released, created)) => {
                 self.wake_waiting(key, &released).await;
+                if self.relations == RelationsMode::Require {
+                    self.wake_dependents(key, &created).await;
+                }
                 Ok(outcome)
             }
             Ok(Ended::LeaseLost) => Err(lease_lost(key)),
