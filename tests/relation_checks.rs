@@ -13,7 +13,9 @@ use roster::project::relations::RelationsMode;
 /// The checks (and the reconciles) of `env` under `mode`.
 fn relations(env: &mut Env, mode: RelationsMode) {
     env.worker.relations = mode;
-    env.handler = handler(&env.pool, env.queue.clone()).with_relations(mode);
+    env.handler = handler(&env.pool, env.queue.clone())
+        .with_default_branch_checks(true)
+        .with_relations(mode);
 }
 
 /// Records `repo` as public, as a public pull request's payload does.
@@ -203,5 +205,85 @@ async fn a_production_project_on_a_deprecated_one_should_get_a_warning() {
     assert_eq!(
         run.annotations[0]["message"],
         "depends_on[0]: \"old-api\" is deprecated; shop is in production and depends on it"
+    );
+}
+
+#[tokio::test]
+async fn on_the_default_branch_a_dependency_on_no_project_should_be_annotated_with_the_failure() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    let cart = env.repo("cart", "name: cart-api\nowner: t\n").await;
+    env.quiet().await;
+    let sha = env.fake.push_file(
+        cart,
+        FILE,
+        b"name: cart-api\nowner: t\ndepends_on: [nobody]\n",
+    );
+    assert_eq!(env.reconcile(cart).await, "invalid");
+    env.settle().await;
+    let run = env.only_run(cart, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    assert_eq!(run.annotations.len(), 1, "{:?}", run.annotations);
+    let note = &run.annotations[0];
+    assert_eq!(note["annotation_level"], "failure");
+    assert_eq!(note["start_line"], 3);
+    assert_eq!(note["message"], "depends_on[0]: no project \"nobody\"");
+}
+
+#[tokio::test]
+async fn a_public_repositorys_check_should_suggest_only_public_projects_and_cost_no_request() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Off);
+    env.repo("payments", "name: payments-api\nowner: t\n").await;
+    let shop = env.repo("shop", "name: shop\nowner: t\n").await;
+    env.quiet().await;
+    let text = b"name: shop\nowner: t\ndepends_on: [paymnts-api]\n";
+    let open_public = |number: i64, sha: String| {
+        let pr = pull_requests::Pr {
+            repo: shop,
+            installation: ACME,
+            owner: "acme",
+            name: "shop",
+            number,
+            sha: &sha,
+            base: "main",
+        };
+        pull_requests::make_public(&pull_requests::pull_request("opened", &pr))
+    };
+    // Relations off: what the evaluation costs GitHub without them.
+    let sha = env.fake.pr_commit(shop, FILE, text);
+    env.deliver("pull_request", open_public(6, sha.clone()))
+        .await;
+    env.settle().await;
+    let without = env.fake.total();
+    assert!(env.only_run(shop, &sha).annotations.is_empty());
+
+    relations(&mut env, RelationsMode::Warn);
+    env.fake.reset_counts();
+    let sha = env.fake.pr_commit(
+        shop,
+        FILE,
+        b"name: shop\nowner: t\ndepends_on: [paymnts-api]\ndescription: again\n",
+    );
+    env.deliver("pull_request", open_public(7, sha.clone()))
+        .await;
+    env.settle().await;
+    assert_eq!(env.fake.total(), without, "relations cost GitHub nothing");
+    let run = env.only_run(shop, &sha);
+    assert_eq!(
+        run.annotations[0]["message"], "depends_on[0]: no project \"paymnts-api\"",
+        "a private repository's project is not suggested"
+    );
+    let summary = run.summary.unwrap_or_default();
+    assert!(!summary.contains("payments-api"), "{summary}");
+
+    // The same on a private repository suggests it.
+    let sha = env.fake.pr_commit(shop, FILE, text);
+    env.open_pr(shop, "shop", 8, &sha).await;
+    env.settle().await;
+    let run = env.only_run(shop, &sha);
+    assert_eq!(
+        run.annotations[0]["message"],
+        "depends_on[0]: no project \"paymnts-api\" (did you mean payments-api?)"
     );
 }

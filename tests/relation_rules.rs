@@ -304,3 +304,76 @@ async fn a_removal_should_log_at_most_a_thousand_dependents_then_count_them() {
         ("dep-0001", "dep-1000")
     );
 }
+
+#[tokio::test]
+async fn hostile_dependency_names_should_be_refused_clearly_and_change_nothing() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    env.repo("db", "name: shop-db\nowner: t\n").await;
+    let id = env
+        .repo(
+            "shop",
+            "name: shop\nowner: t\ndepends_on: [shop-db]\nsystem: shop\n",
+        )
+        .await;
+    let before = state(&env, "shop").await;
+    let too_long = "a".repeat(64);
+    let text = format!(
+        "name: shop\nowner: t\ndepends_on:\n  - \"x'; drop table entries; --\"\n  - \"%\"\n  - \"\\u202Eevil\"\n  - {too_long}\n  - {{name: x}}\n  - shop\n"
+    );
+    assert_eq!(push(&env, id, &text).await, "invalid");
+    let after = state(&env, "shop").await;
+    let error = after.1.clone().unwrap_or_default();
+    let fields: Vec<&str> = error
+        .lines()
+        .map(|l| l.split(": ").nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "depends_on[0]",
+            "depends_on[1]",
+            "depends_on[2]",
+            "depends_on[3]",
+            "depends_on[4]",
+            "depends_on[5]"
+        ],
+        "{error}"
+    );
+    assert!(error.contains("cannot depend on itself"), "{error}");
+    assert_eq!(after.3, before.3, "the entry is kept as it was");
+    let entries: i64 = sqlx::query_scalar("select count(*) from entries")
+        .fetch_one(&env.pool)
+        .await
+        .expect("entries");
+    assert_eq!(entries, 2, "nothing else was written");
+}
+
+#[tokio::test]
+async fn under_require_a_file_invalid_for_want_of_a_project_should_be_read_again_once_it_exists() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    let cart = env
+        .repo(
+            "cart",
+            "name: cart-api\nowner: t\ndepends_on: [checkout-api]\n",
+        )
+        .await;
+    assert_eq!(state(&env, "cart").await.0, "invalid");
+    let unrelated = env.repo("other", "name: other-api\nowner: t\n").await;
+    let queued = || async {
+        sqlx::query_scalar::<_, i64>("select repo_id from queue order by repo_id")
+            .fetch_all(&env.pool)
+            .await
+            .expect("queue")
+    };
+    assert!(
+        queued().await.is_empty(),
+        "a project no file wants wakes nobody"
+    );
+    let _ = unrelated;
+
+    env.repo("checkout", "name: checkout-api\nowner: t\n").await;
+    assert_eq!(queued().await, [cart], "the dependent is read again");
+    assert_eq!(env.reconcile(cart).await, "synced");
+}

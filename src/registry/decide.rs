@@ -44,6 +44,7 @@ pub(super) async fn decide_observation(
                 synced: true,
                 entries_changed: !deleted.is_empty(),
                 released: deleted,
+                created: Vec::new(),
             }
         }
         Observed::Present {
@@ -59,6 +60,7 @@ pub(super) async fn decide_observation(
                 synced: true,
                 entries_changed: !deleted.is_empty(),
                 released: deleted,
+                created: Vec::new(),
             }
         }
         Observed::Present {
@@ -197,6 +199,7 @@ fn applied(sha: &str, changes: Changes, blob: Option<String>) -> Decision {
         },
         synced: true,
         released: changes.deleted,
+        created: changes.created,
     }
 }
 

@@ -246,6 +246,7 @@ pub(super) fn decision(
         synced,
         entries_changed,
         released: changes.deleted,
+        created: changes.created,
     }
 }
 

@@ -52,8 +52,8 @@ pub struct RegistryHandler<Q = PgQueue> {
 /// How a reconcile's transaction ended.
 enum Ended {
     /// Committed: the outcome (the status it left, or `held`) and the
-    /// names it released.
-    Committed(&'static str, Vec<String>),
+    /// names it released and created.
+    Committed(&'static str, Vec<String>, Vec<String>),
     /// Rolled back because the claim was no longer live at the commit.
     LeaseLost,
 }
@@ -109,6 +109,14 @@ where
         self
     }
 
+    /// The rules files are applied under beside their own.
+    fn rules(&self) -> FileRules {
+        FileRules {
+            owners: self.owners,
+            relations: self.relations,
+        }
+    }
+
     fn fingerprint_now(&self) -> Fingerprint {
         let patterns: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
         Fingerprint::new(&patterns)
@@ -158,7 +166,11 @@ where
             );
             if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await? {
                 record_name(Some(repo.full_name()));
-                return Ok(Ended::Committed(Status::NoFile.as_str(), Vec::new()));
+                return Ok(Ended::Committed(
+                    Status::NoFile.as_str(),
+                    Vec::new(),
+                    Vec::new(),
+                ));
             }
         }
         let mut tx = self.pool.begin().await?;
@@ -185,7 +197,11 @@ where
         }) = locked
         else {
             // Removed, and never known: there is nothing to remove.
-            return Ok(Ended::Committed(Status::Removed.as_str(), Vec::new()));
+            return Ok(Ended::Committed(
+                Status::Removed.as_str(),
+                Vec::new(),
+                Vec::new(),
+            ));
         };
         match &observed {
             Observed::Present { .. } if hold_id.is_none() => {}
@@ -218,7 +234,7 @@ where
                     } else {
                         tracing::info!(repo = %id, hold, "deletion guard: removal held ({why})");
                     }
-                    return Ok(Ended::Committed("held", Vec::new()));
+                    return Ok(Ended::Committed("held", Vec::new(), Vec::new()));
                 }
             }
             Observed::Removed { .. } => {}
@@ -245,20 +261,17 @@ where
                     Observed::Present {
                         file: FileState::Files { .. } | FileState::Touched(_),
                         ..
-                    } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
+                    } => preview_files(&mut tx, id, &observed, before, self.rules()).await?,
                     _ => {
-                        default_branch::preview(&mut tx, id, &observed, file, before, self.owners)
-                            .await?
+                        let rules = self.rules();
+                        default_branch::preview(&mut tx, id, &observed, file, before, rules).await?
                     }
                 }
             }
             false => None,
         };
         let file = &self.project_file;
-        let rules = FileRules {
-            owners: self.owners,
-            relations: self.relations,
-        };
+        let rules = self.rules();
         let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
@@ -288,7 +301,32 @@ where
         if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
-        Ok(Ended::Committed(status.as_str(), decision.released))
+        Ok(Ended::Committed(
+            status.as_str(),
+            decision.released,
+            decision.created,
+        ))
+    }
+
+    /// Wakes the repositories left invalid for want of a project this one
+    /// just created (under `ROSTER_RELATIONS=require`).
+    async fn wake_dependents(&self, id: RepoId, created: &[String]) {
+        if created.is_empty() {
+            return;
+        }
+        let result = match repos::waiting_for_projects(&self.pool, created, id).await {
+            Ok(ids) if ids.is_empty() => return,
+            Ok(ids) => self
+                .queue
+                .enqueue(ids.into_iter().map(Enqueue::fresh).collect())
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(error) = result {
+            // Their next push or listing reads them anyway.
+            tracing::warn!(repo = %id, %error, "could not wake repositories waiting for created projects");
+        }
     }
 
     /// Wakes the repositories that wanted a name this one just released.
@@ -338,8 +376,11 @@ where
             }
         };
         match self.reconcile(key, observed, claim).await {
-            Ok(Ended::Committed(outcome, released)) => {
+            Ok(Ended::Committed(outcome, released, created)) => {
                 self.wake_waiting(key, &released).await;
+                if self.relations == RelationsMode::Require {
+                    self.wake_dependents(key, &created).await;
+                }
                 Ok(outcome)
             }
             Ok(Ended::LeaseLost) => Err(lease_lost(key)),

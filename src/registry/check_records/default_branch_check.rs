@@ -10,9 +10,13 @@ use sqlx::PgConnection;
 
 use super::check_runs::{self, CheckIntent};
 use super::owner_check::{add_owner_notes, OwnerCheck};
+use super::read_only::read_as_public;
 use super::read_only::snapshot_for_default_branch;
+use super::relation_check::{add_relation_notes, CheckedFile, Reading};
 use crate::directory::OwnersMode;
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict};
+use crate::registry::entry_relations::FileRules;
 use crate::registry::free_push::blob_id;
 use crate::registry::RegistryError;
 use crate::source::{FileState, InstallationId, Observed, RepoId};
@@ -49,7 +53,8 @@ pub struct Before<'a> {
 }
 
 /// Previews `observed` against the registry as it is before the apply, on
-/// the reconcile's transaction, its owners checked under `owners`. `None`
+/// the reconcile's transaction, its owners and relations checked under
+/// `rules`. `None`
 /// when there is nothing to post: no file at a known commit, a repository
 /// outside an App installation, or the file applied last without trouble
 /// (`synced` with that blob).
@@ -59,8 +64,9 @@ pub async fn preview(
     observed: &Observed,
     project_file: &str,
     before: Before<'_>,
-    owners: OwnersMode,
+    rules: FileRules,
 ) -> Result<Option<Pending>, RegistryError> {
+    let owners = rules.owners;
     let Before {
         status: old_status,
         sha: old_sha,
@@ -106,6 +112,20 @@ pub async fn preview(
             public_pull_request: false,
         };
         add_owner_notes(conn, &check, &parsed, &registry.entries, &mut verdict).await?;
+    }
+    if !(first && rules.relations == RelationsMode::Warn) {
+        let paths = [project_file.to_owned()];
+        let reading = Reading {
+            repo: id,
+            paths: &paths,
+            public: read_as_public(conn, id).await?,
+        };
+        let files = [CheckedFile {
+            path: project_file,
+            parsed: &parsed,
+        }];
+        let (mode, entries) = (rules.relations, &registry.entries);
+        add_relation_notes(conn, mode, &reading, &files, entries, &mut verdict, false).await?;
     }
     Ok(Some(Pending {
         repo_id: id,

@@ -72,7 +72,8 @@ impl RegistryReader {
         registered: &[RegisteredEntry],
         verdict: &mut Verdict,
     ) -> Result<(), RegistryError> {
-        add_relation_notes(&mut self.tx, mode, reading, files, registered, verdict).await
+        let tx = &mut self.tx;
+        add_relation_notes(tx, mode, reading, files, registered, verdict, true).await
     }
 
     /// Ends the transaction (it wrote nothing, so nothing is lost).
@@ -101,12 +102,23 @@ pub(crate) async fn snapshot_for_default_branch(
     repo: RepoId,
     names: &[String],
 ) -> Result<Snapshot, RegistryError> {
+    let public = read_as_public(conn, repo).await?;
+    snapshot_seen_by(conn, repo, names, public).await
+}
+
+/// Whether the check posted on `repo`'s default branch is read as a
+/// public repository's: unless a pull request's payload said it is
+/// private.
+pub(crate) async fn read_as_public(
+    conn: &mut PgConnection,
+    repo: RepoId,
+) -> Result<bool, RegistryError> {
     let public: Option<bool> =
         sqlx::query_scalar("select public from repo_visibility where repo_id = $1")
             .bind(repo)
             .fetch_optional(&mut *conn)
             .await?;
-    snapshot_seen_by(conn, repo, names, public != Some(false)).await
+    Ok(public != Some(false))
 }
 
 /// How a public repository's check names an owner that may not be public.

@@ -170,7 +170,8 @@ pub struct CheckedFile<'a> {
 /// Adds the relation annotations of `files` to `verdict`: dependencies on
 /// no project, production on deprecated, and removals others depend on.
 /// `registered` are the repository's entries now. Nothing is added when
-/// relations are not checked.
+/// relations are not checked. A removal fails only a pull request's check
+/// (under `require`): on the default branch it is done, and a warning.
 pub async fn add_relation_notes(
     conn: &mut PgConnection,
     mode: RelationsMode,
@@ -178,6 +179,7 @@ pub async fn add_relation_notes(
     files: &[CheckedFile<'_>],
     registered: &[RegisteredEntry],
     verdict: &mut Verdict,
+    pull_request: bool,
 ) -> Result<(), RegistryError> {
     if mode == RelationsMode::Off {
         return Ok(());
@@ -221,7 +223,13 @@ pub async fn add_relation_notes(
             .filter(|e| e.path == *path && declared_now.contains(&e.name))
             .map(|e| e.name.clone())
             .collect();
-        notes.extend(removal_notes(path, head, removed, &kept, &relations, mode));
+        let removals = match pull_request {
+            true => mode,
+            false => RelationsMode::Warn,
+        };
+        notes.extend(removal_notes(
+            path, head, removed, &kept, &relations, removals,
+        ));
     }
     annotate(verdict, &notes, mode);
     Ok(())
