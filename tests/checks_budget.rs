@@ -372,3 +372,34 @@ async fn checks_should_stop_at_the_line_when_github_tells_a_window_that_resets_s
     })
     .await;
 }
+
+#[tokio::test]
+async fn each_write_of_a_post_should_take_its_own_share_of_the_budget() {
+    let mut env = env().await;
+    env.worker.budget.reserve = true;
+    let id = env.repo("noisy", &yaml("noisy", "fine")).await;
+    env.quiet().await;
+    // 120 problems: a create and two updates of 50 annotations. REST
+    // keeps 200 of 400 for the sync, and one more is left above it.
+    env.fake
+        .set_budget(ACME, "core", LIMIT, RESERVE + 1, Duration::from_secs(3600));
+    let unknown: String = (0..120).map(|k| format!("k{k}: x\n")).collect();
+    let sha = env.fake.pr_commit(
+        id,
+        FILE,
+        format!("name: noisy\nowner: t\n{unknown}").as_bytes(),
+    );
+    env.open_pr(id, "noisy", 1, &sha).await;
+    env.settle().await;
+    // The create learns the budget; the updates wait for the reset
+    // instead of spending what the sync keeps.
+    assert_eq!(env.fake.count(routes::CHECK_RUN_CREATE), 1);
+    assert_eq!(env.fake.count(routes::CHECK_RUN_UPDATE), 0, "no update");
+    assert_eq!(env.fake.remaining(ACME, "core"), RESERVE);
+    let pending: bool = sqlx::query_scalar("select pending from check_runs where sha = $1")
+        .bind(&sha)
+        .fetch_one(&env.pool)
+        .await
+        .expect("the run's post");
+    assert!(pending, "the rest of the post waits for the reset");
+}
