@@ -19,6 +19,7 @@
 //! more there were; a field or message quoting a long text from the file is
 //! cut (`…`), so that no problem line is longer than about 700 characters.
 
+mod check_notes;
 pub mod fields;
 pub mod files_verdict;
 pub mod invisible;

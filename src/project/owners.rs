@@ -10,11 +10,9 @@
 //! the file newly names (an entry that already named it keeps it: it
 //! followed the team by id).
 
-use serde_json::{json, Value};
-
-use super::invisible::escape_invisible;
-use super::preview::{plural, RegisteredEntry};
-use super::verdict::{clip_summary, Verdict};
+use super::check_notes::{add_notes, CheckNote, NoteSection};
+use super::preview::RegisteredEntry;
+use super::verdict::Verdict;
 use super::{owner_positions, Problem, ProjectFile};
 use crate::directory::resolve::Resolver;
 use crate::directory::{Directory, OwnersMode, Resolution};
@@ -85,67 +83,30 @@ pub fn owner_notes(
     notes
 }
 
-/// Adds `notes` to what the check run says: one annotation each, a section
-/// of the summary, and the conclusion `failure` when one breaks the file.
+/// Adds `notes` to what the check run says: one annotation each (on line 1
+/// when the owner's line is unknown), a section of the summary, and the
+/// conclusion `failure` when one breaks the file.
 pub fn annotate(verdict: &mut Verdict, notes: &[OwnerNote], mode: OwnersMode) {
-    if notes.is_empty() {
-        return;
-    }
-    let failures = notes.iter().filter(|n| n.failure).count();
-    if failures > 0 {
-        let before = match verdict.conclusion {
-            "failure" => verdict
-                .annotations
-                .iter()
-                .filter(|a| a["annotation_level"] == "failure")
-                .count(),
-            _ => 0,
-        };
-        let count = before + failures;
-        verdict.conclusion = "failure";
-        verdict.title = format!("{count} {}", plural(count, "problem", "problems"));
-    } else {
-        let count = notes.len();
-        verdict.title = format!(
-            "{} · {count} {}",
-            verdict.title,
-            plural(count, "owner to fix", "owners to fix")
-        );
-    }
-    let mut section = format!(
-        "\n**Owners** (checked against the organisation's teams and members, \
-         `ROSTER_OWNERS={mode}`): {}\n\n```\n",
-        if failures > 0 {
-            "an owner that names nobody breaks the file."
-        } else {
-            "the entries are applied as they are; fix these owners so they name a team or member."
-        }
+    let heading = format!(
+        "**Owners** (checked against the organisation's teams and members, \
+         `ROSTER_OWNERS={mode}`)"
     );
-    for note in notes {
-        section.push_str(&escape_invisible(&note.problem.to_string()));
-        section.push('\n');
-    }
-    section.push_str("```\n");
-    verdict.summary = clip_summary(format!("{}{section}", verdict.summary));
-    verdict.annotations.extend(notes.iter().map(annotation));
-}
-
-/// GitHub's annotation for one owner.
-fn annotation(note: &OwnerNote) -> Value {
-    let problem = &note.problem;
-    let line = problem.line.unwrap_or(1);
-    let mut value = json!({
-        "path": problem.file,
-        "start_line": line,
-        "end_line": line,
-        "annotation_level": if note.failure { "failure" } else { "warning" },
-        "message": escape_invisible(&format!("{}: {}", problem.field, problem.message)),
-    });
-    if let Some(column) = problem.column {
-        value["start_column"] = json!(column);
-        value["end_column"] = json!(column);
-    }
-    value
+    let notes: Vec<CheckNote<'_>> = notes
+        .iter()
+        .map(|n| CheckNote {
+            problem: &n.problem,
+            failure: n.failure,
+        })
+        .collect();
+    let section = NoteSection {
+        heading: &heading,
+        when_broken: "an owner that names nobody breaks the file.",
+        when_applied:
+            "the entries are applied as they are; fix these owners so they name a team or member.",
+        counted: ("owner to fix", "owners to fix"),
+        default_line: Some(1),
+    };
+    add_notes(verdict, &notes, &section);
 }
 
 #[cfg(test)]

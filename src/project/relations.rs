@@ -16,11 +16,9 @@ mod mode;
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{json, Value};
-
-use super::invisible::escape_invisible;
+use super::check_notes::{add_notes, CheckNote, NoteSection};
 use super::preview::plural;
-use super::verdict::{clip_summary, Verdict};
+use super::verdict::Verdict;
 use super::{dependency_positions, name_positions, Problem, ProjectFile};
 use crate::directory::resolve::nearest;
 
@@ -269,66 +267,25 @@ pub fn dependents_message(name: &str, dependents: &Dependents) -> String {
 /// a line, a section of the summary, and the conclusion `failure` when
 /// one breaks the file.
 pub fn annotate(verdict: &mut Verdict, notes: &[RelationNote], mode: RelationsMode) {
-    if notes.is_empty() {
-        return;
-    }
-    let failures = notes.iter().filter(|n| n.failure).count();
-    if failures > 0 {
-        let before = match verdict.conclusion {
-            "failure" => verdict
-                .annotations
-                .iter()
-                .filter(|a| a["annotation_level"] == "failure")
-                .count(),
-            _ => 0,
-        };
-        let count = before + failures;
-        verdict.conclusion = "failure";
-        verdict.title = format!("{count} {}", plural(count, "problem", "problems"));
-    } else {
-        let count = notes.len();
-        verdict.title = format!(
-            "{} · {count} {}",
-            verdict.title,
-            plural(count, "dependency to look at", "dependencies to look at")
-        );
-    }
-    let mut section = format!(
-        "\n**Relations** (dependencies checked against the registry, \
-         `ROSTER_RELATIONS={mode}`): {}\n\n```\n",
-        if failures > 0 {
-            "a dependency on no project, or a removal others depend on, breaks the check."
-        } else {
-            "the entries are applied as they are; look at these dependencies."
-        }
+    let heading = format!(
+        "**Relations** (dependencies checked against the registry, \
+         `ROSTER_RELATIONS={mode}`)"
     );
-    for note in notes {
-        section.push_str(&escape_invisible(&note.problem.to_string()));
-        section.push('\n');
-    }
-    section.push_str("```\n");
-    verdict.summary = clip_summary(format!("{}{section}", verdict.summary));
-    verdict
-        .annotations
-        .extend(notes.iter().filter_map(annotation));
-}
-
-/// GitHub's annotation for one note, when it has a line.
-fn annotation(note: &RelationNote) -> Option<Value> {
-    let problem = &note.problem;
-    let line = problem.line?;
-    let mut value = json!({
-        "path": problem.file,
-        "start_line": line,
-        "end_line": line,
-        "annotation_level": if note.failure { "failure" } else { "warning" },
-        "message": escape_invisible(&format!("{}: {}", problem.field, problem.message)),
-    });
-    if let Some(column) = problem.column {
-        value["start_column"] = json!(column);
-        value["end_column"] = json!(column);
-    }
-    Some(value)
+    let notes: Vec<CheckNote<'_>> = notes
+        .iter()
+        .map(|n| CheckNote {
+            problem: &n.problem,
+            failure: n.failure,
+        })
+        .collect();
+    let section = NoteSection {
+        heading: &heading,
+        when_broken: "a dependency on no project, or a removal others depend on, breaks the check.",
+        when_applied: "the entries are applied as they are; look at these dependencies.",
+        counted: ("dependency to look at", "dependencies to look at"),
+        default_line: None,
+    };
+    add_notes(verdict, &notes, &section);
 }
 
 #[cfg(test)]

@@ -309,32 +309,29 @@ where
     }
 
     /// Wakes the repositories left invalid for want of a project this one
-    /// just created (under `ROSTER_RELATIONS=require`).
+    /// just created (under `ROSTER_RELATIONS=require`); their next push or
+    /// listing reads them anyway.
     async fn wake_dependents(&self, id: RepoId, created: &[String]) {
         if created.is_empty() {
             return;
         }
-        let result = match repos::waiting_for_projects(&self.pool, created, id).await {
-            Ok(ids) if ids.is_empty() => return,
-            Ok(ids) => self
-                .queue
-                .enqueue(ids.into_iter().map(Enqueue::fresh).collect())
-                .await
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(error) = result {
-            // Their next push or listing reads them anyway.
-            tracing::warn!(repo = %id, %error, "could not wake repositories waiting for created projects");
-        }
+        let waiting = repos::waiting_for_projects(&self.pool, created, id).await;
+        self.wake(id, waiting, "created projects").await;
     }
 
-    /// Wakes the repositories that wanted a name this one just released.
+    /// Wakes the repositories that wanted a name this one just released;
+    /// the next periodic listing reconciles them anyway.
     async fn wake_waiting(&self, id: RepoId, released: &[String]) {
         if released.is_empty() {
             return;
         }
         let waiting = repos::waiting_for(&self.pool, released, id).await;
+        self.wake(id, waiting, "released names").await;
+    }
+
+    /// Enqueues `waiting`, best effort: a failure is logged, naming `what`
+    /// they wait for.
+    async fn wake(&self, id: RepoId, waiting: Result<Vec<RepoId>, sqlx::Error>, what: &str) {
         let result = match waiting {
             Ok(ids) if ids.is_empty() => return,
             Ok(ids) => self
@@ -345,8 +342,7 @@ where
             Err(e) => Err(e.to_string()),
         };
         if let Err(error) = result {
-            // The next periodic listing reconciles them anyway.
-            tracing::warn!(repo = %id, %error, "could not wake repositories waiting for released names");
+            tracing::warn!(repo = %id, %error, "could not wake repositories waiting for {what}");
         }
     }
 }
