@@ -27,7 +27,7 @@ use roster_testkit::bench_mode;
 use roster_testkit::registry::{github_repo, queue};
 use roster_testkit::router::{app_on, Options};
 use roster_testkit::seed::Seed;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::PgPool;
 use tower::ServiceExt;
 
@@ -51,6 +51,13 @@ async fn main() -> anyhow::Result<()> {
         repos * PER_REPO,
         started.elapsed().as_secs_f64()
     );
+    // The seeding's connections end here, flushing their counts of rows
+    // read; the counts below come from the phases alone.
+    pool.close().await;
+    let pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&url)
+        .await?;
 
     // A full export, after one to warm up.
     let ((tag, (bytes, elapsed, grown)), reads) = phase(&pool, &url, |app| async move {
@@ -148,7 +155,11 @@ where
     Fut: std::future::Future<Output = anyhow::Result<T>>,
 {
     let before = entries_read(pool).await?;
-    let server = PgPoolOptions::new().max_connections(4).connect(url).await?;
+    let options: PgConnectOptions = url.parse()?;
+    let server = PgPoolOptions::new()
+        .max_connections(4)
+        .connect_with(options.application_name(PHASE))
+        .await?;
     let app = app_on(
         &server,
         &queue(&server),
@@ -165,16 +176,21 @@ where
     Ok((result, after - before))
 }
 
-/// Rows of `entries` read by every connection but this pool's busy one,
-/// once the others have ended (a backend flushes its counts as it exits).
+/// What the phases' connections call themselves, so that the count below
+/// waits for theirs alone (the seeding's idle connections stay open).
+const PHASE: &str = "backstage-export-phase";
+
+/// Rows of `entries` read so far, once the phases' connections have ended
+/// (a backend flushes its counts as it exits).
 async fn entries_read(pool: &PgPool) -> anyhow::Result<i64> {
     let mut conn = pool.acquire().await?;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let others: i64 = sqlx::query_scalar(
             "select count(*) from pg_stat_activity
-             where datname = current_database() and pid <> pg_backend_pid()",
+             where datname = current_database() and application_name = $1",
         )
+        .bind(PHASE)
         .fetch_one(&mut *conn)
         .await?;
         if others == 0 || Instant::now() > deadline {

@@ -119,7 +119,8 @@ where
         .with_project_files(&settings.project_files)
         .with_guard(guard)
         .with_default_branch_checks(settings.checks.default_branch())
-        .with_owners(settings.owners);
+        .with_owners(settings.owners)
+        .with_relations(settings.relations);
     let tracker = RegistryTracker::new(pool.clone()).with_guard(guard);
     let (handler, tracker) = (Arc::new(handler), Arc::new(tracker));
     let controller = Controller::new(

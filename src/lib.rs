@@ -20,4 +20,6 @@ pub mod registry;
 pub mod setup;
 pub mod shutdown;
 pub mod source;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod web;

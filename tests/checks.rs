@@ -494,7 +494,7 @@ async fn without_checks_write_it_should_say_so_once_and_wait_for_new_permissions
         1,
         "one refused try, then none"
     );
-    let denied = roster::registry::check_runs::denied_installations(&env.pool)
+    let denied = roster::registry::check_records::check_runs::denied_installations(&env.pool)
         .await
         .expect("denied");
     assert_eq!(denied.len(), 1);

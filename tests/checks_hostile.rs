@@ -10,7 +10,7 @@ use crate::support::pull_requests;
 
 use roster::github::checks_api::PostError;
 use roster::github::http::CallError;
-use roster::registry::check_runs::{self, CheckIntent};
+use roster::registry::check_records::check_runs::{self, CheckIntent};
 use roster::source::{InstallationId, RepoId};
 use serde_json::json;
 

@@ -95,6 +95,27 @@ fn serve_with_a_bad_trust_proxy_should_name_it() {
 }
 
 #[test]
+fn serve_with_a_bad_relations_setting_should_name_it_and_help_should_list_it() {
+    let source = valid_dir_source();
+    let output = serve_with(&[("ROSTER_SOURCE", &source), ("ROSTER_RELATIONS", "strict")]);
+    assert_stops_naming(&output, "ROSTER_RELATIONS");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("must be off, warn or require, not \"strict\""),
+        "{stderr}"
+    );
+    let help = Command::new(ROSTER)
+        .args(["serve", "--help"])
+        .env_clear()
+        .output()
+        .expect("run the roster binary");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("--relations"), "{help}");
+    assert!(help.contains("ROSTER_RELATIONS"), "{help}");
+    assert!(help.contains("[default: warn]"), "{help}");
+}
+
+#[test]
 fn serve_with_a_bad_resync_interval_should_name_it() {
     let source = valid_dir_source();
     let output = serve_with(&[

@@ -5,7 +5,9 @@
 //! tested without the other.
 //!
 //! The graph is read from the source itself: every `crate::…` and
-//! `super::…` path outside comments and inline test modules. A name a group
+//! `super::…` path outside comments and test modules (inline, or a file
+//! of their own: `tests.rs`, `…/tests/*.rs`), which may use the test kit
+//! (`src/testing.rs`) whatever it imports. A name a group
 //! re-exports from its `mod.rs` (`use super::RegistryError`) counts as an
 //! import of the file that defines it.
 
@@ -33,6 +35,11 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     };
     for entry in entries.flatten() {
         let path = entry.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name == "tests" || name == "tests.rs" {
+            // A test module: test code, not an import of the module.
+            continue;
+        }
         if path.is_dir() {
             rust_files(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {

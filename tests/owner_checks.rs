@@ -281,7 +281,7 @@ async fn a_public_pull_requests_check_should_not_tell_a_member_from_nobody() {
         let run = env.only_run(id, &sha);
         let summary = run.summary.unwrap_or_default();
         assert!(
-            summary.contains(roster::registry::owner_check::PRIVATE_OWNERS_LATER),
+            summary.contains(roster::registry::check_records::owner_check::PRIVATE_OWNERS_LATER),
             "{owner}: {summary}"
         );
         answers.push((
@@ -306,7 +306,7 @@ async fn a_public_pull_requests_check_should_not_tell_a_member_from_nobody() {
     env.settle().await;
     let summary = env.only_run(id, &sha).summary.unwrap_or_default();
     assert!(
-        !summary.contains(roster::registry::owner_check::PRIVATE_OWNERS_LATER),
+        !summary.contains(roster::registry::check_records::owner_check::PRIVATE_OWNERS_LATER),
         "a visible team needs no such line: {summary}"
     );
 }

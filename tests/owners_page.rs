@@ -175,7 +175,7 @@ async fn a_repository_whose_owner_is_flagged_should_say_so_on_the_overview_and_i
         let row_end = start + body[start..].find("</tr>").unwrap_or(0);
         body[row_start..row_end].to_owned()
     };
-    assert!(row("f").contains("1 owner to fix"), "{}", row("f"));
+    assert!(row("f").contains("1 to fix"), "{}", row("f"));
     assert!(
         row("f").contains("href=\"/repos/acme/f#entries\""),
         "{}",

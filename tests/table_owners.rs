@@ -31,16 +31,32 @@ const OWNERS: &[(&str, &[&str])] = &[
     ("changes", &["registry/changes/"]),
     ("change_head", &["registry/changes/"]),
     ("notify_targets", &["notify/outbox.rs", "notify/stall.rs"]),
-    ("check_requests", &["registry/check_requests.rs"]),
+    (
+        "check_requests",
+        &["registry/check_records/check_requests.rs"],
+    ),
     (
         "check_runs",
-        &["registry/check_runs.rs", "registry/check_requests.rs"],
+        &[
+            "registry/check_records/check_runs.rs",
+            "registry/check_records/check_requests.rs",
+        ],
     ),
-    ("check_permissions", &["registry/check_runs.rs"]),
-    ("check_evaluations", &["registry/check_requests.rs"]),
+    (
+        "check_permissions",
+        &["registry/check_records/check_runs.rs"],
+    ),
+    (
+        "check_evaluations",
+        &["registry/check_records/check_requests.rs"],
+    ),
     (
         "repo_visibility",
-        &["registry/check_requests.rs", "registry/read_only.rs"],
+        &[
+            "registry/check_records/check_requests.rs",
+            "registry/check_records/read_only.rs",
+            "registry/check_records/relation_check.rs",
+        ],
     ),
     ("setup_app", &["setup/store.rs"]),
     ("setup_tokens", &["setup/store.rs"]),
@@ -59,6 +75,7 @@ const OWNERS: &[(&str, &[&str])] = &[
         &["directory/db/", "directory/lookup.rs"],
     ),
     ("directory_teams", &["directory/db/", "directory/lookup.rs"]),
+    ("directory_changes", &["directory/db/"]),
     (
         "directory_team_slugs",
         &["directory/db/", "directory/lookup.rs"],

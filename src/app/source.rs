@@ -82,7 +82,9 @@ pub async fn github(
             ..WebhookLimits::default()
         },
         free_pushes: Some(
-            FreePushes::with_files(settings.project_files.clone()).with_owners(settings.owners),
+            FreePushes::with_files(settings.project_files.clone())
+                .with_owners(settings.owners)
+                .with_relations(settings.relations),
         ),
         shutdown: shared.shutdown.clone(),
     });
@@ -93,6 +95,7 @@ pub async fn github(
     // Check runs on GitHub (docs/checks.md).
     let checks = ChecksWorker::new(shared.pool.clone(), source.checks(), settings.checks)
         .with_owners(settings.owners)
+        .with_relations(settings.relations)
         .with_files(settings.project_files.clone());
     shutdown.spawn("checks", checks.run(shutdown.wait()));
     // Missed deliveries: at start and every few minutes (docs/contract.md#webhooks). Stopping

@@ -23,9 +23,6 @@ use crate::github::checks_api::ChecksApi;
 use crate::github::rate_limit::Resource;
 use crate::source::InstallationId;
 
-/// Repositories a page of the listing reads (GraphQL, 100 a page).
-const LISTING_PAGE: u64 = 100;
-
 /// Longest a post waits for its turn before it is put off to a later pass
 /// (the pass bounds each post in time).
 const MAX_TURN_WAIT: Duration = Duration::from_secs(20);
@@ -44,20 +41,16 @@ impl Default for ChecksBudget {
     fn default() -> Self {
         Self {
             reserve: true,
-            evaluation_spacing: crate::registry::check_requests::EVALUATION_SPACING,
+            evaluation_spacing: crate::registry::check_records::check_requests::EVALUATION_SPACING,
             post_spacing: Duration::from_secs(1),
             turns: Arc::default(),
         }
     }
 }
 
-/// The requests a resource keeps for the sync: half the window's limit, or
-/// the next listing's reads of an installation with `repositories` when
-/// that is more.
-pub fn reserve(limit: u64, repositories: u64) -> u64 {
-    let listing = repositories.div_ceil(LISTING_PAGE) + 1;
-    (limit / 2).max(listing)
-}
+/// The requests a resource keeps for the sync (shared with the
+/// directory's whole reads).
+pub use crate::github::budget_share::sync_reserve as reserve;
 
 impl ChecksBudget {
     /// Takes one request of `resource` of `installation` for a check, or
@@ -104,13 +97,6 @@ impl ChecksBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_reserve_should_be_half_the_limit_or_the_listing_when_larger() {
-        assert_eq!(reserve(5_000, 40), 2_500);
-        assert_eq!(reserve(5_000, 1_000_000), 10_001);
-        assert_eq!(reserve(0, 0), 1);
-    }
 
     #[tokio::test(start_paused = true)]
     async fn writes_of_one_installation_should_be_a_second_apart() {

@@ -6,7 +6,7 @@
 //! - `crate::project::verdict` and `crate::project::preview` (pure): a
 //!   project file at one commit and a read-only snapshot of the registry
 //!   in, the run's conclusion, title, Markdown summary and annotations out;
-//!   `crate::registry::default_branch_check` stores the default branch's run
+//!   `crate::registry::check_records::default_branch_check` stores the default branch's run
 //!   in the reconcile's transaction.
 //! - [`worker`]: takes the waiting requests (written by the webhook),
 //!   reads the file at the head commit, evaluates it on a read-only

@@ -2,6 +2,8 @@
 //! when it exists, creates it otherwise, and sends annotations 50 at a
 //! time (GitHub's limit per request).
 
+use std::time::{Duration, SystemTime};
+
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -9,9 +11,10 @@ use super::budget::ChecksBudget;
 use crate::controller::Backoff;
 use crate::github::checks_api::{ChecksApi, PostError, ANNOTATIONS_PER_REQUEST};
 use crate::github::http::CallError;
+use crate::github::rate_limit::Resource;
 use crate::project::invisible::escape_invisible;
 use crate::project::verdict::{clip_summary, escape_annotation};
-use crate::registry::check_runs::{self, DuePost};
+use crate::registry::check_records::check_runs::{self, DuePost};
 use crate::registry::RegistryError;
 
 /// How a post ended.
@@ -103,8 +106,34 @@ async fn send(
         "completed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "output": output(due, first),
     });
+    // The caller took the budget of the first request; every further one
+    // (the create after a look, each batch of annotations) takes its own,
+    // so a post never spends below the sync's line.
+    let repositories = if budget.reserve {
+        crate::registry::count_of_installation(pool, inst)
+            .await
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let spend = |requests: &usize| -> Result<(), CallError> {
+        if *requests == 0 {
+            return Ok(());
+        }
+        match budget.held_until(api, inst, Resource::Core, repositories) {
+            None => Ok(()),
+            Some(resets_at) => Err(CallError::BudgetSpent {
+                wait: resets_at
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default()
+                    .max(Duration::from_secs(1)),
+                resets_at,
+            }),
+        }
+    };
     if run_id.is_none() && due.create_sent {
         // A create may have reached GitHub before a crash: look first.
+        spend(requests)?;
         *requests += 1;
         *run_id = api.find_run(inst, owner, name, &due.sha).await?;
     }
@@ -119,6 +148,7 @@ async fn send(
     };
     let id = match *run_id {
         Some(id) => {
+            spend(requests)?;
             turn().await?;
             *requests += 1;
             api.update_run(inst, owner, name, id, body).await?;
@@ -128,6 +158,7 @@ async fn send(
             check_runs::mark_create_sent(pool, due.repo_id, &due.sha)
                 .await
                 .map_err(|e| CallError::unexpected("recording a create", e))?;
+            spend(requests)?;
             turn().await?;
             *requests += 1;
             let id = api.create_run(inst, owner, name, &due.sha, body).await?;
@@ -136,6 +167,7 @@ async fn send(
         }
     };
     for batch in batches {
+        spend(requests)?;
         turn().await?;
         *requests += 1;
         let more = json!({ "output": output(due, batch.to_vec()) });

@@ -15,11 +15,13 @@ use crate::directory::OwnersMode;
 use crate::github::checks_api::ChecksApi;
 use crate::github::checks_api::{MAX_PAGES, PER_PAGE};
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, HeadFile, Parsed, Verdict};
 use crate::project::ProjectFiles;
-use crate::registry::check_requests::ClaimedRequest;
-use crate::registry::owner_check::OwnerCheck;
-use crate::registry::read_only::RegistryReader;
+use crate::registry::check_records::check_requests::ClaimedRequest;
+use crate::registry::check_records::owner_check::OwnerCheck;
+use crate::registry::check_records::read_only::RegistryReader;
+use crate::registry::check_records::relation_check::{CheckedFile, Reading};
 
 /// Project files one evaluation reads at most; the others a pull request
 /// touches are named as not previewed (the default branch's check shows
@@ -32,6 +34,7 @@ pub(super) struct Several<'a> {
     pub pool: &'a PgPool,
     pub files: &'a ProjectFiles,
     pub owners: OwnersMode,
+    pub relations: RelationsMode,
 }
 
 impl Several<'_> {
@@ -105,6 +108,29 @@ impl Several<'_> {
                 .await
                 .map_err(Failure::db)?;
         }
+        let paths: Vec<String> = touched.iter().map(|t| t.path.clone()).collect();
+        let reading = Reading {
+            repo: request.repo_id,
+            paths: &paths,
+            public: request.public,
+        };
+        let files: Vec<CheckedFile> = touched
+            .iter()
+            .map(|t| CheckedFile {
+                path: &t.path,
+                parsed: &t.parsed,
+            })
+            .collect();
+        reader
+            .add_relation_notes(
+                self.relations,
+                &reading,
+                &files,
+                &snapshot.entries,
+                &mut verdict,
+            )
+            .await
+            .map_err(Failure::db)?;
         reader.finish().await.map_err(Failure::db)?;
         Ok(verdict)
     }

@@ -22,12 +22,14 @@ use crate::controller::Backoff;
 use crate::directory::OwnersMode;
 use crate::github::checks_api::ChecksApi;
 use crate::github::rate_limit::Resource;
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{evaluate, Parsed, Verdict};
 use crate::project::ProjectFiles;
-use crate::registry::check_requests::{self, ClaimedRequest};
-use crate::registry::check_runs::{self, CheckIntent};
-use crate::registry::owner_check::OwnerCheck;
-use crate::registry::read_only::RegistryReader;
+use crate::registry::check_records::check_requests::{self, ClaimedRequest};
+use crate::registry::check_records::check_runs::{self, CheckIntent};
+use crate::registry::check_records::owner_check::OwnerCheck;
+use crate::registry::check_records::read_only::RegistryReader;
+use crate::registry::check_records::relation_check::{CheckedFile, Reading};
 use crate::source::InstallationId;
 
 /// The channel the checks tables' writers notify.
@@ -55,6 +57,8 @@ pub struct ChecksWorker {
     pub budget: ChecksBudget,
     /// How the file's owners are checked (`ROSTER_OWNERS`).
     pub owners: OwnersMode,
+    /// How the file's dependencies are checked (`ROSTER_RELATIONS`).
+    pub relations: RelationsMode,
     /// The project files (`ROSTER_PROJECT_FILES`): with patterns, a pull
     /// request's changed files are listed and each touched one previewed.
     pub files: ProjectFiles,
@@ -69,6 +73,7 @@ impl ChecksWorker {
             backoff: Backoff::default(),
             budget: ChecksBudget::default(),
             owners: OwnersMode::default(),
+            relations: RelationsMode::default(),
             files: ProjectFiles::default(),
         }
     }
@@ -82,6 +87,12 @@ impl ChecksWorker {
     /// Checks the file's owners under `owners` (`ROSTER_OWNERS`).
     pub fn with_owners(mut self, owners: OwnersMode) -> Self {
         self.owners = owners;
+        self
+    }
+
+    /// Checks the file's dependencies under `relations` (`ROSTER_RELATIONS`).
+    pub fn with_relations(mut self, relations: RelationsMode) -> Self {
+        self.relations = relations;
         self
     }
 
@@ -214,6 +225,7 @@ impl ChecksWorker {
                     pool: &self.pool,
                     files: &self.files,
                     owners: self.owners,
+                    relations: self.relations,
                 };
                 several.evaluate(request).await?
             }
@@ -254,6 +266,26 @@ impl ChecksWorker {
         };
         reader
             .add_owner_notes(&owners, &parsed, &snapshot.entries, &mut verdict)
+            .await
+            .map_err(Failure::db)?;
+        let paths = [project_file.clone()];
+        let reading = Reading {
+            repo: request.repo_id,
+            paths: &paths,
+            public: request.public,
+        };
+        let files = [CheckedFile {
+            path: &project_file,
+            parsed: &parsed,
+        }];
+        reader
+            .add_relation_notes(
+                self.relations,
+                &reading,
+                &files,
+                &snapshot.entries,
+                &mut verdict,
+            )
             .await
             .map_err(Failure::db)?;
         reader.finish().await.map_err(Failure::db)?;

@@ -189,6 +189,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ROSTER_OWNERS", default_value = "warn")]
     pub owners: String,
 
+    /// How a project file's `depends_on` is checked against the registry:
+    /// `off`, `warn` (flag a dependency on no project) or `require`.
+    #[arg(long, env = "ROSTER_RELATIONS", default_value = "warn")]
+    pub relations: String,
+
     /// Length of a worker's claim on a repository (default 60s). Hidden:
     /// only tests that crash a replica need it shorter, so they do not
     /// wait a minute for the claim to run out.
@@ -286,6 +291,8 @@ pub struct Settings {
     pub checks: crate::checks::ChecksMode,
     /// How owners are checked (`ROSTER_OWNERS`).
     pub owners: crate::directory::OwnersMode,
+    /// How dependencies are checked (`ROSTER_RELATIONS`).
+    pub relations: crate::project::relations::RelationsMode,
     /// GitHub's addresses and the secret key, for setup and a stored App.
     pub setup: SetupSettings,
 }
@@ -367,6 +374,12 @@ impl ServeArgs {
                 .parse()
                 .map_err(|m| ConfigError::new("ROSTER_OWNERS", m))?,
         };
+        let relations = match non_empty(Some(self.relations)) {
+            None => crate::project::relations::RelationsMode::default(),
+            Some(raw) => raw
+                .parse()
+                .map_err(|m| ConfigError::new("ROSTER_RELATIONS", m))?,
+        };
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
@@ -390,6 +403,7 @@ impl ServeArgs {
             long_polls,
             checks,
             owners,
+            relations,
             setup,
         })
     }

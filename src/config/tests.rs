@@ -384,3 +384,22 @@ fn owners_should_default_to_warn_and_name_roster_owners_when_wrong() {
         "ROSTER_OWNERS: must be off, warn or require, not \"strict\""
     );
 }
+
+#[test]
+fn relations_should_default_to_warn_and_name_roster_relations_when_wrong() {
+    use crate::project::relations::RelationsMode;
+    let here = here();
+    assert_eq!(
+        parse(&["--source", &here]).unwrap().relations,
+        RelationsMode::Warn
+    );
+    let s = parse(&["--source", &here, "--relations", "require"]).unwrap();
+    assert_eq!(s.relations, RelationsMode::Require);
+    let off = parse(&["--source", &here, "--relations", "off"]).unwrap();
+    assert_eq!(off.relations, RelationsMode::Off);
+    let e = err(&["--source", &here, "--relations", "strict"]);
+    assert_eq!(
+        e.to_string(),
+        "ROSTER_RELATIONS: must be off, warn or require, not \"strict\""
+    );
+}

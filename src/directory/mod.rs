@@ -8,6 +8,7 @@
 //! against it by [`resolve`] (pure), so the same owner rules can run
 //! wherever a project file is checked.
 
+pub mod change;
 pub mod db;
 pub mod follow;
 pub mod lookup;

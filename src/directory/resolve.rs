@@ -211,25 +211,38 @@ impl<'a> Resolver<'a> {
 
     /// The current, visible slugs nearest to `text` by edit distance.
     fn nearest(&self, text: &str) -> Vec<String> {
-        let text = text.to_lowercase();
-        let bound = (text.chars().count() / 3).clamp(1, 3);
-        let mut near: Vec<(usize, &str)> = self
+        let visible = self
             .directory
             .teams
             .iter()
             .filter(|t| !t.deleted && !t.team.secret)
-            .map(|t| {
-                let d = strsim::levenshtein(&text, &t.team.slug.to_lowercase());
-                (d, t.team.slug.as_str())
-            })
-            .filter(|(d, _)| *d <= bound)
-            .collect();
-        near.sort();
-        near.into_iter()
-            .take(MAX_SUGGESTIONS)
-            .map(|(_, s)| s.to_owned())
-            .collect()
+            .map(|t| t.team.slug.as_str());
+        nearest(text, visible)
     }
+}
+
+/// The words of `known` nearest to `text` by edit distance (case aside),
+/// nearest first, at most [`MAX_SUGGESTIONS`]: the "did you mean …?" of an
+/// unknown owner, and of a dependency on a project no one has. A word is
+/// near when a third of `text`'s letters (one to three) must change.
+pub fn nearest<'k>(text: &str, known: impl IntoIterator<Item = &'k str>) -> Vec<String> {
+    let text = text.to_lowercase();
+    let length = text.chars().count();
+    let bound = (length / 3).clamp(1, 3);
+    let mut near: Vec<(usize, &str)> = known
+        .into_iter()
+        // Words whose lengths differ by more than the bound are never near
+        // enough: skipped before the costly comparison.
+        .filter(|word| word.chars().count().abs_diff(length) <= bound)
+        .map(|word| (strsim::levenshtein(&text, &word.to_lowercase()), word))
+        .filter(|(d, _)| *d <= bound)
+        .collect();
+    near.sort();
+    near.dedup();
+    near.into_iter()
+        .take(MAX_SUGGESTIONS)
+        .map(|(_, s)| s.to_owned())
+        .collect()
 }
 
 /// What `owner` names in `directory` (indexes it once; use [`Resolver`]

@@ -8,6 +8,7 @@
 pub mod auth;
 mod batch_read;
 pub mod blob_query;
+pub mod budget_share;
 pub mod checks_api;
 mod client;
 mod contents;

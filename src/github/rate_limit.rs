@@ -154,27 +154,38 @@ impl Window {
     /// once come back in any order: within one window the count only goes
     /// down, so an answer reporting more than is already known left (it
     /// was counted before requests answered earlier) is stale and must not
-    /// raise the count, and an answer from a window older than the one
-    /// known says nothing about the current one.
-    fn record(&mut self, headers: &RateHeaders) {
+    /// raise the count, and an answer from a window that has already reset
+    /// says nothing about the current one. An answer naming a reset still
+    /// ahead is never ignored, even one sooner than the reset known: the
+    /// lower of the two counts is kept, with its reset, so a budget GitHub
+    /// reports lower (spent by another reader, another replica) is honoured
+    /// at once.
+    fn record(&mut self, headers: &RateHeaders, now: SystemTime) {
+        let ahead = |reset: u64| !until(reset, now).is_zero();
         match (headers.reset, self.reset) {
-            (Some(reported), Some(known)) if reported < known => return,
-            (Some(reported), Some(known)) if reported == known => {
-                if let Some(reported) = headers.remaining {
-                    self.remaining = Some(self.remaining.map_or(reported, |r| r.min(reported)));
+            (Some(reported), Some(known)) if reported != known && !ahead(reported) => return,
+            (Some(reported), Some(known)) if reported == known || ahead(known) => {
+                if let Some(reported_left) = headers.remaining {
+                    match self.remaining {
+                        Some(left) if left <= reported_left => {}
+                        _ => {
+                            self.remaining = Some(reported_left);
+                            self.reset = Some(reported);
+                        }
+                    }
                 }
             }
             _ => {
                 if headers.remaining.is_some() {
                     self.remaining = headers.remaining;
                 }
+                if headers.reset.is_some() {
+                    self.reset = headers.reset;
+                }
             }
         }
         if headers.limit.is_some() {
             self.limit = headers.limit;
-        }
-        if headers.reset.is_some() {
-            self.reset = headers.reset;
         }
     }
 
@@ -279,7 +290,7 @@ impl RateLimits {
     ) -> Option<Duration> {
         let mut state = self.state.lock().ok()?;
         let window = state.windows.entry(bucket).or_default();
-        window.record(headers);
+        window.record(headers, now);
         if !headers.is_rate_limited(status, body_mentions_limit) {
             return None;
         }

@@ -172,6 +172,7 @@ pub const QUERIES: &[(&str, &str)] = &[
     ("FILE_AT_COMMIT", super::checks_api::FILE_AT_COMMIT),
     ("READ_TEAMS", super::directory::READ_TEAMS),
     ("READ_MEMBERS", super::directory::READ_MEMBERS),
+    ("READ_TEAM", super::directory::READ_TEAM),
 ];
 
 #[cfg(test)]

@@ -90,15 +90,16 @@ pub enum InstallationAction {
 }
 
 /// An organisation's teams or members changed (`team`, `membership`,
-/// `organization` events): which part of its directory to read again.
+/// `organization` events): what the payload says about the one team or
+/// member, or the organisation's new login.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirectoryChange {
     /// GitHub's id of the organisation, by which its directory is kept.
     pub org_id: i64,
     /// Its login, as the payload says (the new one after a rename).
     pub login: String,
-    pub teams: bool,
-    pub members: bool,
+    /// The team or member the payload describes.
+    pub said: Option<crate::directory::change::Said>,
     /// The organisation was renamed to `login`.
     pub renamed: bool,
 }

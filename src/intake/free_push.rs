@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::event::{PayloadRepo, PushChange, WebhookEvent};
 use crate::directory::OwnersMode;
+use crate::project::relations::RelationsMode;
 use crate::project::ProjectFiles;
 use crate::registry::{Fingerprint, FreePush};
 use crate::source::touched_push::{TouchedPush, MAX_TOUCHED_PATHS};
@@ -17,6 +18,8 @@ use crate::source::RepoId;
 #[derive(Debug, Clone)]
 pub struct FreePushes {
     files: ProjectFiles,
+    owners: OwnersMode,
+    relations: RelationsMode,
     fingerprint: Fingerprint,
 }
 
@@ -30,13 +33,27 @@ impl FreePushes {
     /// Pushes judged against `files`: a push touching any path they
     /// match is read.
     pub fn with_files(files: ProjectFiles) -> Self {
-        let fingerprint = fingerprint(&files, OwnersMode::default());
-        Self { files, fingerprint }
+        let (owners, relations) = (OwnersMode::default(), RelationsMode::default());
+        let fingerprint = fingerprint(&files, owners, relations);
+        Self {
+            files,
+            owners,
+            relations,
+            fingerprint,
+        }
     }
 
     /// The same under the owner setting `owners` (the reconciles' own).
     pub fn with_owners(mut self, owners: OwnersMode) -> Self {
-        self.fingerprint = fingerprint(&self.files, owners);
+        self.owners = owners;
+        self.fingerprint = fingerprint(&self.files, owners, self.relations);
+        self
+    }
+
+    /// The same under the relations setting `relations` (the reconciles' own).
+    pub fn with_relations(mut self, relations: RelationsMode) -> Self {
+        self.relations = relations;
+        self.fingerprint = fingerprint(&self.files, self.owners, relations);
         self
     }
 
@@ -159,28 +176,23 @@ fn named_by_others(events: &[&WebhookEvent]) -> BTreeSet<RepoId> {
     named
 }
 
-/// The fingerprint of a state decided under `files` and `owners`.
-fn fingerprint(files: &ProjectFiles, owners: OwnersMode) -> Fingerprint {
+/// The fingerprint of a state decided under `files`, `owners` and `relations`.
+fn fingerprint(files: &ProjectFiles, owners: OwnersMode, relations: RelationsMode) -> Fingerprint {
     let patterns: Vec<&str> = files.patterns().collect();
-    Fingerprint::new(&patterns).with_owners(owners)
+    Fingerprint::new(&patterns)
+        .with_owners(owners)
+        .with_relations(relations)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::intake::event::RepositoryAction;
-    use crate::source::{InstallationId, RepoInfo};
 
     fn repo(id: i64, name: &str) -> PayloadRepo {
         PayloadRepo {
             id: RepoId(id),
-            info: RepoInfo {
-                owner: "acme".to_owned(),
-                name: name.to_owned(),
-                installation_id: Some(InstallationId(1)),
-                default_branch: "main".to_owned(),
-                html_url: Some(format!("https://github.com/acme/{name}")),
-            },
+            info: crate::testing::github_repo("acme", name, 1),
             node_id: None,
         }
     }

@@ -321,7 +321,7 @@ mod tests {
         let (shared, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
-        let queue = Arc::new(PgQueue::new(shared.clone(), Duration::from_secs(60)));
+        let queue = crate::testing::queue(&shared);
         let (stop, shutdown) = crate::shutdown::channel();
         let group = GroupCommit::new(shared.clone(), queue, GroupLimits::default(), shutdown);
         group.start();

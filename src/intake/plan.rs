@@ -198,18 +198,11 @@ fn ignore(reason: &str) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::RepoInfo;
 
     fn repo(id: i64) -> PayloadRepo {
         PayloadRepo {
             id: RepoId(id),
-            info: RepoInfo {
-                owner: "acme".to_owned(),
-                name: format!("repo-{id}"),
-                installation_id: Some(InstallationId(7)),
-                default_branch: "main".to_owned(),
-                html_url: None,
-            },
+            info: crate::testing::installed_repo("acme", format!("repo-{id}"), 7),
             node_id: Some(format!("R_{id}")),
         }
     }

@@ -160,8 +160,8 @@ mod tests {
             .await
             .expect("a fresh test database");
         let adds = Counter::default();
-        let queue =
-            PgQueue::new(pool.clone(), Duration::from_secs(60)).with_adds_counter(adds.clone());
+        let queue = crate::testing::queue_with(&pool, crate::testing::LEASE)
+            .with_adds_counter(adds.clone());
         let metrics = Arc::new(Metrics::new(
             &mut prometheus_client::registry::Registry::default(),
         ));

@@ -91,7 +91,6 @@ async fn reject(pool: &PgPool, id: &str, event: &str) {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::time::Duration;
 
     use axum::body::Body;
     use axum::routing::post;
@@ -100,7 +99,7 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
-    use crate::db::queue::PgQueue;
+
     use crate::intake::admission::{Admission, WebhookLimits};
     use crate::intake::group::{GroupCommit, GroupLimits};
     use crate::intake::signature::{sign, SIGNATURE_HEADER};
@@ -114,7 +113,7 @@ mod tests {
         let (pool, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
-        let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
+        let queue = crate::testing::queue(&pool);
         let state = WebhookState {
             pool: pool.clone(),
             queue: queue.clone(),

@@ -29,8 +29,9 @@ use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::one_statement::{self, Part};
 use crate::db::queue::{EnqueueRows, PgQueue, Seen, CHANNEL};
 use crate::directory::db as directory_db;
-use crate::registry::{check_requests, check_runs, FreePushRows, KnownRows};
+use crate::registry::check_records::{check_requests, check_runs};
 use crate::registry::{known_ids, record_node_ids, tracked_ids, RegistryError};
+use crate::registry::{FreePushRows, KnownRows};
 use crate::source::{Partition, RepoId, RepoInfo};
 
 /// What intake did, for the answer and the delivery log.
@@ -246,9 +247,10 @@ async fn unseen_or_complete(
     Ok(upsert)
 }
 
-/// Asks for a re-read of an organisation's directory (after recording its
-/// new login, for a rename). An organisation Roster does not know is left
-/// to its installation's listing, which reads it whole.
+/// Records what the payload says about one team or member of an
+/// organisation (after its new login, for a rename): the directory loop
+/// writes it, no read of the organisation. An organisation Roster does
+/// not know is left to its installation's listing, which reads it whole.
 async fn ask_directory(
     conn: &mut PgConnection,
     change: &DirectoryChange,
@@ -257,10 +259,8 @@ async fn ask_directory(
     if change.renamed {
         known = directory_db::rename_in(&mut *conn, change.org_id, &change.login).await?;
     }
-    if known && (change.teams || change.members) {
-        known =
-            directory_db::request_read_in(&mut *conn, change.org_id, change.teams, change.members)
-                .await?;
+    if let (true, Some(said)) = (known, &change.said) {
+        known = directory_db::record_in(&mut *conn, change.org_id, said).await?;
     }
     Ok(if known {
         Intake {

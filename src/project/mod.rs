@@ -30,6 +30,7 @@ pub mod patterns;
 mod positions;
 pub mod preview;
 mod problem;
+pub mod relations;
 mod rules;
 mod suggest;
 pub(crate) mod tree;
@@ -42,7 +43,7 @@ pub use fields::{Fields, Link, OwnerStatus, ResolvedOwner};
 pub use model::{Project, ProjectFile};
 pub use name::{NameError, ProjectName, MAX_NAME_CHARS};
 pub use patterns::ProjectFiles;
-pub use positions::{name_positions, owner_positions, NamePosition};
+pub use positions::{dependency_positions, name_positions, owner_positions, NamePosition};
 pub use problem::{Problem, Problems};
 
 /// The project file's JSON Schema (draft 2020-12), for editors: served at

@@ -1,4 +1,4 @@
-//! Where each project's `name` and `owner` sit in a valid file, so that a
+//! Where each project's `name`, `owner` and dependencies sit in a valid file, so that a
 //! problem the file's own rules cannot see (a name another repository
 //! owns, an owner that names nobody) can still be shown at its line and
 //! column.
@@ -27,28 +27,51 @@ pub fn owner_positions(text: &str) -> Vec<NamePosition> {
     positions_of(text, "owner")
 }
 
+/// The position of every item of every `depends_on` in `text`, in document
+/// order (`depends_on[1]`, `projects[0].depends_on[2]`; `name` holds the
+/// item's text); empty when the text is not a YAML document.
+pub fn dependency_positions(text: &str) -> Vec<NamePosition> {
+    let mut found = Vec::new();
+    each_value(text, "depends_on", |tree, id, field| {
+        if let Kind::Seq(items) = &tree.get(id).kind {
+            for (i, item) in items.iter().enumerate() {
+                push(tree, &mut found, *item, format!("{field}[{i}]"));
+            }
+        }
+    });
+    found
+}
+
 fn positions_of(text: &str, key: &str) -> Vec<NamePosition> {
+    let mut found = Vec::new();
+    each_value(text, key, |tree, id, field| {
+        push(tree, &mut found, id, field)
+    });
+    found
+}
+
+/// Calls `found` with the value of `key` of the one project, or of each
+/// item of `projects`, and its field path.
+fn each_value(text: &str, key: &str, mut found: impl FnMut(&Tree, NodeId, String)) {
     let loaded = std::panic::catch_unwind(|| tree::load(text));
     let Ok(Ok(tree)) = loaded else {
-        return Vec::new();
+        return;
     };
     let Some(root) = tree.root else {
-        return Vec::new();
+        return;
     };
-    let mut found = Vec::new();
     if let Some(value) = value_of(&tree, root, key) {
-        push(&tree, &mut found, value, key.to_owned());
+        found(&tree, value, key.to_owned());
     }
     if let Some(projects) = value_of(&tree, root, "projects") {
         if let Kind::Seq(items) = &tree.get(projects).kind {
             for (k, item) in items.iter().enumerate() {
                 if let Some(value) = value_of(&tree, *item, key) {
-                    push(&tree, &mut found, value, format!("projects[{k}].{key}"));
+                    found(&tree, value, format!("projects[{k}].{key}"));
                 }
             }
         }
     }
-    found
 }
 
 fn value_of(tree: &Tree, map: NodeId, key: &str) -> Option<NodeId> {
@@ -103,6 +126,26 @@ mod tests {
             ]
         );
         assert!(name_positions("name: [").is_empty());
+    }
+
+    #[test]
+    fn each_dependency_should_be_found_in_both_shapes() {
+        let one = dependency_positions("name: a\ndepends_on:\n  - b\n  - c\n");
+        let fields: Vec<(&str, &str, usize, usize)> = one
+            .iter()
+            .map(|p| (p.name.as_str(), p.field.as_str(), p.line, p.column))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![("b", "depends_on[0]", 3, 5), ("c", "depends_on[1]", 4, 5)]
+        );
+        let many =
+            dependency_positions("projects:\n  - name: a\n  - name: b\n    depends_on: [a]\n");
+        assert_eq!(
+            (many[0].field.as_str(), many[0].line, many[0].column),
+            ("projects[1].depends_on[0]", 4, 18)
+        );
+        assert!(dependency_positions("depends_on: b\n").is_empty());
     }
 
     #[test]

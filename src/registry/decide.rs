@@ -8,18 +8,19 @@ use sqlx::PgConnection;
 
 use super::entries::{self, Changes, Desired};
 use super::entry_owners::OwnerContext;
+use super::entry_relations::{FileRules, RelationContext};
 use super::free_push::blob_id;
 use super::outcome::{invalid, short, Decision};
 use super::repos::RepoState;
 use super::{RegistryError, Status};
-use crate::directory::OwnersMode;
 use crate::source::{FileState, Observed, RepoId};
 
 /// Decides what `observed` does to repository `id`, whose state was `old`;
 /// entries are written on `conn` as decided, the rest is left to the caller.
 /// `owned`: the names the repository owns, when the caller read them in
-/// this transaction already. Owners are resolved under `owners` against
-/// the directory of the repository's account.
+/// this transaction already. Owners are resolved under `rules` against
+/// the directory of the repository's account, dependencies against the
+/// registry.
 pub(super) async fn decide_observation(
     conn: &mut PgConnection,
     project_file: &str,
@@ -27,7 +28,7 @@ pub(super) async fn decide_observation(
     old: &RepoState,
     observed: Observed,
     owned: Option<BTreeSet<String>>,
-    owners: OwnersMode,
+    rules: FileRules,
 ) -> Result<Decision, RegistryError> {
     let file = project_file;
     let installation = match &observed {
@@ -43,6 +44,7 @@ pub(super) async fn decide_observation(
                 synced: true,
                 entries_changed: !deleted.is_empty(),
                 released: deleted,
+                created: Vec::new(),
             }
         }
         Observed::Present {
@@ -58,6 +60,7 @@ pub(super) async fn decide_observation(
                 synced: true,
                 entries_changed: !deleted.is_empty(),
                 released: deleted,
+                created: Vec::new(),
             }
         }
         Observed::Present {
@@ -74,15 +77,15 @@ pub(super) async fn decide_observation(
             file: FileState::Files { sha, files },
             ..
         } => {
-            let owners = (owners, installation);
-            super::file_set::decide_file_set(conn, id, old, &sha, &files, owned, owners).await?
+            let rules = (rules, installation);
+            super::file_set::decide_file_set(conn, id, old, &sha, &files, owned, rules).await?
         }
         Observed::Present {
             file: FileState::Touched(touched),
             ..
         } => {
-            let owners = (owners, installation);
-            super::touched_files::decide_touched_files(conn, id, old, &touched, owned, owners)
+            let rules = (rules, installation);
+            super::touched_files::decide_touched_files(conn, id, old, &touched, owned, rules)
                 .await?
         }
         Observed::Present {
@@ -107,9 +110,14 @@ pub(super) async fn decide_observation(
                         .map(|p| p.fields.owner.as_str())
                         .collect();
                     let context =
-                        OwnerContext::load(conn, id, installation, owners, &texts).await?;
-                    let failures =
-                        context.failures(file, &parsed, &String::from_utf8_lossy(&bytes));
+                        OwnerContext::load(conn, id, installation, rules.owners, &texts).await?;
+                    let paths = [file.to_owned()];
+                    let relations =
+                        RelationContext::load(conn, id, &paths, &[&parsed], rules.relations)
+                            .await?;
+                    let text = String::from_utf8_lossy(&bytes);
+                    let mut failures = context.failures(file, &parsed, &text);
+                    failures.extend(relations.failures(file, &parsed, &text));
                     if !failures.is_empty() {
                         let problems = failures.join("\n");
                         let message = format!("invalid {}: {problems}", short(&sha));
@@ -191,6 +199,7 @@ fn applied(sha: &str, changes: Changes, blob: Option<String>) -> Decision {
         },
         synced: true,
         released: changes.deleted,
+        created: changes.created,
     }
 }
 

@@ -6,7 +6,7 @@
 
 use sqlx::PgConnection;
 
-use super::read_only;
+use super::check_records::read_only;
 use super::RegistryError;
 use crate::directory::lookup::directory_of;
 use crate::directory::resolve::Resolver;

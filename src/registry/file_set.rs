@@ -9,11 +9,11 @@ use sqlx::PgConnection;
 
 use super::entries::{self, Changes, Desired};
 use super::entry_owners::OwnerContext;
+use super::entry_relations::{FileRules, RelationContext};
 use super::free_push::blob_id;
 use super::outcome::{invalid, short, Decision};
 use super::repos::RepoState;
 use super::{RegistryError, Status};
-use crate::directory::OwnersMode;
 use crate::project::ProjectFile;
 use crate::source::{FileContent, InstallationId, PathFile, RepoId};
 
@@ -43,12 +43,12 @@ pub(super) async fn decide_file_set(
     sha: &str,
     files: &[PathFile],
     owned: Option<BTreeSet<String>>,
-    owners: (OwnersMode, Option<InstallationId>),
+    rules: (FileRules, Option<InstallationId>),
 ) -> Result<Decision, RegistryError> {
     let blob = Some(set_blob(files));
     super::file_blobs::write(conn, id, &super::file_blobs::of(files)).await?;
     let old_paths = entries::paths(conn, id).await?;
-    let plan = plan_of(conn, id, files, &old_paths, owners).await?;
+    let plan = plan_of(conn, id, files, &old_paths, rules).await?;
     if plan.desired.len() + plan.keep.len() > MAX_REPO_ENTRIES {
         let message = format!(
             "file: the project files declare more than {MAX_REPO_ENTRIES} projects, \
@@ -71,17 +71,25 @@ pub(super) async fn decide_file_set(
 #[cfg(test)]
 fn plan(files: &[PathFile], old_paths: &[(String, String)]) -> Plan {
     let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
-    plan_with(files, &parsed, old_paths, &OwnerContext::unchecked())
+    let relations = RelationContext::unchecked();
+    plan_with(
+        files,
+        &parsed,
+        old_paths,
+        &OwnerContext::unchecked(),
+        &relations,
+    )
 }
 
 /// [`plan_with`] the files read by the rules, their owners resolved in
-/// the directory of repository `id`'s account.
+/// the directory of repository `id`'s account and their dependencies in
+/// the registry.
 pub(super) async fn plan_of(
     conn: &mut PgConnection,
     id: RepoId,
     files: &[PathFile],
     old_paths: &[(String, String)],
-    owners: (OwnersMode, Option<InstallationId>),
+    rules: (FileRules, Option<InstallationId>),
 ) -> Result<Plan, RegistryError> {
     let parsed: Vec<Result<ProjectFile, String>> = files.iter().map(parse).collect();
     let texts: Vec<&str> = parsed
@@ -89,9 +97,15 @@ pub(super) async fn plan_of(
         .flatten()
         .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
         .collect();
-    let (mode, installation) = owners;
-    let context = OwnerContext::load(conn, id, installation, mode, &texts).await?;
-    Ok(plan_with(files, &parsed, old_paths, &context))
+    let (rules, installation) = rules;
+    let context = OwnerContext::load(conn, id, installation, rules.owners, &texts).await?;
+    let (valid, paths): (Vec<&ProjectFile>, Vec<String>) = files
+        .iter()
+        .zip(&parsed)
+        .filter_map(|(file, parsed)| Some((parsed.as_ref().ok()?, file.path.clone())))
+        .unzip();
+    let relations = RelationContext::load(conn, id, &paths, &valid, rules.relations).await?;
+    Ok(plan_with(files, &parsed, old_paths, &context, &relations))
 }
 
 /// A file read by the rules: its projects, or its problem lines.
@@ -104,14 +118,16 @@ fn parse(file: &PathFile) -> Result<ProjectFile, String> {
     }
 }
 
-/// [`plan`] with each file's owners resolved in `owners`: a file whose
-/// owners break the rule (under `require`) is invalid like one that breaks
-/// the file's own rules.
+/// [`plan`] with each file's owners resolved in `owners` and its
+/// dependencies checked in `relations`: a file whose owners or
+/// dependencies break the rule (under `require`) is invalid like one that
+/// breaks the file's own rules.
 fn plan_with(
     files: &[PathFile],
     parsed: &[Result<ProjectFile, String>],
     old_paths: &[(String, String)],
     owners: &OwnerContext,
+    relations: &RelationContext,
 ) -> Plan {
     let mut plan = Plan::default();
     let mut taken: BTreeMap<String, String> = BTreeMap::new();
@@ -121,7 +137,8 @@ fn plan_with(
                 FileContent::Bytes(bytes) => String::from_utf8_lossy(bytes),
                 FileContent::Unreadable(_) => Default::default(),
             };
-            let failures = owners.failures(&file.path, parsed, &text);
+            let mut failures = owners.failures(&file.path, parsed, &text);
+            failures.extend(relations.failures(&file.path, parsed, &text));
             if failures.is_empty() {
                 Ok(parsed)
             } else {
@@ -229,6 +246,7 @@ pub(super) fn decision(
         synced,
         entries_changed,
         released: changes.deleted,
+        created: changes.created,
     }
 }
 

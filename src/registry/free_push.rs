@@ -18,6 +18,7 @@ use sqlx::Arguments;
 use crate::db::one_statement::Part;
 use crate::db::queue::SETTLED;
 use crate::directory::OwnersMode;
+use crate::project::relations::RelationsMode;
 use crate::source::{RepoId, RepoInfo};
 
 /// What decided a repository's recorded state: the project file
@@ -43,6 +44,16 @@ impl Fingerprint {
     /// flagged may break the file now, or the reverse).
     pub fn with_owners(self, owners: OwnersMode) -> Self {
         Self(format!("{}; owners {owners}", self.0))
+    }
+
+    /// The same under the relations setting `relations`: only `require`
+    /// decides a state differently (a dependency on no project makes the
+    /// file invalid), so `off` and `warn` leave the fingerprint as it was.
+    pub fn with_relations(self, relations: RelationsMode) -> Self {
+        match relations {
+            RelationsMode::Require => Self(format!("{}; relations {relations}", self.0)),
+            RelationsMode::Off | RelationsMode::Warn => self,
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -209,5 +220,13 @@ mod tests {
             warn,
             Fingerprint::new(&["project.yaml"]).with_owners(OwnersMode::Warn)
         );
+    }
+
+    #[test]
+    fn the_fingerprint_should_change_only_when_relations_are_required() {
+        let one = Fingerprint::new(&["project.yaml"]);
+        assert_eq!(one.clone().with_relations(RelationsMode::Warn), one);
+        assert_eq!(one.clone().with_relations(RelationsMode::Off), one);
+        assert_ne!(one.clone().with_relations(RelationsMode::Require), one);
     }
 }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::record::{self, Cause};
+use super::check_records::default_branch_check as default_branch;
+use super::check_records::default_branch_files::preview_files;
 use super::decide::{decide_observation, no_file_message};
-use super::default_branch_check as default_branch;
-use super::default_branch_files::preview_files;
+use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
@@ -17,6 +18,7 @@ use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::directory::OwnersMode;
+use crate::project::relations::RelationsMode;
 use crate::project::ProjectFiles;
 use crate::source::{FileState, Observed, RepoId};
 
@@ -43,13 +45,15 @@ pub struct RegistryHandler<Q = PgQueue> {
     checks: bool,
     /// How the file's owners are checked (`ROSTER_OWNERS`).
     owners: OwnersMode,
+    /// How the file's dependencies are checked (`ROSTER_RELATIONS`).
+    relations: RelationsMode,
 }
 
 /// How a reconcile's transaction ended.
 enum Ended {
     /// Committed: the outcome (the status it left, or `held`) and the
-    /// names it released.
-    Committed(&'static str, Vec<String>),
+    /// names it released and created.
+    Committed(&'static str, Vec<String>, Vec<String>),
     /// Rolled back because the claim was no longer live at the commit.
     LeaseLost,
 }
@@ -72,6 +76,7 @@ where
             change_log: true,
             checks: false,
             owners: OwnersMode::default(),
+            relations: RelationsMode::default(),
         }
     }
 
@@ -79,6 +84,14 @@ where
     /// too: a change of the setting reads every repository again.
     pub fn with_owners(mut self, owners: OwnersMode) -> Self {
         self.owners = owners;
+        self.fingerprint = self.fingerprint_now();
+        self
+    }
+
+    /// Checks dependencies under `relations`; under `require` the
+    /// recorded fingerprint names it too.
+    pub fn with_relations(mut self, relations: RelationsMode) -> Self {
+        self.relations = relations;
         self.fingerprint = self.fingerprint_now();
         self
     }
@@ -96,9 +109,19 @@ where
         self
     }
 
+    /// The rules files are applied under beside their own.
+    fn rules(&self) -> FileRules {
+        FileRules {
+            owners: self.owners,
+            relations: self.relations,
+        }
+    }
+
     fn fingerprint_now(&self) -> Fingerprint {
         let patterns: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
-        Fingerprint::new(&patterns).with_owners(self.owners)
+        Fingerprint::new(&patterns)
+            .with_owners(self.owners)
+            .with_relations(self.relations)
     }
 
     /// Stores, with each reconcile that applies a new commit (or changes
@@ -143,7 +166,11 @@ where
             );
             if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await? {
                 record_name(Some(repo.full_name()));
-                return Ok(Ended::Committed(Status::NoFile.as_str(), Vec::new()));
+                return Ok(Ended::Committed(
+                    Status::NoFile.as_str(),
+                    Vec::new(),
+                    Vec::new(),
+                ));
             }
         }
         let mut tx = self.pool.begin().await?;
@@ -170,7 +197,11 @@ where
         }) = locked
         else {
             // Removed, and never known: there is nothing to remove.
-            return Ok(Ended::Committed(Status::Removed.as_str(), Vec::new()));
+            return Ok(Ended::Committed(
+                Status::Removed.as_str(),
+                Vec::new(),
+                Vec::new(),
+            ));
         };
         match &observed {
             Observed::Present { .. } if hold_id.is_none() => {}
@@ -203,7 +234,7 @@ where
                     } else {
                         tracing::info!(repo = %id, hold, "deletion guard: removal held ({why})");
                     }
-                    return Ok(Ended::Committed("held", Vec::new()));
+                    return Ok(Ended::Committed("held", Vec::new(), Vec::new()));
                 }
             }
             Observed::Removed { .. } => {}
@@ -230,21 +261,23 @@ where
                     Observed::Present {
                         file: FileState::Files { .. } | FileState::Touched(_),
                         ..
-                    } => preview_files(&mut tx, id, &observed, before, self.owners).await?,
+                    } => preview_files(&mut tx, id, &observed, before, self.rules()).await?,
                     _ => {
-                        default_branch::preview(&mut tx, id, &observed, file, before, self.owners)
-                            .await?
+                        let rules = self.rules();
+                        default_branch::preview(&mut tx, id, &observed, file, before, rules).await?
                     }
                 }
             }
             false => None,
         };
         let file = &self.project_file;
-        let decision =
-            decide_observation(&mut tx, file, id, &old, observed, owned, self.owners).await?;
+        let rules = self.rules();
+        let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
         let changes = if (decision.entries_changed || renamed) && self.change_log {
             let after = record::snapshot(&mut tx, id).await?;
-            record::diff(&before, &after, id, sha.as_deref(), cause)
+            let mut changes = record::diff(&before, &after, id, sha.as_deref(), cause);
+            record::add_dependents(&mut tx, &mut changes).await?;
+            changes
         } else {
             Vec::new()
         };
@@ -268,7 +301,32 @@ where
         if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
-        Ok(Ended::Committed(status.as_str(), decision.released))
+        Ok(Ended::Committed(
+            status.as_str(),
+            decision.released,
+            decision.created,
+        ))
+    }
+
+    /// Wakes the repositories left invalid for want of a project this one
+    /// just created (under `ROSTER_RELATIONS=require`).
+    async fn wake_dependents(&self, id: RepoId, created: &[String]) {
+        if created.is_empty() {
+            return;
+        }
+        let result = match repos::waiting_for_projects(&self.pool, created, id).await {
+            Ok(ids) if ids.is_empty() => return,
+            Ok(ids) => self
+                .queue
+                .enqueue(ids.into_iter().map(Enqueue::fresh).collect())
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(error) = result {
+            // Their next push or listing reads them anyway.
+            tracing::warn!(repo = %id, %error, "could not wake repositories waiting for created projects");
+        }
     }
 
     /// Wakes the repositories that wanted a name this one just released.
@@ -318,8 +376,11 @@ where
             }
         };
         match self.reconcile(key, observed, claim).await {
-            Ok(Ended::Committed(outcome, released)) => {
+            Ok(Ended::Committed(outcome, released, created)) => {
                 self.wake_waiting(key, &released).await;
+                if self.relations == RelationsMode::Require {
+                    self.wake_dependents(key, &created).await;
+                }
                 Ok(outcome)
             }
             Ok(Ended::LeaseLost) => Err(lease_lost(key)),

@@ -11,7 +11,7 @@ use sqlx::{PgConnection, PgPool};
 
 use std::collections::HashSet;
 
-use super::repo_rows::ActiveHold;
+use super::read_models::ActiveHold;
 use super::RegistryError;
 use crate::source::{Partition, RepoId};
 

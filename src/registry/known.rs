@@ -177,15 +177,11 @@ mod tests {
     use sqlx::PgPool;
 
     use super::*;
-    use crate::source::InstallationId;
 
     fn info(name: &str, installation: Option<i64>) -> RepoInfo {
-        RepoInfo {
-            owner: "acme".to_owned(),
-            name: name.to_owned(),
-            installation_id: installation.map(InstallationId),
-            default_branch: "main".to_owned(),
-            html_url: installation.map(|_| format!("https://github.com/acme/{name}")),
+        match installation {
+            Some(installation) => crate::testing::github_repo("acme", name, installation),
+            None => crate::testing::repo_info("acme", name),
         }
     }
 

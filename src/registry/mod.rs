@@ -2,26 +2,24 @@
 //! (docs/contract.md#repository-statuses), the entries they own (docs/contract.md#the-project-file), and a short history of
 //! reconciles per repository.
 //!
-//! The write side is [`RegistryHandler`], the controller's handler; the read
-//! side ([`query`]) is shared by the API and the dashboard so they never
-//! disagree.
+//! Four parts, each owning its tables' statements: the reconcile and its
+//! tables here (the write side is [`RegistryHandler`], the controller's
+//! handler); the read models the API and the dashboard share, so they never
+//! disagree ([`read_models`]); what the checks keep ([`check_records`]); and
+//! the change log ([`changes`]).
 
 pub mod budget;
 pub mod changes;
-pub mod check_requests;
-pub mod check_runs;
+pub mod check_records;
 mod clip;
-pub(crate) mod cursor;
 mod db;
 mod decide;
-pub mod default_branch_check;
-mod default_branch_files;
 mod entries;
 mod entry;
 mod entry_owners;
+mod entry_relations;
 mod error;
 mod events;
-pub mod export;
 pub mod file_blobs;
 mod file_set;
 pub mod free_push;
@@ -33,14 +31,8 @@ mod max_removals;
 mod node_ids;
 mod not_applied;
 mod outcome;
-pub mod owner_check;
-pub mod owner_counts;
 pub mod owner_follow;
-pub mod query;
-pub mod read_only;
-pub mod relations;
-mod repo_page;
-mod repo_rows;
+pub mod read_models;
 mod repos;
 mod status;
 #[cfg(any(test, feature = "testing"))]
@@ -53,6 +45,7 @@ pub use crate::db::Page;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 pub use db::{RegistryDb, RepoRecord};
 pub use entry::Entry;
+pub use entry_relations::FileRules;
 pub use error::RegistryError;
 pub use free_push::{blob_id, Fingerprint, FreePush, FreePushRows};
 pub use guard::DeletionGuard;
@@ -61,11 +54,11 @@ pub use holds::{active_hold_count, active_holds, release_hold};
 pub use known::{ensure_known, ensure_known_with_node_ids, KnownRows};
 pub use max_removals::MaxRemovals;
 pub use node_ids::record_node_ids;
-pub use query::{
+pub use read_models::query::{
     get_project, get_repo, list_projects, list_repos, repo_id_by_full_name, status_counts,
     ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
 };
-pub use repo_rows::{ActiveHold, Hold, Repo, RepoDetail, RepoEvent};
+pub use read_models::{ActiveHold, Hold, Repo, RepoDetail, RepoEvent};
 pub use repos::{count_of_installation, known_ids, mark_error};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{tracked_ids, RegistryTracker};

@@ -12,6 +12,9 @@ pub(super) struct Decision {
     pub message: String,
     /// Names this repository gave up, which others may be waiting for.
     pub released: Vec<String>,
+    /// Names this repository took: a file that depends on one of them may
+    /// have been invalid for want of it.
+    pub created: Vec<String>,
     /// Whether an entry was created, updated or deleted (for the change log).
     pub entries_changed: bool,
 }
@@ -38,6 +41,7 @@ pub(super) fn invalid(
         synced: false,
         message,
         released: Vec::new(),
+        created: Vec::new(),
         entries_changed: false,
     }
 }

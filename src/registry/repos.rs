@@ -78,6 +78,29 @@ pub(crate) async fn waiting_for(
     .await
 }
 
+/// Repositories other than `except` left `invalid` because a file depends
+/// on one of `names`, a project no one had then (`ROSTER_RELATIONS=require`):
+/// read again once it exists. At most a thousand at a time; the listing
+/// reads the others.
+pub(crate) async fn waiting_for_projects(
+    pool: &PgPool,
+    names: &[String],
+    except: RepoId,
+) -> Result<Vec<RepoId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "select r.id from repositories r
+         where r.status = 'invalid' and r.id <> $2
+           and exists (select 1 from unnest($1::text[]) as n(name)
+                       where strpos(r.error, 'no project \"' || n.name || '\"') > 0)
+         order by r.id
+         limit 1000",
+    )
+    .bind(names)
+    .bind(except)
+    .fetch_all(pool)
+    .await
+}
+
 /// The partition a known repository belongs to.
 pub(crate) async fn partition_of(
     conn: &mut PgConnection,

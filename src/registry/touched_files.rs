@@ -11,12 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use sqlx::PgConnection;
 
 use super::entries;
+use super::entry_relations::FileRules;
 use super::file_blobs::{self, FileBlobs};
 use super::file_set::{self, MAX_REPO_ENTRIES};
 use super::outcome::Decision;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
-use crate::directory::OwnersMode;
 use crate::project::patterns::MAX_FILES_PER_REPO;
 use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId, TouchedFiles};
 
@@ -95,7 +95,7 @@ pub(super) async fn decide_touched_files(
     old: &RepoState,
     touched: &TouchedFiles,
     owned: Option<BTreeSet<String>>,
-    owners: (OwnersMode, Option<InstallationId>),
+    rules: (FileRules, Option<InstallationId>),
 ) -> Result<Decision, RegistryError> {
     let TouchedFiles {
         sha, files, gone, ..
@@ -111,7 +111,7 @@ pub(super) async fn decide_touched_files(
         .await?
         .into_iter()
         .partition(|(_, path)| paths.contains(path.as_str()));
-    let plan = file_set::plan_of(conn, id, files, &old_touched, owners).await?;
+    let plan = file_set::plan_of(conn, id, files, &old_touched, rules).await?;
     // A touched file naming what an untouched one holds: which keeps it
     // depends on both files' paths and contents; a full read decides.
     let untouched: BTreeMap<String, String> = untouched.into_iter().collect();

@@ -21,8 +21,8 @@ use super::state::AppState;
 use crate::directory::db::AccountStatus;
 use crate::directory::resolve::Resolver;
 use crate::directory::{DirectoryDb, Resolution};
-use crate::registry::cursor;
-use crate::registry::owner_counts::owner_counts;
+use crate::registry::read_models::cursor;
+use crate::registry::read_models::owner_counts::owner_counts;
 
 /// A page stops growing past this many bytes of owners.
 pub const MAX_PAGE_BYTES: usize = 1024 * 1024 - 64 * 1024;

@@ -10,7 +10,7 @@ use super::params::ProjectParams;
 use super::privacy::Privacy;
 use super::state::AppState;
 use crate::registry;
-use crate::registry::relations;
+use crate::registry::read_models::relations;
 
 /// The registry: every entry with its repository, filtered by `owner`,
 /// `tag` and `q`, paginated.

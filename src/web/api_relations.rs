@@ -12,7 +12,7 @@ use super::params::{GraphParams, SystemParams};
 use super::privacy::Privacy;
 use super::state::AppState;
 use crate::registry::budget;
-use crate::registry::relations::{self, system_cursor, MAX_GRAPH_NODES};
+use crate::registry::read_models::relations::{self, system_cursor, MAX_GRAPH_NODES};
 
 /// The neighbourhood of `root`, `depth` steps each way (what it depends
 /// on, and what depends on it), or the whole registry without `root`; at

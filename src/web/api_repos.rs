@@ -12,7 +12,7 @@ use super::privacy::Privacy;
 use super::state::AppState;
 use crate::registry;
 use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
-use crate::registry::check_runs::recent_checks;
+use crate::registry::check_records::check_runs::recent_checks;
 
 /// Repositories with their status, filtered by `status` and `q`, paginated.
 #[utoipa::path(get, path = "/api/v1/repos", operation_id = "list_repos",

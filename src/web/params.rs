@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::error::ApiError;
 use crate::project::ProjectName;
-use crate::registry::relations::MAX_DEPTH;
+use crate::registry::read_models::relations::MAX_DEPTH;
 use crate::registry::{ProjectFilter, RepoFilter, Status, DEFAULT_LIMIT, MAX_LIMIT};
 
 /// `?status=&q=&limit=&cursor=` of `/api/v1/repos` and `/`.

@@ -170,7 +170,6 @@ ON CONFLICT (repo_id) DO UPDATE SET
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use super::*;
     use crate::controller::WorkQueue;
@@ -198,7 +197,10 @@ mod tests {
         let (pool, _url) = crate::db::testing::fresh_database()
             .await
             .expect("a fresh test database");
-        (PgQueue::new(pool.clone(), Duration::from_secs(60)), pool)
+        (
+            crate::testing::queue_with(&pool, crate::testing::LEASE),
+            pool,
+        )
     }
 
     async fn enqueue(queue: &PgQueue, pool: &sqlx::PgPool, id: i64, why: Trigger) {

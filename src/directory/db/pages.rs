@@ -3,7 +3,8 @@
 //! page stamped with the read's start, and only a read that finished marks
 //! what it did not see (a team as deleted, a member as gone), so a read that
 //! stopped part-way loses nothing, and 10,000 teams never sit in memory at
-//! once.
+//! once. A team or member a webhook wrote after the read started keeps
+//! what the webhook said: the page may have been fetched before it.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
@@ -28,6 +29,28 @@ impl DirectoryDb {
     ) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
         put_teams_in(&mut conn, org, teams, started).await
+    }
+
+    /// Counts teams a read saw but could not write (their name holds a
+    /// NUL) as seen, so that the read finishing does not flag them deleted.
+    pub async fn touch_teams(
+        &self,
+        org: i64,
+        ids: &[i64],
+        started: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "update directory_teams set seen_at = $3 where org_id = $1 and team_id = any($2)",
+        )
+        .bind(org)
+        .bind(ids)
+        .bind(started)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 
     /// A read of `org`'s teams finished: teams it did not see are deleted
@@ -80,7 +103,8 @@ pub(super) async fn put_teams_in(
               as t(id, slug, name, parent, secret)
          on conflict (org_id, team_id) do update set slug = excluded.slug, name = excluded.name,
              parent_id = excluded.parent_id, secret = excluded.secret,
-             seen_at = excluded.seen_at, deleted_at = null",
+             seen_at = excluded.seen_at, deleted_at = null
+         where directory_teams.seen_at <= excluded.seen_at",
     )
     .bind(org)
     .bind(&ids)
@@ -146,7 +170,8 @@ pub(super) async fn put_members_in(
         "insert into directory_members (org_id, user_id, login, seen_at)
          select $1, id, login, $4 from unnest($2::bigint[], $3::text[]) as m(id, login)
          on conflict (org_id, user_id) do update set login = excluded.login,
-             seen_at = excluded.seen_at",
+             seen_at = excluded.seen_at
+         where directory_members.seen_at <= excluded.seen_at",
     )
     .bind(org)
     .bind(&ids)

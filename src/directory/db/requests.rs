@@ -1,10 +1,12 @@
-//! Re-reads a webhook asked for (`directory_orgs.*_requested_at`): asked in
-//! the webhook's transaction, claimed by one replica's directory loop for a
-//! lease, released when read.
+//! Whole re-reads asked for (`directory_orgs.*_requested_at`): a repair
+//! (members whose deliveries coalesced), a listing's read put off while
+//! the budget is kept for the sync, or one that failed; claimed by one
+//! replica's directory loop for a lease, released when read, with the
+//! failures counted for the backoff.
 
 use std::time::Duration;
 
-use sqlx::{PgConnection, Row};
+use sqlx::Row;
 
 use super::{Account, DirectoryDb};
 
@@ -71,27 +73,60 @@ impl DirectoryDb {
         .await?;
         Ok(())
     }
-}
 
-/// Asks, in the caller's transaction (a webhook's intake), for a re-read
-/// of `org`'s teams and/or members. False when Roster does not know the
-/// account (its installation's listing reads it first).
-pub async fn request_read_in(
-    conn: &mut PgConnection,
-    org: i64,
-    teams: bool,
-    members: bool,
-) -> Result<bool, sqlx::Error> {
-    let known = sqlx::query(
-        "update directory_orgs set
-             teams_requested_at = case when $2 then clock_timestamp() else teams_requested_at end,
-             members_requested_at = case when $3 then clock_timestamp() else members_requested_at end
-         where org_id = $1 and not personal",
-    )
-    .bind(org)
-    .bind(teams)
-    .bind(members)
-    .execute(&mut *conn)
-    .await?;
-    Ok(known.rows_affected() > 0)
+    /// Counts a whole read's outcome: consecutive failures so far (0 once
+    /// one worked), for the backoff of the next.
+    pub async fn count_read(&self, org: i64, ok: bool) -> Result<u32, sqlx::Error> {
+        let failures: Option<i32> = sqlx::query_scalar(
+            "update directory_orgs set read_failures =
+                 case when $2 then 0 else read_failures + 1 end
+             where org_id = $1 returning read_failures",
+        )
+        .bind(org)
+        .bind(ok)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(failures.map_or(0, |f| u32::try_from(f).unwrap_or(0)))
+    }
+
+    /// Holds `org` for the listing's read of it, for `lease`; false while
+    /// another replica reads it, or a failed read's backoff runs.
+    pub async fn claim_account(&self, org: i64, lease: Duration) -> Result<bool, sqlx::Error> {
+        let claimed = sqlx::query(
+            "update directory_orgs set claimed_until = now() + make_interval(secs => $2)
+             where org_id = $1 and (claimed_until is null or claimed_until < now())",
+        )
+        .bind(org)
+        .bind(lease.as_secs_f64())
+        .execute(&self.pool)
+        .await?;
+        Ok(claimed.rows_affected() > 0)
+    }
+
+    /// Asks for a whole read of `org` no sooner than `after` (the budget
+    /// is kept for the sync until then, or a failed read backs off).
+    pub async fn request_after(
+        &self,
+        org: i64,
+        teams: bool,
+        members: bool,
+        after: Duration,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "update directory_orgs set
+                 teams_requested_at = case when $2 then coalesce(teams_requested_at, clock_timestamp())
+                                      else teams_requested_at end,
+                 members_requested_at = case when $3 then coalesce(members_requested_at, clock_timestamp())
+                                        else members_requested_at end,
+                 claimed_until = now() + make_interval(secs => $4)
+             where org_id = $1",
+        )
+        .bind(org)
+        .bind(teams)
+        .bind(members)
+        .bind(after.as_secs_f64())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }

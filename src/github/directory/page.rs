@@ -1,10 +1,12 @@
 //! One page of an organisation's teams or members, 100 at a time, as
-//! GitHub's GraphQL answers it: the queries, the answer's shapes, and what
-//! a refusal (`members: read` missing) looks like.
+//! GitHub's GraphQL answers it: the queries, the answer's shapes, what a
+//! refusal (`members: read` missing) looks like, and the names skipped
+//! because PostgreSQL cannot store them.
 
 use serde::Deserialize;
 
 use super::DirectoryError;
+use crate::directory::change::has_nul;
 use crate::directory::db::Account;
 use crate::directory::{Member, Team};
 use crate::github::client::Client;
@@ -61,29 +63,47 @@ pub const READ_MEMBERS: &str = r#"query DirectoryMembers($login: String!, $after
   }
 }"#;
 
-/// One page of teams and the cursor of the next, if there is one.
+/// One page of teams: the teams, the ids of those skipped because
+/// PostgreSQL cannot store their name (it holds a NUL; they are kept as
+/// the directory has them), and the cursor of the next page, if any.
+pub(super) struct TeamsPage {
+    pub teams: Vec<Team>,
+    pub skipped: Vec<i64>,
+    pub next: Option<String>,
+}
+
 pub(super) async fn teams(
     client: &Client,
     installation: InstallationId,
     account: &Account,
     after: Option<String>,
-) -> Result<(Vec<Team>, Option<String>), Refused> {
+) -> Result<TeamsPage, Refused> {
     let page: Page<TeamNode> = page(client, installation, account, READ_TEAMS, after).await?;
-    let teams = page
-        .nodes
-        .into_iter()
-        .flatten()
-        .filter_map(|t| {
-            Some(Team {
-                id: t.database_id?,
-                slug: t.slug,
-                name: t.name,
-                parent_id: t.parent_team.and_then(|p| p.database_id),
-                secret: t.privacy.eq_ignore_ascii_case("SECRET"),
-            })
-        })
-        .collect();
-    Ok((teams, next(account, page.page_info)?))
+    let mut teams = Vec::new();
+    let mut skipped = Vec::new();
+    for t in page.nodes.into_iter().flatten() {
+        let Some(id) = t.database_id else {
+            continue;
+        };
+        if has_nul(&t.slug) || has_nul(&t.name) {
+            tracing::warn!(account = %account.login, team = id, slug = %t.slug.escape_debug(),
+                "a team's name holds a NUL, which cannot be stored: skipped");
+            skipped.push(id);
+            continue;
+        }
+        teams.push(Team {
+            id,
+            slug: t.slug,
+            name: t.name,
+            parent_id: t.parent_team.and_then(|p| p.database_id),
+            secret: t.privacy.eq_ignore_ascii_case("SECRET"),
+        });
+    }
+    Ok(TeamsPage {
+        teams,
+        skipped,
+        next: next(account, page.page_info)?,
+    })
 }
 
 /// One page of members and the cursor of the next, if there is one.
@@ -99,6 +119,12 @@ pub(super) async fn members(
         .into_iter()
         .flatten()
         .filter_map(|m| {
+            if has_nul(&m.login) {
+                tracing::warn!(account = %account.login, member = ?m.database_id,
+                    login = %m.login.escape_debug(),
+                    "a member's login holds a NUL, which cannot be stored: skipped");
+                return None;
+            }
             Some(Member {
                 id: m.database_id?,
                 login: m.login,

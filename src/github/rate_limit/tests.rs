@@ -270,3 +270,17 @@ fn a_stale_answer_should_not_raise_what_is_left_in_its_window() {
     limits.observe(CORE, 200, &headers(5000, 5000, 8200), false, at(4601));
     assert_eq!(limits.take_above(CORE, at(4601), floor), Ok(()));
 }
+
+#[test]
+fn a_lower_count_in_a_window_that_resets_sooner_should_be_honoured() {
+    let limits = RateLimits::default();
+    let floor = |limit: u64| limit / 2;
+    limits.observe(CORE, 200, &headers(5000, 4000, 4600), false, at(1000));
+    // GitHub now reports 1,200 left in a window resetting in 165 s.
+    limits.observe(CORE, 200, &headers(5000, 1200, 1165), false, at(1000));
+    assert_eq!(limits.take_above(CORE, at(1000), floor), Err(at(1165)));
+    // An answer sent before that one, naming the later reset, arrives
+    // last: it does not raise the count again.
+    limits.observe(CORE, 200, &headers(5000, 3990, 4600), false, at(1000));
+    assert_eq!(limits.take_above(CORE, at(1000), floor), Err(at(1165)));
+}

@@ -3,13 +3,7 @@
 use super::*;
 
 fn pending(file: FileState, tree: Option<&str>) -> Pending {
-    let repo = RepoInfo {
-        owner: "acme".into(),
-        name: "deep".into(),
-        installation_id: Some(InstallationId(1)),
-        default_branch: "main".into(),
-        html_url: None,
-    };
+    let repo = crate::testing::installed_repo("acme", "deep", 1);
     Pending {
         id: RepoId(7),
         tree: tree.map(str::to_owned),

@@ -30,6 +30,10 @@ pub(super) fn repository_id<'de, D: Deserializer<'de>>(deserializer: D) -> Resul
     positive("repository", deserializer)
 }
 
+pub(super) fn positive_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    positive("team or user", deserializer)
+}
+
 pub(super) fn installation_id<'de, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<InstallationId, D::Error> {

@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::*;
+use crate::testing;
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -22,12 +23,10 @@ fn event_of(name: &str) -> WebhookEvent {
 fn hello_world(id: i64, owner: &str, installation_id: Option<i64>) -> PayloadRepo {
     PayloadRepo {
         id: RepoId(id),
-        info: RepoInfo {
-            owner: owner.to_owned(),
-            name: "Hello-World".to_owned(),
-            installation_id: installation_id.map(InstallationId),
-            default_branch: "master".to_owned(),
-            html_url: Some(format!("https://github.com/{owner}/Hello-World")),
+        info: {
+            let mut repo = testing::github_repo(owner, "Hello-World", 0);
+            repo.installation_id = installation_id.map(InstallationId);
+            testing::on_branch(repo, "master")
         },
         node_id: Some(legacy_node_id(id)),
     }
@@ -53,13 +52,8 @@ fn listed_with_node(
 ) -> PayloadRepo {
     PayloadRepo {
         id: RepoId(id),
-        info: RepoInfo {
-            owner: owner.to_owned(),
-            name: name.to_owned(),
-            installation_id: Some(InstallationId(installation_id)),
-            default_branch: String::new(),
-            html_url: None,
-        },
+        // A listing's entry names no default branch.
+        info: testing::on_branch(testing::installed_repo(owner, name, installation_id), ""),
         node_id: Some(node_id.to_owned()),
     }
 }

@@ -52,4 +52,15 @@ pub struct Change {
     pub cause: String,
     pub before: Option<Entry>,
     pub after: Option<Entry>,
+    /// For a removal: who depended on the entry at that moment.
+    pub dependents: Option<RemovedDependents>,
+}
+
+/// Who depended on a removed entry when it was removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemovedDependents {
+    /// The first of them by name, at most 1,000.
+    pub names: Vec<String>,
+    /// How many there were.
+    pub total: usize,
 }

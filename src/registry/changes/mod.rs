@@ -20,7 +20,7 @@ pub(crate) mod record;
 pub mod stream;
 pub mod wake;
 
-pub use change::{Change, ChangeKind};
+pub use change::{Change, ChangeKind, RemovedDependents};
 pub use read::{
     changes_after, head, history, oldest_kept, recently_removed, removed_before, Feed, FeedError,
     Listed,

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgExecutor, PgPool};
 
-use super::{Change, ChangeKind};
+use super::{Change, ChangeKind, RemovedDependents};
 use crate::registry::budget;
 use crate::registry::{Entry, RegistryError};
 use crate::source::RepoId;
@@ -45,6 +45,8 @@ pub(super) struct ChangeRow {
     cause: String,
     before: Option<Value>,
     after: Option<Value>,
+    dependents: Option<Vec<String>>,
+    dependents_total: Option<i32>,
     /// How many changes matched before the byte bound cut the page.
     matched: i64,
 }
@@ -81,6 +83,13 @@ impl ChangeRow {
             cause: self.cause,
             before: entry(before)?,
             after: entry(self.after)?,
+            dependents: self.dependents.map(|names| RemovedDependents {
+                total: self
+                    .dependents_total
+                    .and_then(|t| usize::try_from(t).ok())
+                    .unwrap_or(names.len()),
+                names,
+            }),
         })
     }
 }
@@ -97,7 +106,7 @@ pub struct Listed {
 }
 
 const COLUMNS: &str = "c.seq, c.at, c.kind, c.name, c.repo, c.repo_id, c.sha, c.cause, \
-                       c.before, c.after";
+                       c.before, c.after, c.dependents, c.dependents_total";
 
 /// The changes matching `filter` (on `changes c`) in `order` (`asc` or
 /// `desc` by `seq`), at most `limit`, and no more than the byte bound

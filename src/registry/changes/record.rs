@@ -8,10 +8,11 @@ use serde_json::Value;
 use sqlx::{PgConnection, Postgres, Transaction};
 
 use super::wake::CHANNEL;
-use super::ChangeKind;
+use super::{ChangeKind, RemovedDependents};
 use crate::controller::{Claim, Trigger};
 use crate::db::fence::ClaimFence;
-use crate::registry::query::entries_of;
+use crate::registry::check_records::relation_check::{dependents, Reading};
+use crate::registry::read_models::query::entries_of;
 use crate::registry::Entry;
 use crate::source::{FileState, Observed, RepoId};
 
@@ -134,6 +135,47 @@ pub(crate) struct Pending {
     pub cause: Cause,
     pub before: Option<Value>,
     pub after: Option<Value>,
+    /// Who depended on a removed entry at that moment.
+    pub dependents: Option<RemovedDependents>,
+}
+
+/// The dependents a removal records: at most this many by name, then a
+/// count (docs/contract.md#relations).
+pub const MAX_LOGGED_DEPENDENTS: usize = 1000;
+
+/// Records in each removal of `changes` who depends on the removed name
+/// now (after the reconcile's writes, in its transaction): one statement,
+/// and none when nothing was removed. A removal never touches a
+/// dependent: it stays as it is, its dependency unknown until the name
+/// comes back.
+pub(crate) async fn add_dependents(
+    conn: &mut PgConnection,
+    changes: &mut [Pending],
+) -> Result<(), sqlx::Error> {
+    let removed: Vec<String> = changes
+        .iter()
+        .filter(|c| c.kind == ChangeKind::Removed)
+        .map(|c| c.name.clone())
+        .collect();
+    if removed.is_empty() {
+        return Ok(());
+    }
+    let anyone = Reading {
+        repo: RepoId(0),
+        paths: &[],
+        public: false,
+    };
+    let mut found = dependents(conn, &anyone, &removed, MAX_LOGGED_DEPENDENTS).await?;
+    for change in changes.iter_mut() {
+        if change.kind == ChangeKind::Removed {
+            let of = found.remove(&change.name).unwrap_or_default();
+            change.dependents = Some(RemovedDependents {
+                names: of.named,
+                total: of.total,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A repository's entries by name, as the change log stores them.
@@ -210,6 +252,7 @@ pub(crate) fn diff(
             cause,
             before: old.map(to_value),
             after: new.map(to_value),
+            dependents: None,
         });
     }
     changes
@@ -224,7 +267,8 @@ fn to_value(entry: &Entry) -> Value {
 /// the log (`ROSTER_HISTORY_MAX_BYTES`) adds these up.
 const STORED_BYTES: &str = "64 + octet_length(c.name) + octet_length(c.repo) \
      + octet_length(c.cause) + coalesce(octet_length(c.sha), 0) \
-     + coalesce(octet_length(c.before::text), 0) + coalesce(octet_length(c.after::text), 0)";
+     + coalesce(octet_length(c.before::text), 0) + coalesce(octet_length(c.after::text), 0) \
+     + coalesce(octet_length(array_to_string(c.dependents, ',')) + cardinality(c.dependents) * 3, 0)";
 
 /// `before` as stored: whole for a removal, only the moved fields for a
 /// change (the feed puts the rest back from `after`).
@@ -261,19 +305,37 @@ pub(crate) async fn append(
     let shas: Vec<Option<String>> = changes.iter().map(|c| c.sha.clone()).collect();
     let befores: Vec<Option<Value>> = changes.iter().map(stored_before).collect();
     let afters: Vec<Option<Value>> = changes.iter().map(|c| c.after.clone()).collect();
+    // Arrays of arrays must be rectangular: each removal's names go as one
+    // JSON list, read back as text[].
+    let dependents: Vec<Option<Value>> = changes
+        .iter()
+        .map(|c| c.dependents.as_ref().map(|d| Value::from(d.names.clone())))
+        .collect();
+    let totals: Vec<Option<i32>> = changes
+        .iter()
+        .map(|c| {
+            c.dependents
+                .as_ref()
+                .map(|d| i32::try_from(d.total).unwrap_or(i32::MAX))
+        })
+        .collect();
     let last: i64 = sqlx::query_scalar(&format!(
         "with head as (update change_head set seq = seq + $1 returning seq),
          written as (
              insert into changes (seq, kind, name, repo, repo_id, sha, cause, before, after,
-                                  bytes, shown_bytes)
+                                  dependents, dependents_total, bytes, shown_bytes)
              select head.seq - $1 + c.ord, c.kind, c.name, c.repo, c.repo_id, c.sha, c.cause,
-                    c.before, c.after, size.bytes,
+                    c.before, c.after, c.dependents, c.dependents_total, size.bytes,
                     size.bytes + case when c.kind = 'changed'
                                       then octet_length(c.after::text) else 0 end
              from head,
                   unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[],
-                         $7::text[], $8::jsonb[], $9::jsonb[])
-                  with ordinality as c(kind, name, repo, repo_id, sha, cause, before, after, ord)
+                         $7::text[], $8::jsonb[], $9::jsonb[], $10::jsonb[], $11::int[])
+                  with ordinality as j(kind, name, repo, repo_id, sha, cause, before, after,
+                                       names, dependents_total, ord)
+                  cross join lateral (
+                      select j.*, case when j.names is null then null else array(
+                          select jsonb_array_elements_text(j.names)) end as dependents) c
                   cross join lateral (select {STORED_BYTES} as bytes) size
              returning seq),
          last as (select max(seq) as seq from written)
@@ -288,6 +350,8 @@ pub(crate) async fn append(
     .bind(&causes)
     .bind(&befores)
     .bind(&afters)
+    .bind(&dependents)
+    .bind(&totals)
     .fetch_one(conn)
     .await?;
     Ok(Some(last))

@@ -1,24 +1,15 @@
-use std::sync::Arc;
-use std::time::Duration;
-
 use sqlx::PgPool;
 
 use super::*;
 use crate::controller::{Enqueue, Handler, WorkQueue};
-use crate::db::queue::PgQueue;
 use crate::registry::RegistryHandler;
-use crate::source::{InstallationId, RepoInfo};
+use crate::source::RepoInfo;
+use crate::testing;
 
 const ID: RepoId = RepoId(7);
 
 fn info(name: &str) -> RepoInfo {
-    RepoInfo {
-        owner: "acme".to_owned(),
-        name: name.to_owned(),
-        installation_id: Some(InstallationId(3)),
-        default_branch: "main".to_owned(),
-        html_url: Some(format!("https://github.com/acme/{name}")),
-    }
+    testing::github_repo("acme", name, 3)
 }
 
 fn absent(name: &str, sha: &str) -> Observed {
@@ -51,11 +42,10 @@ async fn written(pool: &PgPool) -> (String, String, String, Vec<(String, i64)>) 
 /// A handler on a fresh database, with `ID` reconciled the long way to
 /// `no_file` at commit `a1`; the fingerprint and message it records.
 async fn recorded() -> (PgPool, RegistryHandler, String, String) {
-    let (pool, _url) = crate::db::testing::fresh_database()
+    let (pool, _url) = testing::fresh_database()
         .await
         .expect("a fresh test database");
-    let queue = Arc::new(PgQueue::new(pool.clone(), Duration::from_secs(60)));
-    let handler = RegistryHandler::new(pool.clone(), queue, "project.yaml");
+    let handler = testing::handler(&pool, testing::queue(&pool));
     let outcome = handler.apply(&ID, Ok(absent("app", "a1"))).await;
     assert_eq!(outcome, Ok("no_file"));
     let fingerprint = handler.fingerprint.as_str().to_owned();

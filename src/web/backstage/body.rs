@@ -1,5 +1,5 @@
 //! The export's body, written as it is read: a page of entries at a time
-//! (`registry::export`), so an export of any size holds one page in memory.
+//! (`registry::read_models::export`), so an export of any size holds one page in memory.
 //!
 //! The comment at the top counts what is left out, and a system's owner
 //! depends on all its components, so the registry is read twice: a first
@@ -17,7 +17,7 @@ use serde::Serialize;
 use sqlx::PgPool;
 
 use super::entity::{self, Refused, Systems};
-use crate::registry::export::{export_page, ExportEntry};
+use crate::registry::read_models::export::{export_page, ExportEntry};
 use crate::registry::RegistryError;
 use crate::web::privacy::Privacy;
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::names::{is_valid_name, is_valid_tag, owner_ref};
-use crate::registry::export::ExportEntry;
+use crate::registry::read_models::export::ExportEntry;
 
 /// The catalog format every document is written in.
 const API_VERSION: &str = "backstage.io/v1alpha1";

@@ -19,7 +19,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::{ApiError, ErrorJson};
 use super::privacy::Privacy;
 use super::state::AppState;
-use crate::registry::export::export_version;
+use crate::registry::read_models::export::export_version;
 
 /// Changes whenever what a version of the registry exports as does (the
 /// mapping of this module), so a catalog holding an older export reads

@@ -7,7 +7,7 @@
 use super::error_page::PageError;
 use crate::directory::db::AccountStatus;
 use crate::directory::DirectoryDb;
-use crate::registry::check_runs::{denied_installations, ChecksDenied};
+use crate::registry::check_records::check_runs::{denied_installations, ChecksDenied};
 use crate::setup::asked::{lacking, Lacking};
 use crate::web::error::ApiError;
 use crate::web::state::AppState;

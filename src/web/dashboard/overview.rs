@@ -11,7 +11,9 @@ use chrono::{DateTime, Utc};
 
 use super::chrome::{Chrome, DoneParam};
 use super::error_page::PageError;
-use crate::registry::query::{listing_times, queue_summary, ListingTimes, QueueSummary};
+use crate::registry::read_models::query::{
+    listing_times, queue_summary, ListingTimes, QueueSummary,
+};
 use crate::registry::{self, Repo, Status};
 use crate::source::InstallationId;
 use crate::web::error::ApiError;

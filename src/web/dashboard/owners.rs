@@ -17,7 +17,7 @@ use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::directory::resolve::Resolver;
 use crate::directory::{Directory, DirectoryDb, Resolution, Unchecked};
-use crate::registry::owner_counts::{owner_projects, OwnerProjects};
+use crate::registry::read_models::owner_counts::{owner_projects, OwnerProjects};
 use crate::web::error::ApiError;
 use crate::web::privacy::Privacy;
 use crate::web::session::Viewer;

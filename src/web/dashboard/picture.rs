@@ -14,7 +14,7 @@ use layout::std_shapes::shapes::{Arrow, Element, LineEndKind, ShapeKind};
 use layout::topo::layout::VisualGraph;
 
 use super::svg_canvas::{NodeLook, SvgCanvas};
-use crate::registry::relations::Graph;
+use crate::registry::read_models::relations::Graph;
 
 /// The most nodes a picture draws; the rest are counted under it.
 pub const MAX_PICTURE_NODES: usize = 100;
@@ -135,7 +135,7 @@ pub fn draw(graph: &Graph) -> Picture {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::relations::{Node, NodeEntry};
+    use crate::registry::read_models::relations::{Node, NodeEntry};
 
     fn node(name: &str, lifecycle: Option<&str>, depends_on: &[&str]) -> Node {
         Node {

@@ -9,7 +9,7 @@ use axum::extract::State;
 use super::chrome::Chrome;
 use super::error_page::PageError;
 use crate::registry::budget::ITEMS_BUDGET;
-use crate::registry::relations::{self, system_cursor};
+use crate::registry::read_models::relations::{self, system_cursor};
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
 use crate::web::html_budget::{escaped_len, keep_rows};

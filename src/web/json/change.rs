@@ -24,6 +24,14 @@ pub struct ChangeJson {
     pub cause: String,
     pub before: Option<EntryJson>,
     pub after: Option<EntryJson>,
+    /// A removal only: the names of the entries that depended on it at
+    /// that moment, the first 1,000 by name (docs/contract.md#relations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependents: Option<Vec<String>>,
+    /// A removal only: how many entries depended on it (more than
+    /// `dependents` holds past 1,000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dependents_total: Option<usize>,
 }
 
 impl From<Change> for ChangeJson {
@@ -39,6 +47,8 @@ impl From<Change> for ChangeJson {
             cause: change.cause,
             before: change.before.map(EntryJson::from),
             after: change.after.map(EntryJson::from),
+            dependents_total: change.dependents.as_ref().map(|d| d.total),
+            dependents: change.dependents.map(|d| d.names),
         }
     }
 }

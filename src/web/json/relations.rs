@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use super::EntryJson;
 use crate::registry::budget::{json_len, ITEMS_BUDGET};
-use crate::registry::relations::{Dependent, Dependents, Graph, Node, System, MAX_SYSTEM_PROJECTS};
+use crate::registry::read_models::relations::{
+    Dependent, Dependents, Graph, Node, System, MAX_SYSTEM_PROJECTS,
+};
 use crate::web::privacy::Privacy;
 
 /// Whether a dependency names a project of the registry now.

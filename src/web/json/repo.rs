@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::entry::EntryJson;
-use crate::registry::check_runs::RecentCheck;
+use crate::registry::check_records::check_runs::RecentCheck;
 use crate::registry::{ActiveHold, Hold, Repo, RepoDetail, RepoEvent, Status};
 use crate::source::{InstallationId, RepoId};
 
@@ -21,7 +21,8 @@ pub struct RepoJson {
     pub error: Option<String>,
     pub attempts: i32,
     pub projects: Vec<String>,
-    /// Entries whose owner is flagged (docs/contract.md#a-repository).
+    /// Entries whose owner is flagged or that depend on no project
+    /// (docs/contract.md#a-repository).
     pub warnings: i64,
     pub hold: Option<HoldJson>,
 }

@@ -1,7 +1,7 @@
 //! The organisations' teams and members, and what GitHub answers about
 //! them: the GraphQL reads (`organization(login:) { teams }` and
 //! `{ membersWithRole }`, 100 a page, cursors that stay valid while teams
-//! change), a `FORBIDDEN` error when the App lacks `members: read`, and the
+//! change; teams by node id, `nodes(ids:)`), a `FORBIDDEN` error when the App lacks `members: read`, and the
 //! `team`, `membership` and `organization` webhook payloads in GitHub's
 //! shapes (from the fixtures).
 
@@ -43,9 +43,57 @@ pub struct OrgDirectory {
     pub members_forbidden: bool,
 }
 
-/// Whether `query` is one of the directory reads.
+/// Whether `query` is one of the directory reads (a whole read's page, or
+/// teams by node id).
 pub fn is_directory(query: &str) -> bool {
-    query.contains("organization(login:")
+    query.contains("organization(login:") || query.contains("query DirectoryTeam(")
+}
+
+/// A team's GraphQL node id, as payloads carry it and `nodes(ids:)` takes it.
+pub fn team_node_id(id: i64) -> String {
+    format!("T_{id}")
+}
+
+/// `nodes(ids:)` of teams: each the team as it is now, or `null` with a
+/// `NOT_FOUND` error when the installation's organisation has no such team.
+fn team_nodes(world: &World, installation: i64, request: &Value, rate_limit: Value) -> Answer {
+    let ids: Vec<&str> = request
+        .pointer("/variables/ids")
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let directory = world.directories.get(&installation);
+    let mut errors = Vec::new();
+    let nodes: Vec<Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, node_id)| {
+            let team = node_id
+                .strip_prefix("T_")
+                .and_then(|id| id.parse::<i64>().ok())
+                .and_then(|id| directory?.teams.get(&id));
+            match team {
+                Some(t) => json!({
+                    "databaseId": t.id,
+                    "slug": t.slug,
+                    "name": t.name,
+                    "privacy": if t.secret { "SECRET" } else { "VISIBLE" },
+                    "parentTeam": t.parent.map(|p| json!({"databaseId": p})),
+                    "organization": {"databaseId": org_id(installation)},
+                }),
+                None => {
+                    errors.push(json!({"type": "NOT_FOUND", "path": ["nodes", i],
+                        "message": format!("Could not resolve to a node with the global id of '{node_id}'")}));
+                    Value::Null
+                }
+            }
+        })
+        .collect();
+    let mut body = json!({"data": {"rateLimit": rate_limit, "nodes": nodes}});
+    if !errors.is_empty() {
+        body["errors"] = json!(errors);
+    }
+    Answer::json(200, body)
 }
 
 /// GitHub's id of an installation's account (as `GET /app/installations` says).
@@ -83,6 +131,9 @@ pub fn answer(world: &World, installation: i64, request: &Value, budget: Budget)
             .unwrap_or_default(),
         "cost": 1,
     });
+    if query.contains("query DirectoryTeam(") {
+        return team_nodes(world, installation, request, rate_limit);
+    }
     let account = world
         .installations
         .get(&installation)
@@ -184,6 +235,7 @@ pub fn team_event(
     retarget(&mut payload, installation, login);
     payload["action"] = json!(action);
     payload["team"]["id"] = json!(team.id);
+    payload["team"]["node_id"] = json!(team_node_id(team.id));
     payload["team"]["slug"] = json!(team.slug);
     payload["team"]["name"] = json!(team.name);
     payload["team"]["privacy"] = json!(if team.secret { "secret" } else { "closed" });

@@ -3,8 +3,8 @@
 use sqlx::types::Json;
 use sqlx::PgPool;
 
-use super::file_blobs::FileBlobs;
-use super::RegistryError;
+use crate::registry::file_blobs::FileBlobs;
+use crate::registry::RegistryError;
 use crate::source::RepoId;
 
 /// A project name a repository declares that another repository owns.

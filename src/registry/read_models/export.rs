@@ -11,9 +11,9 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::entry::Entry;
 use super::query::{EntryRow, ENTRY_SELECT};
-use super::RegistryError;
+use crate::registry::entry::Entry;
+use crate::registry::RegistryError;
 
 /// Entries a page of an export holds.
 pub const EXPORT_PAGE: i64 = 500;
@@ -87,7 +87,7 @@ impl ExportVersion {
 /// The version of what an export would show now: the change log's head
 /// and the repositories' last change, two single-row reads.
 pub async fn export_version(pool: &PgPool) -> Result<ExportVersion, RegistryError> {
-    let head = super::changes::head(pool).await?;
+    let head = crate::registry::changes::head(pool).await?;
     let repos_changed_at = sqlx::query_scalar("select max(updated_at) from repositories")
         .fetch_one(pool)
         .await?;

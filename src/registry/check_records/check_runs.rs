@@ -11,7 +11,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
-use super::RegistryError;
+use crate::registry::RegistryError;
 use crate::source::{InstallationId, RepoId};
 
 /// What an evaluation says about one commit, to be shown on GitHub.
@@ -202,7 +202,7 @@ pub async fn mark_failed(
     )
     .bind(repo)
     .bind(sha)
-    .bind(super::clip::clip(error, 2048).into_owned())
+    .bind(crate::registry::clip::clip(error, 2048).into_owned())
     .bind(wait.as_secs_f64())
     .bind(run_id)
     .execute(pool)
@@ -242,7 +242,7 @@ pub async fn mark_refused(
     .bind(repo)
     .bind(sha)
     .bind(version)
-    .bind(super::clip::clip(error, 2048).into_owned())
+    .bind(crate::registry::clip::clip(error, 2048).into_owned())
     .execute(pool)
     .await?;
     Ok(())
@@ -260,7 +260,7 @@ pub async fn record_denied(
          on conflict (installation_id) do nothing",
     )
     .bind(installation)
-    .bind(super::clip::clip(message, 2048).into_owned())
+    .bind(crate::registry::clip::clip(message, 2048).into_owned())
     .execute(pool)
     .await?;
     Ok(inserted.rows_affected() > 0)

@@ -9,34 +9,38 @@
 use sqlx::PgConnection;
 
 use super::check_runs::{self, CheckIntent};
-use super::free_push::blob_id;
 use super::owner_check::{add_owner_notes, OwnerCheck};
+use super::read_only::read_as_public;
 use super::read_only::snapshot_for_default_branch;
-use super::RegistryError;
+use super::relation_check::{add_relation_notes, CheckedFile, Reading};
 use crate::directory::OwnersMode;
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict};
+use crate::registry::entry_relations::FileRules;
+use crate::registry::free_push::blob_id;
+use crate::registry::RegistryError;
 use crate::source::{FileState, InstallationId, Observed, RepoId};
 
 /// What a reconcile previewed before applying, to be posted once its
 /// outcome is known.
 #[derive(Debug)]
 pub struct Pending {
-    pub(super) repo_id: RepoId,
-    pub(super) sha: String,
-    pub(super) installation_id: InstallationId,
-    pub(super) owner: String,
-    pub(super) name: String,
-    pub(super) verdict: Verdict,
+    pub(in crate::registry) repo_id: RepoId,
+    pub(in crate::registry) sha: String,
+    pub(in crate::registry) installation_id: InstallationId,
+    pub(in crate::registry) owner: String,
+    pub(in crate::registry) name: String,
+    pub(in crate::registry) verdict: Verdict,
     /// The repository's first reconcile: only a failure is posted (see
     /// [`record`]).
-    pub(super) first: bool,
+    pub(in crate::registry) first: bool,
     /// Whether the file differs from the one the last reconcile read.
-    pub(super) file_changed: bool,
+    pub(in crate::registry) file_changed: bool,
     /// The status before the reconcile: a change of it posts too.
-    pub(super) old_status: String,
+    pub(in crate::registry) old_status: String,
     /// Several project files: the reconcile's error (each failing file)
     /// goes into a failure the changed files alone do not explain.
-    pub(super) several: bool,
+    pub(in crate::registry) several: bool,
 }
 
 /// The state a reconcile starts from, as far as the check run cares.
@@ -49,7 +53,8 @@ pub struct Before<'a> {
 }
 
 /// Previews `observed` against the registry as it is before the apply, on
-/// the reconcile's transaction, its owners checked under `owners`. `None`
+/// the reconcile's transaction, its owners and relations checked under
+/// `rules`. `None`
 /// when there is nothing to post: no file at a known commit, a repository
 /// outside an App installation, or the file applied last without trouble
 /// (`synced` with that blob).
@@ -59,8 +64,9 @@ pub async fn preview(
     observed: &Observed,
     project_file: &str,
     before: Before<'_>,
-    owners: OwnersMode,
+    rules: FileRules,
 ) -> Result<Option<Pending>, RegistryError> {
+    let owners = rules.owners;
     let Before {
         status: old_status,
         sha: old_sha,
@@ -106,6 +112,20 @@ pub async fn preview(
             public_pull_request: false,
         };
         add_owner_notes(conn, &check, &parsed, &registry.entries, &mut verdict).await?;
+    }
+    if !(first && rules.relations == RelationsMode::Warn) {
+        let paths = [project_file.to_owned()];
+        let reading = Reading {
+            repo: id,
+            paths: &paths,
+            public: read_as_public(conn, id).await?,
+        };
+        let files = [CheckedFile {
+            path: project_file,
+            parsed: &parsed,
+        }];
+        let (mode, entries) = (rules.relations, &registry.entries);
+        add_relation_notes(conn, mode, &reading, &files, entries, &mut verdict, false).await?;
     }
     Ok(Some(Pending {
         repo_id: id,

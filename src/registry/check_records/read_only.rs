@@ -9,9 +9,11 @@
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use super::owner_check::{add_owner_notes, OwnerCheck};
-use super::RegistryError;
+use super::relation_check::{add_relation_notes, CheckedFile, Reading};
 use crate::project::preview::{OwnedElsewhere, RegisteredEntry, Snapshot};
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{Parsed, Verdict};
+use crate::registry::RegistryError;
 use crate::source::RepoId;
 
 /// A read-only transaction on the registry; see the module doc.
@@ -60,6 +62,20 @@ impl RegistryReader {
         add_owner_notes(&mut self.tx, check, parsed, registered, verdict).await
     }
 
+    /// Adds the relation annotations of `files` to `verdict`, read in the
+    /// same snapshot (see [`super::relation_check`]).
+    pub async fn add_relation_notes(
+        &mut self,
+        mode: RelationsMode,
+        reading: &Reading<'_>,
+        files: &[CheckedFile<'_>],
+        registered: &[RegisteredEntry],
+        verdict: &mut Verdict,
+    ) -> Result<(), RegistryError> {
+        let tx = &mut self.tx;
+        add_relation_notes(tx, mode, reading, files, registered, verdict, true).await
+    }
+
     /// Ends the transaction (it wrote nothing, so nothing is lost).
     pub async fn finish(self) -> Result<(), RegistryError> {
         self.tx.rollback().await?;
@@ -86,12 +102,23 @@ pub(crate) async fn snapshot_for_default_branch(
     repo: RepoId,
     names: &[String],
 ) -> Result<Snapshot, RegistryError> {
+    let public = read_as_public(conn, repo).await?;
+    snapshot_seen_by(conn, repo, names, public).await
+}
+
+/// Whether the check posted on `repo`'s default branch is read as a
+/// public repository's: unless a pull request's payload said it is
+/// private.
+pub(crate) async fn read_as_public(
+    conn: &mut PgConnection,
+    repo: RepoId,
+) -> Result<bool, RegistryError> {
     let public: Option<bool> =
         sqlx::query_scalar("select public from repo_visibility where repo_id = $1")
             .bind(repo)
             .fetch_optional(&mut *conn)
             .await?;
-    snapshot_seen_by(conn, repo, names, public != Some(false)).await
+    Ok(public != Some(false))
 }
 
 /// How a public repository's check names an owner that may not be public.

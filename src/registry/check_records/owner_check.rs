@@ -6,13 +6,13 @@
 
 use sqlx::PgConnection;
 
-use super::RegistryError;
 use crate::directory::lookup::directory_for;
 use crate::directory::resolve::{Resolution, Resolver};
 use crate::directory::{KnownTeam, OwnersMode};
 use crate::project::owners::{annotate, owner_notes};
 use crate::project::preview::RegisteredEntry;
 use crate::project::verdict::{Parsed, Verdict};
+use crate::registry::RegistryError;
 use crate::source::InstallationId;
 
 /// Whose owners are checked, and how.
@@ -31,7 +31,7 @@ pub struct OwnerCheck<'a> {
 
 /// What a public repository's pull-request check says instead of judging
 /// owners that name no visible team: whether `@login` is a member, or a
-/// slug a secret team, is the organisation's private data (SPEC §12), and
+/// slug a secret team, is the organisation's private data (docs/checks.md#owners), and
 /// "unknown" for one name but not another would tell it.
 pub const PRIVATE_OWNERS_LATER: &str = "Owners that name no visible team are checked when the \
      file is merged: the check of a public repository's pull request does not tell who \

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use super::check_runs::{self, CheckIntent};
-use super::RegistryError;
+use crate::registry::RegistryError;
 use crate::source::{InstallationId, RepoId};
 
 /// A request for a check run on one commit.
@@ -115,8 +115,10 @@ pub async fn request_checks(
 }
 
 /// The least time between two evaluations of one pull request (or commit):
-/// a flood of pushes to one pull request costs one evaluation a minute.
-pub const EVALUATION_SPACING: Duration = Duration::from_secs(60);
+/// a flood of pushes to one pull request costs at most one evaluation
+/// every 10 seconds, on its newest head, while a fix pushed to a pull
+/// request just checked is checked within seconds.
+pub const EVALUATION_SPACING: Duration = Duration::from_secs(10);
 
 /// Claims up to `limit` due requests for `lease`, leaving those whose
 /// pull request was evaluated less than `spacing` ago.
@@ -193,7 +195,7 @@ pub async fn request_failed(
     )
     .bind(request.repo_id)
     .bind(&request.key)
-    .bind(super::clip::clip(error, 2048).into_owned())
+    .bind(crate::registry::clip::clip(error, 2048).into_owned())
     .bind(wait.as_secs_f64())
     .bind(request.requested_at)
     .execute(pool)

@@ -5,11 +5,12 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::entry::Entry;
+use super::cursor;
 use super::repo_rows::{Hold, Repo, RepoDetail, RepoEvent};
-use super::{budget, cursor, RegistryError, Status};
 use crate::db::Page;
 use crate::project::{Fields, ResolvedOwner};
+use crate::registry::entry::Entry;
+use crate::registry::{budget, RegistryError, Status};
 use crate::source::RepoId;
 
 /// Page size when the caller gives none.
@@ -115,7 +116,7 @@ fn repo_columns(error: &str) -> String {
          {error} as error, r.attempts,
          array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
          (select count(*) from entries e where e.repo_id = r.id
-             and e.owner_status in ({FLAGGED_OWNERS})) as warnings,
+             and (e.owner_status in ({FLAGGED_OWNERS}) or {UNKNOWN_DEPENDENCY})) as warnings,
          h.id as hold_id, h.since as hold_since, h.reason as hold_reason"
     )
 }
@@ -123,6 +124,11 @@ fn repo_columns(error: &str) -> String {
 /// The owner statuses that flag an entry: an owner that names nobody, a
 /// team by an old slug, a deleted team (what `/owners` lists first).
 const FLAGGED_OWNERS: &str = "'unknown', 'renamed', 'deleted'";
+
+/// An entry `e` depends on a name no entry has: resolved by name when
+/// read, so it stops counting as soon as the target is applied.
+const UNKNOWN_DEPENDENCY: &str = "exists (select 1 from unnest(e.depends_on) as d(name)
+     where not exists (select 1 from entries t where t.name = d.name))";
 
 /// What the detail route shows.
 const WHOLE_ERROR: &str = "r.error";
@@ -136,7 +142,7 @@ const HOLD_JOIN: &str = "left join holds h
      on h.id = r.hold_id and h.released_at is null and h.cleared_at is null";
 
 #[derive(sqlx::FromRow)]
-pub(super) struct EntryRow {
+pub(in crate::registry) struct EntryRow {
     name: String,
     #[sqlx(flatten)]
     fields: Fields,
@@ -169,7 +175,8 @@ impl From<EntryRow> for Entry {
 
 /// Every column of the entry (the table's fields among them) and its
 /// repository's name.
-pub(super) const ENTRY_SELECT: &str = "select e.*, r.owner as repo_owner, r.name as repo_name
+pub(in crate::registry) const ENTRY_SELECT: &str =
+    "select e.*, r.owner as repo_owner, r.name as repo_name
      from entries e join repositories r on r.id = e.repo_id";
 
 fn page_size(limit: u32) -> i64 {

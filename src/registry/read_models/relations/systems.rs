@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use sqlx::PgPool;
 
 use crate::project::ResolvedOwner;
-use crate::registry::{cursor, Page, RegistryError};
+use crate::registry::read_models::cursor;
+use crate::registry::{Page, RegistryError};
 
 /// The most project names one system lists; the rest are counted.
 pub const MAX_SYSTEM_PROJECTS: usize = 1000;

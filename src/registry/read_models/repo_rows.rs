@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::entry::Entry;
-use super::Status;
+use crate::registry::entry::Entry;
+use crate::registry::Status;
 use crate::source::{InstallationId, RepoId};
 
 /// A repository with its status and the names of its entries.
@@ -21,8 +21,9 @@ pub struct Repo {
     /// Names of the entries it owns, sorted.
     pub projects: Vec<String>,
     /// How many of its entries name an owner that is flagged (nobody, a
-    /// renamed or a deleted team): the repository may read `synced` while
-    /// its owners need fixing.
+    /// renamed or a deleted team) or depend on a name no project has: the
+    /// repository may read `synced` while its owners or dependencies need
+    /// fixing.
     pub warnings: i64,
     /// Set while the deletion guard holds its removal (an active hold).
     pub hold: Option<Hold>,

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::PgPool;
 
-use super::RegistryError;
+use crate::registry::RegistryError;
 
 pub use graph::{
     neighbourhood, whole_registry, Graph, Node, NodeEntry, MAX_DEPTH, MAX_GRAPH_NODES,

@@ -7,7 +7,7 @@ use base64::Engine;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::RegistryError;
+use crate::registry::RegistryError;
 
 pub(crate) fn encode<K: Serialize>(key: &K) -> String {
     // Serializing tuples of strings and integers cannot fail.

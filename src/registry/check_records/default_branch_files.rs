@@ -7,15 +7,19 @@
 use sqlx::PgConnection;
 
 use super::default_branch_check::{Before, Pending};
-use super::file_blobs;
-use super::file_set::set_blob_of;
 use super::owner_check::{add_owner_notes, OwnerCheck};
+use super::read_only::read_as_public;
 use super::read_only::snapshot_for_default_branch;
-use super::touched_files::merge;
-use super::RegistryError;
+use super::relation_check::{add_relation_notes, CheckedFile, Reading};
 use crate::directory::OwnersMode;
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
+use crate::project::relations::RelationsMode;
 use crate::project::verdict::{HeadFile, Parsed};
+use crate::registry::entry_relations::FileRules;
+use crate::registry::file_blobs;
+use crate::registry::file_set::set_blob_of;
+use crate::registry::touched_files::merge;
+use crate::registry::RegistryError;
 use crate::source::{FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo};
 
 /// The repository and commit the run is about.
@@ -29,12 +33,12 @@ struct At<'a> {
 /// [`super::default_branch_check::preview`] for an observation of several
 /// files (all of them, or those a push touched); `None` for any other
 /// observation, or nothing to post.
-pub(super) async fn preview_files(
+pub(in crate::registry) async fn preview_files(
     conn: &mut PgConnection,
     id: RepoId,
     observed: &Observed,
     before: Before<'_>,
-    owners: OwnersMode,
+    rules: FileRules,
 ) -> Result<Option<Pending>, RegistryError> {
     let (repo, sha, files, blobs) = match observed {
         Observed::Present {
@@ -61,7 +65,7 @@ pub(super) async fn preview_files(
         repo,
         sha,
     };
-    preview(conn, at, files, &blobs, before, owners).await
+    preview(conn, at, files, &blobs, before, rules).await
 }
 
 async fn preview(
@@ -70,8 +74,9 @@ async fn preview(
     files: &[PathFile],
     blobs: &file_blobs::FileBlobs,
     before: Before<'_>,
-    owners: OwnersMode,
+    rules: FileRules,
 ) -> Result<Option<Pending>, RegistryError> {
+    let owners = rules.owners;
     let file_changed = before.blob != Some(set_blob_of(blobs).as_str());
     if before.status == "synced" && !file_changed {
         return Ok(None);
@@ -112,6 +117,23 @@ async fn preview(
             };
             add_owner_notes(conn, &check, &file.parsed, &registry.entries, &mut verdict).await?;
         }
+    }
+    if !(first && rules.relations == RelationsMode::Warn) {
+        let paths: Vec<String> = touched.iter().map(|t| t.path.clone()).collect();
+        let reading = Reading {
+            repo: at.id,
+            paths: &paths,
+            public: read_as_public(conn, at.id).await?,
+        };
+        let files: Vec<CheckedFile> = touched
+            .iter()
+            .map(|t| CheckedFile {
+                path: &t.path,
+                parsed: &t.parsed,
+            })
+            .collect();
+        let (mode, entries) = (rules.relations, &registry.entries);
+        add_relation_notes(conn, mode, &reading, &files, entries, &mut verdict, false).await?;
     }
     Ok(Some(Pending {
         repo_id: at.id,

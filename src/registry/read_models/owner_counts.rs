@@ -3,7 +3,7 @@
 
 use sqlx::PgPool;
 
-use super::RegistryError;
+use crate::registry::RegistryError;
 
 /// Entries of repositories of `account` whose `owner` is `owner` (as written).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
