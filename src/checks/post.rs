@@ -2,8 +2,6 @@
 //! when it exists, creates it otherwise, and sends annotations 50 at a
 //! time (GitHub's limit per request).
 
-use std::time::{Duration, SystemTime};
-
 use serde_json::{json, Value};
 use sqlx::PgPool;
 
@@ -120,16 +118,7 @@ async fn send(
         if *requests == 0 {
             return Ok(());
         }
-        match budget.held_until(api, inst, Resource::Core, repositories) {
-            None => Ok(()),
-            Some(resets_at) => Err(CallError::BudgetSpent {
-                wait: resets_at
-                    .duration_since(SystemTime::now())
-                    .unwrap_or_default()
-                    .max(Duration::from_secs(1)),
-                resets_at,
-            }),
-        }
+        budget.spend(api, inst, Resource::Core, repositories)
     };
     if run_id.is_none() && due.create_sent {
         // A create may have reached GitHub before a crash: look first.
