@@ -1,7 +1,8 @@
 //! A flood of pull requests against a low GitHub budget: checks stop
 //! spending at the reserve (per resource, half the window's limit) and
 //! resume at the reset, a push still syncs at once, a pull request is
-//! evaluated at most once a minute, and run writes go a second apart.
+//! evaluated at most once every 10 seconds, on its newest head, and run
+//! writes go a second apart.
 //!
 //! Before: 1,200 pull requests with 1,200 of 5,000 requests left spent
 //! the budget down to nothing, and a push waited for the window's reset.
@@ -169,28 +170,56 @@ async fn checks_should_resume_at_the_reset_and_stop_again_at_half_the_limit() {
 }
 
 #[tokio::test]
-async fn a_pull_request_should_be_evaluated_at_most_once_a_minute() {
+async fn a_pull_request_should_be_evaluated_once_every_ten_seconds_on_its_newest_head() {
     let mut env = env().await;
-    env.worker.budget.evaluation_spacing = Duration::from_secs(60);
+    let spacing = roster::checks::ChecksBudget::default().evaluation_spacing;
+    assert_eq!(spacing, Duration::from_secs(10));
+    env.worker.budget.evaluation_spacing = spacing;
     let id = env.repo("amp", &yaml("amp", "v1")).await;
     env.quiet().await;
-    for k in 0..20 {
-        let sha = env
-            .fake
-            .pr_commit(id, FILE, yaml("amp", &format!("push {k}")).as_bytes());
-        env.send_pr("synchronize", id, "amp", 7, &sha).await;
+    let heads: Vec<String> = (0..20)
+        .map(|k| {
+            env.fake
+                .pr_commit(id, FILE, yaml("amp", &format!("push {k}")).as_bytes())
+        })
+        .collect();
+    env.send_pr("synchronize", id, "amp", 7, &heads[0]).await;
+    env.settle().await;
+    let checked = Instant::now();
+    // A burst of pushes right after that evaluation: each head replaces
+    // the one before, and none is evaluated within the spacing.
+    for head in &heads[1..] {
+        env.send_pr("synchronize", id, "amp", 7, head).await;
         env.settle().await;
     }
+    assert!(
+        checked.elapsed() < spacing,
+        "the burst outlasted the spacing"
+    );
     assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 1, "one evaluation");
-    assert_eq!(waiting(&env).await, 1, "the latest head waits its turn");
-    // A minute later, the latest head is evaluated.
-    sqlx::query("update check_evaluations set at = at - interval '61 seconds'")
+    assert_eq!(waiting(&env).await, 1, "the newest head waits its turn");
+    // Ten seconds after the first, the newest head is evaluated, and
+    // only it.
+    sqlx::query("update check_evaluations set at = at - interval '10 seconds'")
         .execute(&env.pool)
         .await
-        .expect("a minute passes");
+        .expect("ten seconds pass");
     env.settle().await;
     assert_eq!(env.fake.count(routes::GRAPHQL_FILE), 2);
     assert_eq!(waiting(&env).await, 0);
+    let newest = heads.last().expect("heads");
+    let run = env.only_run(id, newest);
+    assert_eq!(run.conclusion.as_deref(), Some("success"));
+    assert!(
+        run.summary.unwrap_or_default().contains("push 19"),
+        "the newest head's file"
+    );
+    for head in &heads[1..heads.len() - 1] {
+        assert!(
+            env.fake.check_runs_on(id, head).is_empty(),
+            "a superseded head was checked"
+        );
+    }
 }
 
 #[tokio::test]
@@ -342,4 +371,35 @@ async fn checks_should_stop_at_the_line_when_github_tells_a_window_that_resets_s
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn each_write_of_a_post_should_take_its_own_share_of_the_budget() {
+    let mut env = env().await;
+    env.worker.budget.reserve = true;
+    let id = env.repo("noisy", &yaml("noisy", "fine")).await;
+    env.quiet().await;
+    // 120 problems: a create and two updates of 50 annotations. REST
+    // keeps 200 of 400 for the sync, and one more is left above it.
+    env.fake
+        .set_budget(ACME, "core", LIMIT, RESERVE + 1, Duration::from_secs(3600));
+    let unknown: String = (0..120).map(|k| format!("k{k}: x\n")).collect();
+    let sha = env.fake.pr_commit(
+        id,
+        FILE,
+        format!("name: noisy\nowner: t\n{unknown}").as_bytes(),
+    );
+    env.open_pr(id, "noisy", 1, &sha).await;
+    env.settle().await;
+    // The create learns the budget; the updates wait for the reset
+    // instead of spending what the sync keeps.
+    assert_eq!(env.fake.count(routes::CHECK_RUN_CREATE), 1);
+    assert_eq!(env.fake.count(routes::CHECK_RUN_UPDATE), 0, "no update");
+    assert_eq!(env.fake.remaining(ACME, "core"), RESERVE);
+    let pending: bool = sqlx::query_scalar("select pending from check_runs where sha = $1")
+        .bind(&sha)
+        .fetch_one(&env.pool)
+        .await
+        .expect("the run's post");
+    assert!(pending, "the rest of the post waits for the reset");
 }

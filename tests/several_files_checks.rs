@@ -335,3 +335,29 @@ async fn the_default_branch_should_get_a_run_only_when_a_project_file_changed() 
     );
     assert_eq!(run.annotations[0]["path"], "services/c/project.yaml");
 }
+
+#[tokio::test]
+async fn each_page_of_changed_files_should_take_its_own_share_of_the_budget() {
+    let mut env = several().await;
+    env.worker.budget.reserve = true;
+    let repo = monorepo(&env, "mono").await;
+    // REST keeps 200 of 400 for the sync, and one more is left above it.
+    env.fake
+        .set_budget(ACME, "core", 400, 201, std::time::Duration::from_secs(3600));
+    let paths: Vec<String> = (0..150).map(|k| format!("docs/page-{k:03}.md")).collect();
+    let changes: Vec<(&str, Option<&[u8]>)> = paths
+        .iter()
+        .map(|p| (p.as_str(), Some(&b"x\n"[..])))
+        .collect();
+    let sha = env.fake.pr_commit_files(repo, &changes);
+    open(&env, repo, "mono", 9, &sha).await;
+    // The first page learns the budget; the second waits for the reset.
+    assert_eq!(env.fake.count(routes::PULL_FILES), 1);
+    assert_eq!(env.fake.remaining(ACME, "core"), 200);
+    assert!(env.fake.check_runs_on(repo, &sha).is_empty());
+    let waiting: i64 = sqlx::query_scalar("select count(*) from check_requests")
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
+    assert_eq!(waiting, 1, "the evaluation waits for the reset");
+}

@@ -31,6 +31,11 @@ async fn a_listing_read_before_a_push_should_not_undo_the_push() {
     let base = server.base.clone();
     let first = fake.head(id).expect("a head");
     wait_synced(&base, "svc", &first, Duration::from_secs(20)).await;
+    // The start-up listing may log its end after its answer is applied.
+    eventually("the start-up listing", Duration::from_secs(20), || async {
+        server.logs().contains("listing done").then_some(())
+    })
+    .await;
     let listings_before = server.logs().matches("listing done").count();
 
     // The next listing reads the repository now, at "first", and its

@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime};
 use tokio::time::Instant;
 
 use crate::github::checks_api::ChecksApi;
+use crate::github::http::CallError;
 use crate::github::rate_limit::Resource;
 use crate::source::InstallationId;
 
@@ -68,6 +69,28 @@ impl ChecksBudget {
         }
         api.take_above(installation, resource, |limit| reserve(limit, repositories))
             .err()
+    }
+
+    /// [`Self::held_until`] as a call's error: a request after the first
+    /// of one evaluation or post takes its own share, and when the budget
+    /// left is the sync's, waits for the reset like a spent budget.
+    pub fn spend(
+        &self,
+        api: &ChecksApi,
+        installation: InstallationId,
+        resource: Resource,
+        repositories: u64,
+    ) -> Result<(), CallError> {
+        match self.held_until(api, installation, resource, repositories) {
+            None => Ok(()),
+            Some(resets_at) => Err(CallError::BudgetSpent {
+                wait: resets_at
+                    .duration_since(SystemTime::now())
+                    .unwrap_or_default()
+                    .max(Duration::from_secs(1)),
+                resets_at,
+            }),
+        }
     }
 
     /// Waits for the installation's next turn to write, at least

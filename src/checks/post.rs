@@ -9,6 +9,7 @@ use super::budget::ChecksBudget;
 use crate::controller::Backoff;
 use crate::github::checks_api::{ChecksApi, PostError, ANNOTATIONS_PER_REQUEST};
 use crate::github::http::CallError;
+use crate::github::rate_limit::Resource;
 use crate::project::invisible::escape_invisible;
 use crate::project::verdict::{clip_summary, escape_annotation};
 use crate::registry::check_records::check_runs::{self, DuePost};
@@ -103,8 +104,25 @@ async fn send(
         "completed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "output": output(due, first),
     });
+    // The caller took the budget of the first request; every further one
+    // (the create after a look, each batch of annotations) takes its own,
+    // so a post never spends below the sync's line.
+    let repositories = if budget.reserve {
+        crate::registry::count_of_installation(pool, inst)
+            .await
+            .unwrap_or(0)
+    } else {
+        0
+    };
+    let spend = |requests: &usize| -> Result<(), CallError> {
+        if *requests == 0 {
+            return Ok(());
+        }
+        budget.spend(api, inst, Resource::Core, repositories)
+    };
     if run_id.is_none() && due.create_sent {
         // A create may have reached GitHub before a crash: look first.
+        spend(requests)?;
         *requests += 1;
         *run_id = api.find_run(inst, owner, name, &due.sha).await?;
     }
@@ -119,6 +137,7 @@ async fn send(
     };
     let id = match *run_id {
         Some(id) => {
+            spend(requests)?;
             turn().await?;
             *requests += 1;
             api.update_run(inst, owner, name, id, body).await?;
@@ -128,6 +147,7 @@ async fn send(
             check_runs::mark_create_sent(pool, due.repo_id, &due.sha)
                 .await
                 .map_err(|e| CallError::unexpected("recording a create", e))?;
+            spend(requests)?;
             turn().await?;
             *requests += 1;
             let id = api.create_run(inst, owner, name, &due.sha, body).await?;
@@ -136,6 +156,7 @@ async fn send(
         }
     };
     for batch in batches {
+        spend(requests)?;
         turn().await?;
         *requests += 1;
         let more = json!({ "output": output(due, batch.to_vec()) });

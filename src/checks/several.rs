@@ -10,10 +10,12 @@ use std::collections::HashMap;
 
 use sqlx::PgPool;
 
+use super::budget::ChecksBudget;
 use super::failure::Failure;
 use crate::directory::OwnersMode;
 use crate::github::checks_api::ChecksApi;
 use crate::github::checks_api::{MAX_PAGES, PER_PAGE};
+use crate::github::rate_limit::Resource;
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, HeadFile, Parsed, Verdict};
@@ -31,6 +33,8 @@ pub const MAX_READS: usize = 50;
 /// What an evaluation of several files uses of the checks loop.
 pub(super) struct Several<'a> {
     pub api: &'a ChecksApi,
+    /// What checks may spend: each page of the changed files takes its share.
+    pub budget: &'a ChecksBudget,
     pub pool: &'a PgPool,
     pub files: &'a ProjectFiles,
     pub owners: OwnersMode,
@@ -44,9 +48,20 @@ impl Several<'_> {
             return Ok(outside_a_pull_request());
         };
         let (installation, owner, name) = (request.installation_id, &request.owner, &request.name);
+        let repositories = if self.budget.reserve {
+            crate::registry::count_of_installation(self.pool, installation)
+                .await
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        let spend = || {
+            self.budget
+                .spend(self.api, installation, Resource::Core, repositories)
+        };
         let changed = self
             .api
-            .pull_request_paths(installation, owner, name, number)
+            .pull_request_paths(installation, owner, name, number, spend)
             .await
             .map_err(Failure::from)?;
         let matching = self.files.select(changed.paths.iter().cloned());

@@ -222,6 +222,7 @@ impl ChecksWorker {
                 }
                 let several = super::several::Several {
                     api: &self.api,
+                    budget: &self.budget,
                     pool: &self.pool,
                     files: &self.files,
                     owners: self.owners,

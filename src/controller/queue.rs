@@ -35,7 +35,11 @@ pub enum QueueError {
 ///
 /// A hint lets a worker skip a read the lister already paid for. It is only
 /// kept while no trigger without a hint arrives for the same key: a newer
-/// trigger means the hint may be stale, so the worker must read afresh.
+/// trigger means the hint may be stale, so the worker must read afresh. A
+/// hint that arrives while the key is claimed steers the run after it, on
+/// the same terms; whether that run in flight applied something newer than
+/// the hint is for the storage to tell (the GitHub source compares the
+/// hint's read time with the registry's `observed_at`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enqueue<K> {
     pub key: K,

@@ -263,9 +263,14 @@ where
                 }
                 state.update(&key, |item| {
                     if item.claim.is_some() {
-                        // The run in flight may read newer state than the
-                        // hint: the rerun reads afresh.
-                        item.hint = None;
+                        // The rerun's hint: this one, while no trigger
+                        // without a hint arrived since the claim. Whether
+                        // the run in flight applied something newer is the
+                        // storage's to tell, as for any hint.
+                        item.hint = match item.rerun {
+                            false => hint,
+                            true => merge_hint(item.hint.take(), hint),
+                        };
                         // The claimed run has its trigger; the rerun's is new.
                         item.trigger = match item.rerun {
                             true => item.trigger.merge(trigger),

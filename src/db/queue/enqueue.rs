@@ -126,7 +126,8 @@ impl Part for EnqueueRows {
 }
 
 /// One upsert per id. A claimed row is marked to run again (its trigger
-/// belongs to the next run); a waiting row keeps the most telling trigger
+/// and hint belong to the next run: a hint steers it while no trigger
+/// without one arrived since the claim); a waiting row keeps the most telling trigger
 /// (`Trigger::merge`: the larger code, except that a listing's, 1, yields
 /// to any other) and becomes ready now. A row the upsert would leave as it is (ready, or
 /// claimed and already marked to run again, with a trigger as telling and
@@ -155,7 +156,7 @@ ON CONFLICT (repo_id) DO UPDATE SET
         ELSE GREATEST(q.trigger, EXCLUDED.trigger)
     END,
     hint = CASE
-        WHEN q.claimed_by IS NOT NULL THEN NULL
+        WHEN q.claimed_by IS NOT NULL AND NOT q.rerun THEN EXCLUDED.hint
         WHEN q.hint IS NOT NULL AND EXCLUDED.hint IS NOT NULL THEN EXCLUDED.hint
     END,
     touched = CASE

@@ -39,13 +39,16 @@ struct ChangedFile {
 }
 
 impl ChecksApi {
-    /// The paths pull request `number` of `owner/name` changes.
+    /// The paths pull request `number` of `owner/name` changes; `spend`
+    /// takes the budget of each page after the first (the caller took the
+    /// first one's).
     pub async fn pull_request_paths(
         &self,
         installation: InstallationId,
         owner: &str,
         name: &str,
         number: i32,
+        spend: impl Fn() -> Result<(), CallError>,
     ) -> Result<ChangedPaths, CallError> {
         const WHAT: &str = "GET pulls/{number}/files";
         let number = number.to_string();
@@ -58,7 +61,10 @@ impl ChecksApi {
         let mut changed = ChangedPaths::default();
         // Paths at the head: one renamed away and added anew is not gone.
         let mut present = Vec::new();
-        for _ in 0..MAX_PAGES {
+        for page in 0..MAX_PAGES {
+            if page > 0 {
+                spend()?;
+            }
             let reply = self
                 .client
                 .get(installation, &url, "application/vnd.github+json", false)

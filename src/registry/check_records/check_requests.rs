@@ -115,8 +115,10 @@ pub async fn request_checks(
 }
 
 /// The least time between two evaluations of one pull request (or commit):
-/// a flood of pushes to one pull request costs one evaluation a minute.
-pub const EVALUATION_SPACING: Duration = Duration::from_secs(60);
+/// a flood of pushes to one pull request costs at most one evaluation
+/// every 10 seconds, on its newest head, while a fix pushed to a pull
+/// request just checked is checked within seconds.
+pub const EVALUATION_SPACING: Duration = Duration::from_secs(10);
 
 /// Claims up to `limit` due requests for `lease`, leaving those whose
 /// pull request was evaluated less than `spacing` ago.
