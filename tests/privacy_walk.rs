@@ -308,3 +308,125 @@ async fn a_member_and_nobody_should_read_alike_without_credentials() {
         assert_eq!(found["items"], serde_json::json!([]), "{owner}");
     }
 }
+
+/// Follows the feed from the start a change at a time, as a consumer
+/// storing `next_cursor` does, until an answer is empty.
+async fn follow_feed(app: &Router) -> (Vec<Value>, i64) {
+    let (mut items, mut cursor) = (Vec::new(), 0_i64);
+    for _ in 0..1_000 {
+        let page = read(
+            app,
+            &format!("/api/v1/changes?after={cursor}&limit=1"),
+            None,
+        )
+        .await
+        .json();
+        let next = page["next_cursor"].as_i64().expect("a cursor");
+        let got = page["items"].as_array().cloned().unwrap_or_default();
+        if got.is_empty() {
+            return (items, next);
+        }
+        assert!(next > cursor, "the cursor moves on: {cursor} then {next}");
+        cursor = next;
+        items.extend(got);
+    }
+    panic!("the feed never ended");
+}
+
+/// Pages an entry's history newest first, a change at a time, to its end.
+async fn page_history(app: &Router, name: &str, token: Option<&str>) -> (Vec<Value>, usize) {
+    let (mut items, mut pages) = (Vec::new(), 0);
+    let mut uri = format!("/api/v1/projects/{name}/history?limit=1");
+    loop {
+        pages += 1;
+        assert!(pages < 1_000, "the history never ended");
+        let page = read(app, &uri, token).await.json();
+        items.extend(page["items"].as_array().cloned().unwrap_or_default());
+        match page["next_cursor"].as_str() {
+            Some(cursor) => {
+                uri = format!("/api/v1/projects/{name}/history?limit=1&cursor={cursor}")
+            }
+            None => return (items, pages),
+        }
+    }
+}
+
+fn causes(items: &[Value]) -> Vec<&str> {
+    items.iter().filter_map(|c| c["cause"].as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_secret_teams_rename_should_not_show_in_the_feed_or_history_without_credentials() {
+    let (env, _) = organisation().await;
+    let last: i64 = sqlx::query_scalar("select max(seq) from changes")
+        .fetch_one(&env.pool)
+        .await
+        .expect("the log's last seq");
+    let public = app(&env, None);
+
+    let (feed, end) = follow_feed(&public).await;
+    assert!(!feed.is_empty(), "the other changes show");
+    assert!(
+        !causes(&feed).contains(&"team_renamed"),
+        "{:?}",
+        causes(&feed)
+    );
+    assert_eq!(end, last, "the cursor goes past the left-out changes");
+    // Asked from just before the rename, the feed goes on past it.
+    let renamed: Vec<i64> =
+        sqlx::query_scalar("select seq from changes where cause = 'team_renamed' order by seq")
+            .fetch_all(&env.pool)
+            .await
+            .expect("the rename's changes");
+    assert_eq!(
+        renamed.len(),
+        2,
+        "both entries of the secret team followed it"
+    );
+    let from = renamed[0] - 1;
+    let page = read(
+        &public,
+        &format!("/api/v1/changes?after={from}&limit=1"),
+        None,
+    )
+    .await
+    .json();
+    let next = page["next_cursor"].as_i64().expect("a cursor");
+    assert!(next > renamed[0], "{page}");
+    assert!(!page.to_string().contains("team_renamed"), "{page}");
+
+    // History: a page holding only the rename reads empty, and its cursor
+    // still reaches the entry's creation.
+    let (history, pages) = page_history(&public, "falcon-oss", None).await;
+    assert!(
+        !causes(&history).contains(&"team_renamed"),
+        "{:?}",
+        causes(&history)
+    );
+    assert_eq!(
+        history.last().map(|c| c["kind"].clone()),
+        Some(Value::from("created")),
+        "{history:?}"
+    );
+    let (all, _) = page_history(&app(&env, Some(TOKEN)), "falcon-oss", Some(TOKEN)).await;
+    assert!(causes(&all).contains(&"team_renamed"), "{:?}", causes(&all));
+    assert_eq!(all.len(), history.len() + 1, "only the rename left out");
+    assert!(
+        pages > history.len(),
+        "a page read empty and paging went on"
+    );
+
+    // The pages: neither the entry's history nor the stream shows it.
+    for uri in [
+        "/projects/falcon-oss/history",
+        "/changes",
+        "/changes?cause=team_renamed",
+    ] {
+        let body = read(&public, uri, None).await.body;
+        assert!(!body.contains("<code>team_renamed</code>"), "{uri}: {body}");
+    }
+    let body = read(&public, "/projects/falcon-oss/history", None)
+        .await
+        .body;
+    assert!(body.contains("<code>"), "the other changes show: {body}");
+}

@@ -133,11 +133,15 @@ pub async fn feed(
         Ok(privacy) => privacy,
         Err(error) => return error.into_response(),
     };
-    match long_poll(&state, request).await {
+    match long_poll(&state, request, &privacy).await {
         Ok(feed) => {
-            let (items, _) = shown_changes(privacy.changes(feed.items));
-            // A page cut short goes on after its last change.
-            let next_cursor = items.last().map_or(feed.next_cursor, |c| c.seq);
+            let (items, cut) = shown_changes(feed.items);
+            // A page cut short goes on after its last change; a whole one
+            // after the last change read, shown or not.
+            let next_cursor = match items.last() {
+                Some(last) if cut => last.seq,
+                _ => feed.next_cursor,
+            };
             Json(FeedJson { items, next_cursor }).into_response()
         }
         Err(FeedError::Gone { after, oldest }) => (
@@ -163,21 +167,40 @@ pub struct GoneJson {
     pub oldest_seq: i64,
 }
 
-/// Reads; when nothing is new, waits for a change after `after` to commit
-/// and reads again, until the wait ends or the server stops. Waiting
-/// reads nothing: the commit's `NOTIFY` wakes the poll (see
-/// [`ChangeWaker::wait_past`]). Past the cap of waiting polls, answers at
-/// once with what there is.
-async fn long_poll(state: &ChangesState, request: FeedRequest) -> Result<Feed, FeedError> {
+/// Reads the changes the reader may see; when nothing is new, waits for a
+/// change after `after` to commit and reads again, until the wait ends or
+/// the server stops. Changes left out for the reader (see
+/// [`Privacy::changes`]) are read past, so an answer is empty only at the
+/// end of the log, and its cursor is past them. Waiting reads nothing: the
+/// commit's `NOTIFY` wakes the poll (see [`ChangeWaker::wait_past`]). Past
+/// the cap of waiting polls, answers at once with what there is.
+async fn long_poll(
+    state: &ChangesState,
+    mut request: FeedRequest,
+    privacy: &Privacy,
+) -> Result<Feed, FeedError> {
     let deadline = tokio::time::Instant::now() + request.wait;
     let stop = &state.stop;
     let mut place = None;
     loop {
         let heard = state.waker.now();
         state.long_polls.read();
-        let feed = changes::changes_after(&state.pool, request.after, request.limit).await?;
+        let read = changes::changes_after(&state.pool, request.after, request.limit).await?;
+        let read_any = !read.items.is_empty();
+        let feed = Feed {
+            items: privacy.changes(read.items),
+            next_cursor: read.next_cursor,
+        };
+        if !feed.items.is_empty() {
+            return Ok(feed);
+        }
+        if read_any {
+            // All left out: read on past them, to the end of the log.
+            request.after = feed.next_cursor;
+            continue;
+        }
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-        if !feed.items.is_empty() || left.is_zero() || stop.is_stopped() {
+        if left.is_zero() || stop.is_stopped() {
             return Ok(feed);
         }
         if place.is_none() {
@@ -263,12 +286,16 @@ pub async fn history(
     if page.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")));
     }
+    // Where the next page goes on when no shown change was cut: past the
+    // last change read, also when the reader may not see it.
+    let read_to = page.items.last().map(|c| c.seq);
     let more = page.more;
     let (items, cut) = shown_changes(privacy.changes(page.items));
-    let next_cursor = items
-        .last()
-        .filter(|_| more || cut)
-        .map(|c| c.seq.to_string());
+    let next_cursor = match items.last() {
+        Some(last) if cut => Some(last.seq),
+        _ => read_to.filter(|_| more),
+    }
+    .map(|seq| seq.to_string());
     Ok(Json(PageJson { items, next_cursor }))
 }
 

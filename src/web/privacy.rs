@@ -151,9 +151,31 @@ impl Privacy {
         change
     }
 
-    /// Each change as the reader may see it.
+    /// Each change as the reader may see it, leaving out those that, so
+    /// seen, change nothing: a secret team's rename moves only withheld
+    /// owners, and an empty change would still tell when, and for which
+    /// projects, it happened. A reader paging on goes past them by the
+    /// last `seq` read, not the last shown.
     pub fn changes(&self, changes: Vec<Change>) -> Vec<Change> {
-        changes.into_iter().map(|c| self.change(c)).collect()
+        changes
+            .into_iter()
+            .map(|c| self.change(c))
+            .filter(|c| self.privileged() || !changes_nothing(c))
+            .collect()
+    }
+}
+
+/// Whether a change, as shown, moves nothing but the time of its writing.
+fn changes_nothing(change: &Change) -> bool {
+    match (&change.before, &change.after) {
+        (Some(before), Some(after)) => {
+            before
+                == &Entry {
+                    updated_at: before.updated_at,
+                    ..after.clone()
+                }
+        }
+        _ => false,
     }
 }
 
@@ -207,6 +229,43 @@ mod tests {
             owner_team_id: team,
             owner_slug: team.map(|id| format!("team-{id}")),
         }
+    }
+
+    fn followed(status: OwnerStatus, team: i64) -> Change {
+        let at = chrono::DateTime::from_timestamp(1, 0).unwrap_or_default();
+        let entry = |status, later: i64| Entry {
+            name: "api".into(),
+            fields: crate::project::Fields::default(),
+            resolved: owner(status, Some(team)),
+            repo: "acme/api".into(),
+            repo_id: crate::source::RepoId(1),
+            path: "project.yaml".into(),
+            source_sha: "abc".into(),
+            created_at: at,
+            updated_at: at + chrono::Duration::seconds(later),
+        };
+        Change {
+            seq: 1,
+            at,
+            kind: crate::registry::changes::ChangeKind::Changed,
+            name: "api".into(),
+            repo: "acme/api".into(),
+            repo_id: crate::source::RepoId(1),
+            sha: None,
+            cause: "team_renamed".into(),
+            before: Some(entry(OwnerStatus::Team, 0)),
+            after: Some(entry(status, 5)),
+            dependents: None,
+        }
+    }
+
+    #[test]
+    fn a_change_moving_only_hidden_owners_should_be_left_out_without_credentials() {
+        let secret = followed(OwnerStatus::Renamed, 7);
+        assert!(public(&[7]).changes(vec![secret.clone()]).is_empty());
+        assert_eq!(Privacy::everything().changes(vec![secret]).len(), 1);
+        let visible = followed(OwnerStatus::Renamed, 8);
+        assert_eq!(public(&[7]).changes(vec![visible]).len(), 1);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::registry::budget::ITEMS_BUDGET;
 use crate::registry::changes;
 use crate::web::html_budget::{escaped_len, keep_rows};
 use crate::web::json::ChangeJson;
+use crate::web::privacy::Privacy;
 use crate::web::view::{commit_link, repo_href, short_sha, TimeView};
 
 /// Bytes of rows each of the two lists of `/changes` may take.
@@ -182,22 +183,29 @@ fn show_item(item: &Value) -> String {
     }
 }
 
-/// Rows of a page of changes, cut to the page's byte bound, and the `seq`
-/// the next (older) page starts before, when there is one.
+/// Rows of a page of changes as the reader may see them, cut to the
+/// page's byte bound, and the `seq` the next (older) page starts before,
+/// when there is one: past the last change read, shown or not, unless the
+/// bound cut the shown ones.
 pub(super) fn page_rows(
     page: changes::Listed,
+    privacy: &Privacy,
     web: Option<&str>,
     budget: usize,
 ) -> (Vec<ChangeRow>, Option<i64>) {
     let now = Utc::now();
     let more = page.more;
-    let mut rows: Vec<ChangeRow> = page
-        .items
+    let read_to = page.items.last().map(|c| c.seq);
+    let mut rows: Vec<ChangeRow> = privacy
+        .changes(page.items)
         .into_iter()
         .map(|c| ChangeRow::new(ChangeJson::from(c), web, now))
         .collect();
     let cut = keep_rows(&mut rows, budget, ChangeRow::html_len);
-    let next = rows.last().filter(|_| more || cut).map(|r| r.seq);
+    let next = match rows.last() {
+        Some(last) if cut => Some(last.seq),
+        _ => read_to.filter(|_| more),
+    };
     (rows, next)
 }
 

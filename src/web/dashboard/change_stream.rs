@@ -91,10 +91,9 @@ pub async fn load(
     privacy: &Privacy,
 ) -> Result<StreamView, ApiError> {
     let filter = params.to_filter()?;
-    let mut page = changes::stream(&state.pool, &filter).await?;
-    page.items = privacy.changes(page.items);
+    let page = changes::stream(&state.pool, &filter).await?;
     // Half the page: the recently removed take the other half.
-    let (rows, next) = page_rows(page, state.github_web_url.as_deref(), HALF_PAGE);
+    let (rows, next) = page_rows(page, privacy, state.github_web_url.as_deref(), HALF_PAGE);
     let kind = filter.kind.map_or("", ChangeKind::as_str);
     let cause = filter.cause.clone().unwrap_or_default();
     let owner = filter.owner.clone().unwrap_or_default();

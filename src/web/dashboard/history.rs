@@ -83,13 +83,17 @@ pub async fn entry_history(
     let ApiQuery(params) = params?;
     let before = params.before()?;
     let privacy = Privacy::for_viewer(&viewer, &state.pool).await?;
-    let mut history = changes::history(&state.pool, &name, before, HISTORY_ROWS).await?;
-    history.items = privacy.changes(history.items);
+    let history = changes::history(&state.pool, &name, before, HISTORY_ROWS).await?;
     if history.items.is_empty() && before.is_none() {
         return Err(ApiError::NotFound(format!("project {name} has no history")).into());
     }
     let current = crate::registry::get_project(&state.pool, &name).await?;
-    let (rows, next) = page_rows(history, state.github_web_url.as_deref(), ITEMS_BUDGET);
+    let (rows, next) = page_rows(
+        history,
+        &privacy,
+        state.github_web_url.as_deref(),
+        ITEMS_BUDGET,
+    );
     let first_href = format!("/projects/{}/history", urlencoding(&name));
     Ok(HistoryTemplate {
         chrome: Chrome::for_viewer(viewer),
@@ -151,12 +155,16 @@ pub async fn changes_page(
     let targets = outbox::status(&state.pool)
         .await
         .map_err(|e| ApiError::unavailable("notify status query failed", &e))?;
-    let mut removed = changes::removed_before(&state.pool, None, REMOVED_ROWS).await?;
-    removed.items = privacy.changes(removed.items);
+    let removed = changes::removed_before(&state.pool, None, REMOVED_ROWS).await?;
     let now = Utc::now();
     // The newest removals that fit in the half of the page the stream
     // leaves; older ones are in the stream (kind "removed").
-    let (removed, _) = page_rows(removed, state.github_web_url.as_deref(), HALF_PAGE);
+    let (removed, _) = page_rows(
+        removed,
+        &privacy,
+        state.github_web_url.as_deref(),
+        HALF_PAGE,
+    );
     Ok(ChangesTemplate {
         chrome: Chrome::for_viewer(viewer),
         stream,

@@ -21,7 +21,10 @@ pub const MAX_PICTURE_NODES: usize = 100;
 
 /// The most edges a picture draws, those of the project itself first: a
 /// registry where everything depends on everything still lays out quickly.
-pub const MAX_PICTURE_EDGES: usize = 400;
+pub const MAX_PICTURE_EDGES: usize = 120;
+
+/// Up to this many edges, the layout also reorders ranks to cut crossings.
+const OPTIMISED_EDGES: usize = 40;
 
 /// Size of a label's letters in the picture, in pixels.
 const LETTERS: usize = 13;
@@ -90,6 +93,7 @@ pub fn draw(graph: &Graph) -> Picture {
         .collect();
     edges.sort_by_key(|(from, to)| from != root && to != root);
     edges.truncate(MAX_PICTURE_EDGES);
+    let many = edges.len() > OPTIMISED_EDGES;
     for (from, to) in edges {
         let (Some((from, _)), Some((to, target))) =
             (handles.get(from.as_str()), handles.get(to.as_str()))
@@ -116,7 +120,8 @@ pub fn draw(graph: &Graph) -> Picture {
     // The layout asserts what it expects of its input; a failure there
     // costs the picture, never the page.
     let laid = catch_unwind(AssertUnwindSafe(|| {
-        visual.do_it(false, false, false, &mut canvas);
+        // Past a few dozen edges the crossing optimisation costs seconds.
+        visual.do_it(false, many, false, &mut canvas);
     }));
     let title = format!("{root} and its neighbourhood");
     Picture {

@@ -1,0 +1,227 @@
+//! Relations on a large registry, through the real router (no network):
+//! - 10,000 projects (100 repositories of 100), each depending on 3 others
+//!   and in one of 20 systems: `GET /api/v1/graph` of the whole registry
+//!   (at most 1 MiB, then `truncated`), a neighbourhood of depth 3, and the
+//!   project page with its picture (target: under 50 ms);
+//! - a dense registry, 1,000 projects each depending on 50 others (the
+//!   most a project may): everything is within three steps of everything,
+//!   and the graph of depth 3 and the page must stay bounded all the same.
+//!
+//! Run with `cargo bench --profile dev --bench relations_graph`; needs the
+//! server of `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
+//! Without `--bench`, or with `ROSTER_BENCH_SMOKE=1`, a smoke run seeds a
+//! tenth of each.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use futures_util::{stream, StreamExt};
+use http_body_util::BodyExt;
+use roster::db::testing::fresh_database;
+use roster_testkit::bench_mode;
+use roster_testkit::registry::{github_repo, queue};
+use roster_testkit::router::{app_on, Options};
+use roster_testkit::seed::Seed;
+use sqlx::PgPool;
+use tower::ServiceExt;
+
+/// Projects per repository: the most one file may declare.
+const PER_REPO: usize = 100;
+/// Project pages read for the figures.
+const PAGES: usize = 50;
+const MIB: usize = 1 << 20;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    bench_mode::announce("relations_graph");
+    let scale = if bench_mode::full() { 1 } else { 10 };
+
+    let repos = 100 / scale;
+    let app = registry(repos, 3).await?;
+    let projects = repos * PER_REPO;
+    println!("relations: {projects} projects, 3 dependencies each");
+    let (bytes, took, body) = get(&app, "/api/v1/graph").await?;
+    println!(
+        "  whole registry: {} nodes, {} edges, truncated {}, {bytes} bytes in {:.0} ms{} {}",
+        count(&body, "nodes"),
+        count(&body, "edges"),
+        body["truncated"],
+        ms(took),
+        bench_mode::target("at most 1 MiB"),
+        bench_mode::verdict(bytes <= MIB),
+    );
+    let root = name(projects / 2);
+    let (bytes, took, body) = get(&app, &format!("/api/v1/graph?root={root}&depth=3")).await?;
+    println!(
+        "  depth 3 around {root}: {} nodes, {} edges, {bytes} bytes in {:.1} ms",
+        count(&body, "nodes"),
+        count(&body, "edges"),
+        ms(took),
+    );
+    pages(&app, projects, "under 50 ms", 50.0).await?;
+
+    let dense_repos = 10 / scale.min(5);
+    let app = registry(dense_repos, 50).await?;
+    let projects = dense_repos * PER_REPO;
+    println!("dense: {projects} projects, 50 dependencies each");
+    let root = name(projects / 2);
+    let (bytes, took, body) = get(&app, &format!("/api/v1/graph?root={root}&depth=3")).await?;
+    println!(
+        "  depth 3 around {root}: {} nodes, {} edges, truncated {}, {bytes} bytes in {:.0} ms{} {}",
+        count(&body, "nodes"),
+        count(&body, "edges"),
+        body["truncated"],
+        ms(took),
+        bench_mode::target("at most 1 MiB"),
+        bench_mode::verdict(bytes <= MIB),
+    );
+    let (bytes, took, body) = get(&app, "/api/v1/graph").await?;
+    println!(
+        "  whole registry: {} nodes, {} edges, truncated {}, {bytes} bytes in {:.0} ms{} {}",
+        count(&body, "nodes"),
+        count(&body, "edges"),
+        body["truncated"],
+        ms(took),
+        bench_mode::target("at most 1 MiB"),
+        bench_mode::verdict(bytes <= MIB),
+    );
+    pages(
+        &app,
+        projects,
+        "bounded (100 nodes, 400 edges)",
+        f64::INFINITY,
+    )
+    .await?;
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn name(i: usize) -> String {
+    format!("svc-{:05}", i)
+}
+
+fn count(body: &serde_json::Value, key: &str) -> usize {
+    body[key].as_array().map_or(0, Vec::len)
+}
+
+/// `PAGES` project pages, spread over the registry: median and p99.
+async fn pages(app: &Router, projects: usize, target: &str, limit: f64) -> anyhow::Result<()> {
+    let mut times = Vec::with_capacity(PAGES);
+    let mut drawn = 0;
+    for i in 0..PAGES {
+        let uri = format!("/projects/{}", name(i * projects / PAGES));
+        let started = Instant::now();
+        let answer = app
+            .clone()
+            .oneshot(Request::get(&uri).body(Body::empty())?)
+            .await?;
+        ensure!(
+            answer.status() == StatusCode::OK,
+            "{uri}: {}",
+            answer.status()
+        );
+        let body = answer.into_body().collect().await?.to_bytes();
+        times.push(started.elapsed());
+        drawn = drawn.max(String::from_utf8_lossy(&body).matches("data-node=").count());
+    }
+    times.sort();
+    let median = ms(times[PAGES / 2]);
+    let p99 = ms(times[PAGES * 99 / 100]);
+    println!(
+        "  {PAGES} project pages: median {median:.1} ms, p99 {p99:.1} ms, at most {drawn} nodes drawn{} {}",
+        bench_mode::target(target),
+        bench_mode::verdict(p99 < limit && drawn <= 100),
+    );
+    Ok(())
+}
+
+/// A fresh registry of `repos` repositories of [`PER_REPO`] projects, each
+/// depending on `deps` others spread over the registry, behind a router.
+async fn registry(repos: usize, deps: usize) -> anyhow::Result<Router> {
+    let (pool, _url) = fresh_database()
+        .await
+        .context("creating a fresh database")?;
+    let started = Instant::now();
+    seed(&pool, repos, deps).await?;
+    println!(
+        "(seeded {} projects in {:.1} s)",
+        repos * PER_REPO,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(app_on(
+        &pool,
+        &queue(&pool),
+        Options {
+            api_token: None,
+            github_web_url: Some("https://github.com"),
+        },
+        |_, _| {},
+        |_| {},
+    ))
+}
+
+async fn seed(pool: &PgPool, repos: usize, deps: usize) -> anyhow::Result<()> {
+    let total = repos * PER_REPO;
+    let lifecycles = ["production", "experimental", "deprecated"];
+    let seed = Seed::new(pool);
+    stream::iter(0..repos)
+        .for_each_concurrent(4, |r| {
+            let seed = &seed;
+            async move {
+                let mut file = String::from("projects:\n");
+                for p in 0..PER_REPO {
+                    let i = r * PER_REPO + p;
+                    // Spread over the registry, never the project itself.
+                    let depends: Vec<String> = (1..=deps)
+                        .map(|k| name((i + k * k * 37 + k) % total))
+                        .filter(|d| *d != name(i))
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .into_iter()
+                        .collect();
+                    file.push_str(&format!(
+                        "  - name: {}
+    owner: team-{}
+    lifecycle: {}
+    system: system-{}
+    depends_on: [{}]
+",
+                        name(i),
+                        i % 40,
+                        lifecycles[i % 3],
+                        i % 20,
+                        depends.join(", "),
+                    ));
+                }
+                seed.repo_as(r as i64 + 1, github_repo("acme", format!("repo-{r:03}"), 1))
+                    .await
+                    .synced(&format!("{:040x}", r + 1), &file)
+                    .await;
+            }
+        })
+        .await;
+    sqlx::query("analyze").execute(pool).await?;
+    Ok(())
+}
+
+/// One answer of the router: its size, time and JSON.
+async fn get(app: &Router, uri: &str) -> anyhow::Result<(usize, Duration, serde_json::Value)> {
+    let started = Instant::now();
+    let answer = app
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty())?)
+        .await?;
+    ensure!(
+        answer.status() == StatusCode::OK,
+        "{uri}: {}",
+        answer.status()
+    );
+    let body = answer.into_body().collect().await?.to_bytes();
+    let took = started.elapsed();
+    Ok((body.len(), took, serde_json::from_slice(&body)?))
+}
