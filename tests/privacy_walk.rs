@@ -430,3 +430,31 @@ async fn a_secret_teams_rename_should_not_show_in_the_feed_or_history_without_cr
         .body;
     assert!(body.contains("<code>"), "the other changes show: {body}");
 }
+
+#[tokio::test]
+async fn the_changes_page_filtered_by_a_hidden_owner_should_find_nothing_without_credentials() {
+    let (env, _) = organisation().await;
+    let public = app(&env, None);
+    // The control: a visible team's changes are found by its slug.
+    let body = read(&public, "/changes?owner=platform", None).await.body;
+    assert!(body.contains("/projects/oss"), "{body}");
+    // A secret team (old slug or new), a member and nobody: no change is
+    // found, so the filter cannot confirm that the text names someone.
+    for owner in [
+        "falcon-secret",
+        "falcon-hidden-core",
+        "%40hidden-person",
+        "%40nobody-here",
+    ] {
+        let body = read(&public, &format!("/changes?owner={owner}"), None)
+            .await
+            .body;
+        for name in [
+            "/projects/falcon-oss",
+            "/projects/ghost",
+            "/projects/nobody",
+        ] {
+            assert!(!body.contains(name), "{owner} found {name}: {body}");
+        }
+    }
+}

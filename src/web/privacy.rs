@@ -28,12 +28,18 @@ use crate::registry::Entry;
 pub struct Privacy {
     /// `None` for a reader with credentials; otherwise the secret teams.
     secret_teams: Option<Arc<HashSet<i64>>>,
+    /// The changes were found by their owner's text: a hidden owner is
+    /// not found by it either ([`Privacy::finding_by_owner`]).
+    by_owner: bool,
 }
 
 impl Privacy {
     /// A reader with credentials: nothing is withheld.
     pub fn everything() -> Self {
-        Self { secret_teams: None }
+        Self {
+            secret_teams: None,
+            by_owner: false,
+        }
     }
 
     /// A reader without credentials, the secret teams read from the
@@ -45,6 +51,7 @@ impl Privacy {
             .map_err(|e| ApiError::unavailable("owners: directory query failed", &e))?;
         Ok(Self {
             secret_teams: Some(Arc::new(ids)),
+            by_owner: false,
         })
     }
 
@@ -144,6 +151,16 @@ impl Privacy {
             .collect()
     }
 
+    /// This reader, for changes found by their owner's text (`/changes?owner=`):
+    /// a change whose owner is withheld is left out too, so the filter
+    /// cannot confirm that a secret slug or a login is in use.
+    pub fn finding_by_owner(&self) -> Self {
+        Self {
+            by_owner: true,
+            ..self.clone()
+        }
+    }
+
     /// A change with its `before` and `after` as the reader may see them.
     pub fn change(&self, mut change: Change) -> Change {
         change.before = change.before.map(|e| self.entry(e));
@@ -160,8 +177,17 @@ impl Privacy {
         changes
             .into_iter()
             .map(|c| self.change(c))
-            .filter(|c| self.privileged() || !changes_nothing(c))
+            .filter(|c| self.privileged() || !(changes_nothing(c) || self.found_hidden(c)))
             .collect()
+    }
+
+    /// Whether `change`, found by an owner's text, shows a withheld owner.
+    fn found_hidden(&self, change: &Change) -> bool {
+        let hidden = |e: &Option<Entry>| {
+            e.as_ref()
+                .is_some_and(|e| e.resolved.owner_status == OwnerStatus::Hidden)
+        };
+        self.by_owner && (hidden(&change.before) || hidden(&change.after))
     }
 }
 
@@ -220,6 +246,7 @@ mod tests {
     fn public(secret: &[i64]) -> Privacy {
         Privacy {
             secret_teams: Some(Arc::new(secret.iter().copied().collect())),
+            by_owner: false,
         }
     }
 

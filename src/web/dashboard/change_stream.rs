@@ -92,8 +92,12 @@ pub async fn load(
 ) -> Result<StreamView, ApiError> {
     let filter = params.to_filter()?;
     let page = changes::stream(&state.pool, &filter).await?;
+    let privacy = match filter.owner {
+        Some(_) => privacy.finding_by_owner(),
+        None => privacy.clone(),
+    };
     // Half the page: the recently removed take the other half.
-    let (rows, next) = page_rows(page, privacy, state.github_web_url.as_deref(), HALF_PAGE);
+    let (rows, next) = page_rows(page, &privacy, state.github_web_url.as_deref(), HALF_PAGE);
     let kind = filter.kind.map_or("", ChangeKind::as_str);
     let cause = filter.cause.clone().unwrap_or_default();
     let owner = filter.owner.clone().unwrap_or_default();
