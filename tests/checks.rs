@@ -325,9 +325,10 @@ async fn hostile_heads_should_get_a_clear_failure_or_neutral_never_a_crash() {
             "bytes",
         ),
         (
+            // GitHub calls it binary; its bytes are text with a NUL.
             env.fake.pr_commit(id, FILE, b"name: a\0\x01\x02"),
             "failure",
-            "binary",
+            "1:8: file: contains a NUL",
         ),
         (
             env.fake.pr_commit(id, FILE, b"name: caf\xe9\nowner: t\n"),

@@ -36,6 +36,7 @@ mod fuzz_regressions;
 mod github_batch_read;
 mod github_batches;
 mod github_e2e;
+mod github_nul;
 mod github_outages;
 mod github_patterns;
 mod github_read_pace;

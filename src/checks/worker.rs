@@ -20,10 +20,10 @@ use super::mode::ChecksMode;
 use super::post::{post, Posted};
 use crate::controller::Backoff;
 use crate::directory::OwnersMode;
-use crate::github::checks_api::ChecksApi;
+use crate::github::checks_api::{said_binary, ChecksApi};
 use crate::github::rate_limit::Resource;
 use crate::project::relations::RelationsMode;
-use crate::project::verdict::{evaluate, Parsed, Verdict};
+use crate::project::verdict::{evaluate, HeadFile, Parsed, Verdict};
 use crate::project::ProjectFiles;
 use crate::registry::check_records::check_requests::{self, ClaimedRequest};
 use crate::registry::check_records::check_runs::{self, CheckIntent};
@@ -236,17 +236,27 @@ impl ChecksWorker {
 
     /// The verdict on the one project file at the request's head.
     async fn evaluate_one(&self, request: &ClaimedRequest) -> Result<Verdict, Failure> {
-        let head = self
+        let (installation, repo) = (request.installation_id, (&*request.owner, &*request.name));
+        let mut head = self
             .api
-            .file_at(
-                request.installation_id,
-                &request.owner,
-                &request.name,
-                &request.head_sha,
-            )
+            .file_at(installation, repo.0, repo.1, &request.head_sha)
             .await
             .map_err(Failure::from)?;
         let project_file = self.api.project_file().to_owned();
+        if said_binary(&head) {
+            // A NUL makes GitHub call the file binary: its bytes tell where.
+            if let Some(until) = self.held(installation, Resource::Core).await {
+                return Err(Failure::Held(until));
+            }
+            let sha = &request.head_sha;
+            if let Some(bytes) = self
+                .api
+                .text_at(installation, repo, sha, &project_file)
+                .await
+            {
+                head = HeadFile::Found(bytes);
+            }
+        }
         let parsed = Parsed::read(&project_file, head);
         let mut reader = RegistryReader::begin(&self.pool)
             .await

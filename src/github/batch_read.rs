@@ -75,10 +75,13 @@ impl GithubStorage {
                 }
             }
         }
-        states
+        let mut states: Vec<_> = states
             .into_iter()
             .map(|s| s.unwrap_or_else(|| Err(Failure::new(NoState))))
-            .collect()
+            .collect();
+        let ids: Vec<RepoId> = items.iter().map(|(id, _)| *id).collect();
+        self.read_binaries(&ids, &mut states).await;
+        states
     }
 
     /// Reads every key whose installation the registry knows with one query

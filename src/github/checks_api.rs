@@ -13,12 +13,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::client::Client;
+use super::contents::contents_at;
 use super::graphql::{too_large, GraphqlError};
 use super::http::{join, CallError, Reply, Request};
 use super::rate_limit::{Bucket, Resource, Who};
 use super::MAX_FILE_BYTES;
 use crate::project::verdict::HeadFile;
-use crate::source::InstallationId;
+use crate::source::{FileState, InstallationId};
 
 mod files_at_head;
 mod pull_files;
@@ -159,6 +160,30 @@ impl ChecksApi {
         Ok(head_file(commit.file))
     }
 
+    /// The bytes of the file at `path` of commit `sha` of `owner/name`,
+    /// read over REST, when they are UTF-8 text (NULs included); `None`
+    /// when they are not, or cannot be read (the check then says what
+    /// GitHub's GraphQL said).
+    pub async fn text_at(
+        &self,
+        installation: InstallationId,
+        (owner, name): (&str, &str),
+        sha: &str,
+        path: &str,
+    ) -> Option<Vec<u8>> {
+        let read = contents_at(&self.client, installation, (owner, name), path, sha.into()).await;
+        match read {
+            Ok(FileState::Found { bytes, .. }) if std::str::from_utf8(&bytes).is_ok() => {
+                Some(bytes)
+            }
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!(%error, "could not read a file GitHub calls binary for its check");
+                None
+            }
+        }
+    }
+
     /// The id of the `Roster` run on `sha`, if one exists.
     pub async fn find_run(
         &self,
@@ -269,6 +294,17 @@ impl ChecksApi {
     }
 }
 
+/// What the check says of a file GitHub calls binary, within the size
+/// bound, when its bytes cannot say better ([`ChecksApi::text_at`]).
+const BINARY: &str = "is binary or not UTF-8 text (GitHub shows no text for it)";
+
+/// Whether `head` is a regular file within the size bound that GitHub
+/// calls binary: a single NUL is enough for that, and a NUL has a line and
+/// column, which its bytes ([`ChecksApi::text_at`]) tell.
+pub fn said_binary(head: &HeadFile) -> bool {
+    matches!(head, HeadFile::Unreadable(message) if message == BINARY)
+}
+
 /// A `file(path:)` answer: the entry's mode and blob.
 #[derive(Deserialize)]
 struct Entry {
@@ -316,9 +352,7 @@ fn head_file(entry: Option<Entry>) -> HeadFile {
         return HeadFile::Unreadable(too_large(size));
     }
     if blob.is_binary == Some(true) {
-        return HeadFile::Unreadable(
-            "is binary or not UTF-8 text (GitHub shows no text for it)".into(),
-        );
+        return HeadFile::Unreadable(BINARY.into());
     }
     match (blob.text, blob.is_truncated) {
         (Some(text), Some(false) | None) => HeadFile::Found(text.into_bytes()),

@@ -4,10 +4,11 @@
 use base64::Engine as _;
 use serde::Deserialize;
 
+use super::client::Client;
 use super::graphql::{too_large, SYMLINK_MESSAGE};
-use super::http::CallError;
+use super::http::{join, CallError};
 use super::MAX_FILE_BYTES;
-use crate::source::FileState;
+use crate::source::{FileState, InstallationId};
 
 /// The answer for a path: a file, or the listing of a directory.
 #[derive(Debug, Deserialize)]
@@ -32,6 +33,42 @@ pub(super) struct FileContents {
     /// the repository and answers with that file, under its own path.
     #[serde(default)]
     path: Option<String>,
+}
+
+/// The file at `path` of `owner/name` at commit `sha`, over REST
+/// (`GET /repos/{owner}/{name}/contents/{path}?ref=`).
+pub(super) async fn contents_at(
+    client: &Client,
+    installation: InstallationId,
+    (owner, name): (&str, &str),
+    path: &str,
+    sha: String,
+) -> Result<FileState, CallError> {
+    let mut url = join(
+        &client.api_url,
+        ["repos", owner, name, "contents"]
+            .into_iter()
+            .chain(path.split('/')),
+    )?;
+    url.query_pairs_mut().append_pair("ref", &sha);
+    let reply = client
+        .get(installation, &url, "application/vnd.github+json", true)
+        .await?;
+    let what = format!("GET /repos/{owner}/{name}/contents/{path}");
+    match reply.status {
+        200 => {}
+        404 => return Ok(FileState::Absent { sha: Some(sha) }),
+        status => {
+            return Err(CallError::Status {
+                what,
+                status,
+                message: reply.message(),
+            })
+        }
+    }
+    let contents: Contents =
+        serde_json::from_str(&reply.body).map_err(|e| CallError::unexpected(&what, e))?;
+    file_state(&what, path, sha, contents)
 }
 
 /// What the contents answer for the project file (at `path`) at commit

@@ -14,7 +14,7 @@ use serde::Deserialize;
 pub use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
 use super::file_query::{with_fields, FileQuery};
 use super::MAX_FILE_BYTES;
-use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo};
+use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo, BINARY_MESSAGE};
 
 /// Repositories of one account (`$owner`), 100 per page, each with its
 /// project file (`$path`) at the head of its default branch.
@@ -52,6 +52,7 @@ pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $
                 mode
                 object {
                   ... on Blob {
+                    oid
                     byteSize
                     isBinary
                     isTruncated
@@ -166,6 +167,9 @@ pub struct TreeEntry {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Blob {
+    /// Git's blob id (asked by the one-path queries only).
+    #[serde(default)]
+    pub oid: Option<String>,
     pub byte_size: Option<u64>,
     pub is_binary: Option<bool>,
     pub is_truncated: Option<bool>,
@@ -241,9 +245,16 @@ fn file_state(sha: String, blob: Option<Blob>) -> FileState {
         };
     }
     if blob.is_binary == Some(true) {
-        return FileState::Unreadable {
-            sha: Some(sha),
-            message: "the file is binary, not UTF-8 text".into(),
+        return match blob.oid {
+            Some(blob) => FileState::Binary {
+                sha,
+                blob,
+                confirmed: false,
+            },
+            None => FileState::Unreadable {
+                sha: Some(sha),
+                message: BINARY_MESSAGE.into(),
+            },
         };
     }
     match (blob.text, blob.is_truncated) {
@@ -379,6 +390,21 @@ mod tests {
                 file: FileState::Unreadable { .. },
                 ..
             }
+        ));
+
+        // With its blob id, it is marked for a read of its bytes.
+        let binary = with_blob(serde_json::json!({
+            "oid": "b10b", "byteSize": 10, "isBinary": true, "isTruncated": false, "text": null
+        }));
+        let (_, observed) = repo(false, binary)
+            .observe(InstallationId(3), None)
+            .unwrap();
+        assert!(matches!(
+            observed,
+            Observed::Present {
+                file: FileState::Binary { ref blob, confirmed: false, .. },
+                ..
+            } if blob == "b10b"
         ));
     }
 

@@ -7,6 +7,7 @@
 
 pub mod auth;
 mod batch_read;
+mod binary_read;
 pub mod blob_query;
 pub mod budget_share;
 pub mod checks_api;

@@ -41,6 +41,7 @@ macro_rules! repository_state {
           mode
           object {
             ... on Blob {
+              oid
               byteSize
               isBinary
               isTruncated

@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use super::auth::Installation;
 use super::client::Client;
-use super::contents::{file_state, Contents};
+use super::contents::contents_at;
 use super::files_at_commit;
 use super::http::{join, CallError, Reply};
 use super::read_pace;
@@ -264,28 +264,7 @@ impl GithubStorage {
             .await;
         }
         let path = self.client.project_file.as_str();
-        let mut url = join(
-            &self.client.api_url,
-            ["repos", owner, name, "contents"]
-                .into_iter()
-                .chain(path.split('/')),
-        )?;
-        url.query_pairs_mut().append_pair("ref", &sha);
-        let reply = self.client.get(installation, &url, JSON, true).await?;
-        let what = format!("GET /repos/{owner}/{name}/contents/{path}");
-        match reply.status {
-            200 => {}
-            404 => return Ok(FileState::Absent { sha: Some(sha) }),
-            status => {
-                return Err(CallError::Status {
-                    what,
-                    status,
-                    message: reply.message(),
-                })
-            }
-        }
-        let contents: Contents = parse(&what, &reply)?;
-        file_state(&what, path, sha, contents)
+        contents_at(&self.client, installation, (owner, name), path, sha).await
     }
 }
 
@@ -352,10 +331,14 @@ impl Storage for GithubStorage {
     type State = Observed;
 
     async fn get(&self, key: &RepoId, hint: Option<&[u8]>) -> Result<Observed, Failure> {
-        match self.usable_hints(&[(*key, hint)]).await.remove(&0) {
+        let state = match self.usable_hints(&[(*key, hint)]).await.remove(&0) {
             Some(observed) => Ok(observed),
             None => self.read_one(*key).await,
-        }
+        };
+        let mut states = [state];
+        self.read_binaries(&[*key], &mut states).await;
+        let [state] = states;
+        state
     }
 
     async fn get_many(&self, items: &[(RepoId, Option<&[u8]>)]) -> Vec<Result<Observed, Failure>> {

@@ -227,7 +227,9 @@ fn absent() -> FileState {
 fn sha_of(file: &FileState) -> Option<String> {
     match file {
         FileState::Absent { sha } | FileState::Unreadable { sha, .. } => sha.clone(),
-        FileState::Found { sha, .. } | FileState::Files { sha, .. } => Some(sha.clone()),
+        FileState::Found { sha, .. }
+        | FileState::Files { sha, .. }
+        | FileState::Binary { sha, .. } => Some(sha.clone()),
         FileState::Touched(touched) => Some(touched.sha.clone()),
     }
 }

@@ -86,6 +86,30 @@ impl RegistryDb {
         Ok(newer.into_iter().collect())
     }
 
+    /// Which of `items` (a repository and a file's blob id) the registry
+    /// holds `invalid` for that very blob: its judgement of the blob stands,
+    /// and the file need not be read again to make it.
+    pub async fn judged_blobs(
+        &self,
+        items: &[(RepoId, String)],
+    ) -> Result<HashSet<RepoId>, RegistryError> {
+        if items.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let (ids, blobs): (Vec<i64>, Vec<&str>) =
+            items.iter().map(|(id, blob)| (id.0, blob.as_str())).unzip();
+        let judged: Vec<RepoId> = sqlx::query_scalar(
+            "select r.id from repositories r
+             join unnest($1::bigint[], $2::text[]) as b(id, blob) on b.id = r.id
+             where r.status = 'invalid' and r.file_blob = b.blob",
+        )
+        .bind(&ids)
+        .bind(&blobs)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(judged.into_iter().collect())
+    }
+
     /// The commit each of `ids` is recorded at, for those `synced` or
     /// `no_file` (whose every project file is as of that commit): a push
     /// from there may be read in part.

@@ -13,7 +13,7 @@ use super::free_push::blob_id;
 use super::outcome::{invalid, short, Decision};
 use super::repos::RepoState;
 use super::{RegistryError, Status};
-use crate::source::{FileState, Observed, RepoId};
+use crate::source::{FileState, Observed, RepoId, BINARY_MESSAGE};
 
 /// Decides what `observed` does to repository `id`, whose state was `old`;
 /// entries are written on `conn` as decided, the rest is left to the caller.
@@ -73,6 +73,15 @@ pub(super) async fn decide_observation(
                 .unwrap_or_default();
             invalid(old, format!("invalid{at}: {message}"), message, None)
         }
+        Observed::Present {
+            file:
+                FileState::Binary {
+                    sha,
+                    blob,
+                    confirmed,
+                },
+            ..
+        } => binary(old, &sha, blob, confirmed),
         Observed::Present {
             file: FileState::Files { sha, files },
             ..
@@ -136,6 +145,20 @@ pub(super) async fn decide_observation(
             }
         }
     })
+}
+
+/// A file GitHub calls binary, of blob id `blob`: the registry's judgement
+/// of that blob stands when it made one (the listing of an unchanged
+/// repository reads nothing); else it is invalid as binary, a judgement
+/// kept for the blob only when its bytes were read (`confirmed`).
+fn binary(old: &RepoState, sha: &str, blob: String, confirmed: bool) -> Decision {
+    let judged = old.status == Status::Invalid && old.file_blob.as_deref() == Some(blob.as_str());
+    let error = match (&old.error, judged) {
+        (Some(error), true) => error.clone(),
+        _ => BINARY_MESSAGE.to_owned(),
+    };
+    let blob = (judged || confirmed).then_some(blob);
+    invalid(old, format!("invalid {}: {error}", short(sha)), error, blob)
 }
 
 /// What a reconcile finding no project file records (`file` as messages

@@ -62,6 +62,11 @@ impl RepoInfo {
     }
 }
 
+/// Why a file GitHub calls binary is invalid, when its bytes cannot say
+/// better (a NUL has a line and column; other bytes that are not UTF-8
+/// are GitHub's judgement alone).
+pub const BINARY_MESSAGE: &str = "the file is binary, not UTF-8 text";
+
 /// The project file at the head of the default branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileState {
@@ -76,6 +81,19 @@ pub enum FileState {
     Unreadable {
         sha: Option<String>,
         message: String,
+    },
+    /// A file GitHub's GraphQL calls binary (no text) though it is within
+    /// the size bound, of Git blob id `blob`. A NUL byte is enough for
+    /// that, and a NUL has a line and column: before this is applied the
+    /// GitHub source reads the bytes over REST (a [`FileState::Found`]
+    /// then) unless the registry already judged this blob. Applied as it
+    /// is, the file is invalid as binary; `confirmed` when its bytes were
+    /// read and are not UTF-8 text beyond NULs, so that judgement stands
+    /// for this blob and the next listing reads nothing.
+    Binary {
+        sha: String,
+        blob: String,
+        confirmed: bool,
     },
     /// Project files found by patterns (`ROSTER_PROJECT_FILES` other than
     /// one path), at commit `sha`: at least one, sorted by path. A

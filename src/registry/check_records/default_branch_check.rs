@@ -19,7 +19,7 @@ use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict}
 use crate::registry::entry_relations::FileRules;
 use crate::registry::free_push::blob_id;
 use crate::registry::RegistryError;
-use crate::source::{FileState, InstallationId, Observed, RepoId};
+use crate::source::{FileState, InstallationId, Observed, RepoId, BINARY_MESSAGE};
 
 /// What a reconcile previewed before applying, to be posted once its
 /// outcome is known.
@@ -84,10 +84,12 @@ pub async fn preview(
             sha: Some(sha),
             message,
         } => (sha, HeadFile::Unreadable(message.clone())),
+        FileState::Binary { sha, .. } => (sha, HeadFile::Unreadable(BINARY_MESSAGE.into())),
         _ => return Ok(None),
     };
     let blob = match file {
         FileState::Found { bytes, .. } => Some(blob_id(bytes)),
+        FileState::Binary { blob, .. } => Some(blob.clone()),
         _ => None,
     };
     let file_changed = match old_blob {

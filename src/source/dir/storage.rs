@@ -96,7 +96,9 @@ impl DirStorage {
                 Some(FileState::Absent { .. }) => continue,
                 Some(FileState::Found { bytes, .. }) => FileContent::Bytes(bytes),
                 Some(FileState::Unreadable { message, .. }) => FileContent::Unreadable(message),
-                Some(FileState::Files { .. } | FileState::Touched(_)) => continue,
+                Some(
+                    FileState::Files { .. } | FileState::Touched(_) | FileState::Binary { .. },
+                ) => continue,
             };
             digest.update(path.as_bytes());
             digest.update([0]);
