@@ -117,6 +117,7 @@ fn app(pool: PgPool) -> Router {
         resync_interval: Duration::from_secs(3600),
         auth_throttle: Default::default(),
         trust_proxy: false,
+        relations: roster::project::relations::RelationsMode::default(),
     })
 }
 

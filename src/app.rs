@@ -145,6 +145,7 @@ where
         resync_interval: settings.resync_interval,
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
+        relations: settings.relations,
     };
     // The feed tells readers with credentials from others as the other
     // routes do (docs/contract.md#what-a-reader-without-credentials-sees).

@@ -377,3 +377,60 @@ async fn under_require_a_file_invalid_for_want_of_a_project_should_be_read_again
     assert_eq!(queued().await, [cart], "the dependent is read again");
     assert_eq!(env.reconcile(cart).await, "synced");
 }
+
+/// `warnings` of `acme/{name}` in the repository API and in its list, and
+/// the overview's mark, through the router with `ROSTER_RELATIONS=mode`.
+async fn warnings_shown(env: &Env, name: &str, mode: RelationsMode) -> (i64, i64, bool) {
+    use crate::support::router::{app_on, send, Options};
+    let options = Options {
+        api_token: None,
+        github_web_url: Some("https://github.com"),
+    };
+    let app = app_on(
+        &env.pool,
+        &env.queue,
+        options,
+        |_, _| {},
+        |s| s.relations = mode,
+    );
+    let get = |path: String| {
+        let request = axum::http::Request::get(path)
+            .body(axum::body::Body::empty())
+            .expect("request");
+        send(&app, request)
+    };
+    let detail: serde_json::Value =
+        serde_json::from_str(&get(format!("/api/v1/repos/acme/{name}")).await.body).expect("json");
+    let list: serde_json::Value =
+        serde_json::from_str(&get(format!("/api/v1/repos?q=acme/{name}")).await.body)
+            .expect("json");
+    let overview = get(format!("/?q=acme/{name}")).await.body;
+    (
+        detail["warnings"].as_i64().expect("warnings"),
+        list["items"][0]["warnings"].as_i64().expect("warnings"),
+        overview.contains("to fix</a>"),
+    )
+}
+
+#[tokio::test]
+async fn under_off_an_unknown_dependency_should_not_count_as_a_warning() {
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Off);
+    env.repo(
+        "cart",
+        "name: cart-api\nowner: team-cart\ndepends_on: [chekout-api]\n",
+    )
+    .await;
+    let (status, error, _, _) = state(&env, "cart").await;
+    assert_eq!((status.as_str(), error), ("synced", None));
+    assert_eq!(
+        warnings_shown(&env, "cart", RelationsMode::Off).await,
+        (0, 0, false),
+        "relations are not checked: nothing to fix"
+    );
+    // The same registry under `warn` counts it.
+    assert_eq!(
+        warnings_shown(&env, "cart", RelationsMode::Warn).await,
+        (1, 1, true)
+    );
+}

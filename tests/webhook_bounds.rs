@@ -74,6 +74,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
         resync_interval: Duration::from_secs(3600),
         auth_throttle: Default::default(),
         trust_proxy: false,
+        relations: roster::project::relations::RelationsMode::default(),
     };
     ensure_known(&pool, &[(RepoId(KEPT_ID), kept_info())])
         .await

@@ -10,9 +10,9 @@ use super::json::{CheckJson, PageJson, RepoDetailJson, RepoJson};
 use super::params::RepoParams;
 use super::privacy::Privacy;
 use super::state::AppState;
-use crate::registry;
 use crate::registry::budget::{json_len, keep_within, ITEMS_BUDGET};
 use crate::registry::check_records::check_runs::recent_checks;
+use crate::registry::{self, RepoFilter};
 
 /// Repositories with their status, filtered by `status` and `q`, paginated.
 #[utoipa::path(get, path = "/api/v1/repos", operation_id = "list_repos",
@@ -23,7 +23,10 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<RepoParams>,
 ) -> Result<Json<PageJson<RepoJson>>, ApiError> {
-    let filter = params.to_filter()?;
+    let filter = RepoFilter {
+        relations: state.relations,
+        ..params.to_filter()?
+    };
     let page = registry::list_repos(&state.pool, &filter).await?;
     Ok(Json(PageJson::of(page)))
 }
@@ -64,7 +67,7 @@ pub async fn detail(
     ApiPath((owner, name)): ApiPath<(String, String)>,
     ApiQuery(params): ApiQuery<DetailParams>,
 ) -> Result<Json<RepoWithChecks>, ApiError> {
-    let mut detail = registry::get_repo(&state.pool, &owner, &name)
+    let mut detail = registry::get_repo_under(&state.pool, &owner, &name, state.relations)
         .await?
         .ok_or_else(|| repo_not_found(&owner, &name))?;
     detail.entries = privacy.entries(detail.entries);

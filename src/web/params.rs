@@ -33,6 +33,7 @@ impl RepoParams {
             q: non_empty(&self.q).map(str::to_owned),
             limit: parse_limit(non_empty(&self.limit))?,
             cursor: non_empty(&self.cursor).map(str::to_owned),
+            ..RepoFilter::default()
         })
     }
 }

@@ -10,6 +10,7 @@ use sqlx::PgPool;
 use super::throttle::FailureThrottle;
 use crate::db::queue::PgQueue;
 use crate::metrics::Metrics;
+use crate::project::relations::RelationsMode;
 
 /// Shared by every handler; cheap to clone.
 #[derive(Clone)]
@@ -35,6 +36,9 @@ pub struct AppState {
     /// Whether `X-Forwarded-*` headers describe the client
     /// (`ROSTER_TRUST_PROXY`); see [`crate::web::forwarded`].
     pub trust_proxy: bool,
+    /// How dependencies are checked (`ROSTER_RELATIONS`): under `off` an
+    /// unknown one is no warning.
+    pub relations: RelationsMode,
 }
 
 impl axum::extract::FromRef<AppState> for super::throttle_key::TrustProxy {

@@ -74,6 +74,7 @@ pub fn app_on(
         resync_interval: Duration::from_secs(3600),
         auth_throttle: Default::default(),
         trust_proxy: false,
+        relations: roster::project::relations::RelationsMode::default(),
     };
     tune(&mut state);
     router(state)

@@ -8,6 +8,7 @@ use sqlx::PgPool;
 use super::cursor;
 use super::repo_rows::{Hold, Repo, RepoDetail, RepoEvent};
 use crate::db::Page;
+use crate::project::relations::RelationsMode;
 use crate::project::{Fields, ResolvedOwner};
 use crate::registry::entry::Entry;
 use crate::registry::{budget, RegistryError, Status};
@@ -30,6 +31,9 @@ pub struct RepoFilter {
     pub limit: u32,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// How dependencies are checked (`ROSTER_RELATIONS`): under `off` an
+    /// unknown one is no warning.
+    pub relations: RelationsMode,
 }
 
 impl Default for RepoFilter {
@@ -39,6 +43,7 @@ impl Default for RepoFilter {
             q: None,
             limit: DEFAULT_LIMIT,
             cursor: None,
+            relations: RelationsMode::default(),
         }
     }
 }
@@ -109,14 +114,20 @@ impl RepoRow {
 }
 
 /// The columns of [`RepoRow`], `error` given by `error`: the whole of it
-/// ([`WHOLE_ERROR`]) or its first line ([`FIRST_LINE_OF_ERROR`]).
-fn repo_columns(error: &str) -> String {
+/// ([`WHOLE_ERROR`]) or its first line ([`FIRST_LINE_OF_ERROR`]); an
+/// unknown dependency is a warning unless `relations` is `off`, which
+/// checks none.
+fn repo_columns(error: &str, relations: RelationsMode) -> String {
+    let unknown_dependency = match relations {
+        RelationsMode::Off => "false",
+        RelationsMode::Warn | RelationsMode::Require => UNKNOWN_DEPENDENCY,
+    };
     format!(
         "r.id, r.owner, r.name, r.status, r.synced_sha, r.last_synced_at,
          {error} as error, r.attempts,
          array(select e.name from entries e where e.repo_id = r.id order by e.name) as projects,
          (select count(*) from entries e where e.repo_id = r.id
-             and (e.owner_status in ({FLAGGED_OWNERS}) or {UNKNOWN_DEPENDENCY})) as warnings,
+             and (e.owner_status in ({FLAGGED_OWNERS}) or {unknown_dependency})) as warnings,
          h.id as hold_id, h.since as hold_since, h.reason as hold_reason"
     )
 }
@@ -192,7 +203,7 @@ pub async fn list_repos(pool: &PgPool, filter: &RepoFilter) -> Result<Page<Repo>
         None => (None, None, None),
     };
     let size = page_size(filter.limit);
-    let columns = repo_columns(FIRST_LINE_OF_ERROR);
+    let columns = repo_columns(FIRST_LINE_OF_ERROR, filter.relations);
     let rows: Vec<RepoRow> = sqlx::query_as(&format!(
         "select {columns} from repositories r {HOLD_JOIN}
          where ($1::text is null or r.status = $1)
@@ -247,16 +258,28 @@ pub async fn repo_id_by_full_name(
     .await?)
 }
 
-/// One repository with its entries and its newest events.
+/// One repository with its entries and its newest events, its warnings
+/// counted under the default `ROSTER_RELATIONS` ([`get_repo_under`]).
 pub async fn get_repo(
     pool: &PgPool,
     owner: &str,
     name: &str,
 ) -> Result<Option<RepoDetail>, RegistryError> {
+    get_repo_under(pool, owner, name, RelationsMode::default()).await
+}
+
+/// [`get_repo`], an unknown dependency counted as a warning unless
+/// `relations` is `off`.
+pub async fn get_repo_under(
+    pool: &PgPool,
+    owner: &str,
+    name: &str,
+    relations: RelationsMode,
+) -> Result<Option<RepoDetail>, RegistryError> {
     let Some(id) = repo_id_by_full_name(pool, owner, name).await? else {
         return Ok(None);
     };
-    let columns = repo_columns(WHOLE_ERROR);
+    let columns = repo_columns(WHOLE_ERROR, relations);
     let Some(row) = sqlx::query_as::<_, RepoRow>(&format!(
         "select {columns} from repositories r {HOLD_JOIN} where r.id = $1"
     ))

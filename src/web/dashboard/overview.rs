@@ -14,7 +14,7 @@ use super::error_page::PageError;
 use crate::registry::read_models::query::{
     listing_times, queue_summary, ListingTimes, QueueSummary,
 };
-use crate::registry::{self, Repo, Status};
+use crate::registry::{self, Repo, RepoFilter, Status};
 use crate::source::InstallationId;
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
@@ -206,7 +206,10 @@ pub async fn overview(
 ) -> Result<OverviewTemplate, PageError> {
     // A malformed query string shows as a page, not as the API's JSON.
     let ApiQuery(params) = params?;
-    let filter = params.to_filter()?;
+    let filter = RepoFilter {
+        relations: state.relations,
+        ..params.to_filter()?
+    };
     let now = Utc::now();
     let (counts, page, queue, listing) = tokio::try_join!(
         registry::status_counts(&state.pool),

@@ -199,7 +199,7 @@ pub async fn repo_detail(
     path: Result<ApiPath<(String, String)>, ApiError>,
 ) -> Result<RepoTemplate, PageError> {
     let ApiPath((owner, name)) = path?;
-    let detail = registry::get_repo(&state.pool, &owner, &name)
+    let detail = registry::get_repo_under(&state.pool, &owner, &name, state.relations)
         .await?
         .ok_or_else(|| repo_not_found(&owner, &name))?;
     let repo = detail.repo;
