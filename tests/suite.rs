@@ -76,6 +76,7 @@ mod registry_bounds;
 mod registry_waiting;
 mod relation_checks;
 mod relation_rules;
+mod relation_statements;
 mod relations;
 mod relations_api;
 mod replicas;

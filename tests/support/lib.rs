@@ -28,3 +28,4 @@ pub mod seed;
 pub mod server;
 pub mod setup_flow;
 pub mod stall_proxy;
+pub mod statement_count;

@@ -1,0 +1,114 @@
+//! A TCP proxy in front of PostgreSQL that counts the statements its
+//! clients execute, read off the wire: each `Execute` message of the
+//! extended protocol (a prepared statement run) and each simple `Query`
+//! (`BEGIN`, `COMMIT`) is one. What a piece of code costs the database is
+//! then counted, not read from its source.
+//!
+//! Connect without TLS (`sslmode=disable`, which [`StatementCount::url`]
+//! sets): the proxy reads the client's messages as they pass.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use url::Url;
+
+/// A running proxy; stops, closing every connection, when dropped.
+pub struct StatementCount {
+    url: String,
+    count: Arc<AtomicU64>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for StatementCount {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl StatementCount {
+    /// Proxies to the server of `database_url`.
+    pub async fn start(database_url: &str) -> StatementCount {
+        let mut url = Url::parse(database_url).expect("a database URL");
+        let upstream = format!(
+            "{}:{}",
+            url.host_str().unwrap_or("127.0.0.1"),
+            url.port().unwrap_or(5432)
+        );
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local address");
+        url.set_host(Some("127.0.0.1")).expect("a host");
+        url.set_port(Some(addr.port())).expect("a port");
+        url.query_pairs_mut().append_pair("sslmode", "disable");
+        let count = Arc::new(AtomicU64::new(0));
+        let task = tokio::spawn(serve(listener, upstream, count.clone()));
+        StatementCount {
+            url: url.to_string(),
+            count,
+            task,
+        }
+    }
+
+    /// The database URL that goes through the proxy.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Statements executed through the proxy so far.
+    pub fn statements(&self) -> u64 {
+        self.count.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve(listener: TcpListener, upstream: String, count: Arc<AtomicU64>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let Ok((client, _)) = listener.accept().await else {
+            continue;
+        };
+        let (upstream, count) = (upstream.clone(), count.clone());
+        connections.spawn(async move {
+            let Ok(server) = TcpStream::connect(&upstream).await else {
+                return;
+            };
+            let (mut client_read, mut client_write) = client.into_split();
+            let (mut server_read, mut server_write) = server.into_split();
+            let answers = tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+            });
+            let _ = relay(&mut client_read, &mut server_write, &count).await;
+            answers.abort();
+        });
+    }
+}
+
+/// Passes the client's messages on, counting `Execute` (`E`) and `Query`
+/// (`Q`): first the startup message (no type byte), then typed messages.
+async fn relay(
+    from: &mut (impl AsyncReadExt + Unpin),
+    to: &mut (impl AsyncWriteExt + Unpin),
+    count: &AtomicU64,
+) -> std::io::Result<()> {
+    let mut length = [0u8; 4];
+    from.read_exact(&mut length).await?;
+    let mut startup = vec![0u8; (u32::from_be_bytes(length) as usize).saturating_sub(4)];
+    from.read_exact(&mut startup).await?;
+    to.write_all(&length).await?;
+    to.write_all(&startup).await?;
+    loop {
+        let mut head = [0u8; 5];
+        from.read_exact(&mut head).await?;
+        if matches!(head[0], b'E' | b'Q') {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+        let length = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+        let mut body = vec![0u8; length.saturating_sub(4)];
+        from.read_exact(&mut body).await?;
+        to.write_all(&head).await?;
+        to.write_all(&body).await?;
+    }
+}
