@@ -44,6 +44,11 @@ pub struct Picture {
     /// Whether there may be more still (the neighbourhood was cut while
     /// read).
     pub at_least: bool,
+    /// Dependencies drawn between the nodes drawn.
+    pub edges: usize,
+    /// Dependencies between the nodes drawn left out past
+    /// [`MAX_PICTURE_EDGES`] (the page says how many).
+    pub edges_more: usize,
 }
 
 /// The classes of a node: its lifecycle, and whether it is the root or
@@ -92,8 +97,10 @@ pub fn draw(graph: &Graph) -> Picture {
         })
         .collect();
     edges.sort_by_key(|(from, to)| from != root && to != root);
+    let among = edges.len();
     edges.truncate(MAX_PICTURE_EDGES);
-    let many = edges.len() > OPTIMISED_EDGES;
+    let drawn_edges = edges.len();
+    let many = drawn_edges > OPTIMISED_EDGES;
     for (from, to) in edges {
         let (Some((from, _)), Some((to, target))) =
             (handles.get(from.as_str()), handles.get(to.as_str()))
@@ -129,6 +136,8 @@ pub fn draw(graph: &Graph) -> Picture {
         shown,
         more: graph.nodes.len() - shown,
         at_least: !graph.complete,
+        edges: drawn_edges,
+        edges_more: among - drawn_edges,
     }
 }
 
@@ -191,6 +200,31 @@ mod tests {
         assert_eq!(svg.matches("<path class=\"edge").count(), 3, "{svg}");
         assert!(!svg.contains("<style") && !svg.contains("style="), "{svg}");
         assert_eq!((picture.shown, picture.more), (3, 0));
+        assert_eq!((picture.edges, picture.edges_more), (3, 0));
+    }
+
+    #[test]
+    fn at_most_the_bound_of_edges_should_be_drawn_and_the_rest_counted() {
+        // 30 projects, each depending on every other: 870 edges.
+        let names: Vec<String> = (0..30).map(|i| format!("svc-{i:02}")).collect();
+        let nodes = names
+            .iter()
+            .map(|n| {
+                let others: Vec<&str> = names
+                    .iter()
+                    .filter(|o| *o != n)
+                    .map(String::as_str)
+                    .collect();
+                node(n, None, &others)
+            })
+            .collect();
+        let picture = draw(&graph(nodes));
+        assert_eq!(
+            (picture.edges, picture.edges_more),
+            (MAX_PICTURE_EDGES, 870 - MAX_PICTURE_EDGES)
+        );
+        let svg = picture.svg.unwrap_or_default();
+        assert_eq!(svg.matches("<path class=\"edge").count(), MAX_PICTURE_EDGES);
     }
 
     #[test]
