@@ -62,7 +62,9 @@ fn main() -> Result<(), Failed> {
         .unwrap_or(if full {
             200
         } else if bench_mode::tiny() {
-            5
+            // Runs post one a second: each round takes about a second a
+            // pull request.
+            2
         } else {
             20
         });

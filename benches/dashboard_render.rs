@@ -26,6 +26,7 @@ use roster_testkit::seed::Seed;
 use sqlx::PgPool;
 use tower::ServiceExt;
 
+/// Requests of each page (a fifth in a `ROSTER_BENCH_SMOKE=1` run).
 const REQUESTS: usize = 50;
 /// Repositories seeded at once.
 const SEEDERS: usize = 8;
@@ -33,6 +34,11 @@ const SEEDERS: usize = 8;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let repos: i64 = if bench_mode::full() { 10_000 } else { 200 };
+    let requests = if bench_mode::tiny() {
+        REQUESTS / 5
+    } else {
+        REQUESTS
+    };
     bench_mode::announce("dashboard_render");
     let (pool, url) = fresh_database()
         .await
@@ -44,7 +50,7 @@ async fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     let app = app(pool);
-    println!("  {REQUESTS} requests each, median server time, page weight:");
+    println!("  {requests} requests each, median server time, page weight:");
     for uri in [
         "/".to_owned(),
         "/projects".to_owned(),
@@ -52,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
         "/?q=repo-09".to_owned(),
         format!("/repos/acme/repo-{:05}", repos / 2),
     ] {
-        let (median, bytes) = measure(&app, &uri).await?;
+        let (median, bytes) = measure(&app, &uri, requests).await?;
         println!(
             "  {uri:<24} {:>8.2} ms {:>10} bytes",
             median.as_secs_f64() * 1000.0,
@@ -121,12 +127,12 @@ fn app(pool: PgPool) -> Router {
     })
 }
 
-/// The median time of [`REQUESTS`] requests of `uri` (after one warm-up)
+/// The median time of `requests` requests of `uri` (after one warm-up)
 /// and the size of the page.
-async fn measure(app: &Router, uri: &str) -> anyhow::Result<(Duration, usize)> {
-    let mut times = Vec::with_capacity(REQUESTS);
+async fn measure(app: &Router, uri: &str, requests: usize) -> anyhow::Result<(Duration, usize)> {
+    let mut times = Vec::with_capacity(requests);
     let mut bytes = 0;
-    for round in 0..=REQUESTS {
+    for round in 0..=requests {
         let started = Instant::now();
         let response = app
             .clone()

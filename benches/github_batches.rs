@@ -56,6 +56,14 @@ struct Size {
     pushes: usize,
     /// Pushes of round (f), sent at 20 a second.
     paced: usize,
+    /// How long round (e) spreads its pushes over.
+    spread: Duration,
+    /// Pushes of rounds (g) and (h), and of round (i).
+    free: usize,
+    checked: usize,
+    /// How long rounds (g) and (h) watch for requests once every push is
+    /// recorded.
+    quiet: Duration,
 }
 
 const FULL: Size = Size {
@@ -63,6 +71,10 @@ const FULL: Size = Size {
     with_file: 3_000,
     pushes: 2_000,
     paced: 200,
+    spread: Duration::from_secs(60),
+    free: 200,
+    checked: 100,
+    quiet: Duration::from_secs(2),
 };
 
 const SMOKE: Size = Size {
@@ -70,14 +82,25 @@ const SMOKE: Size = Size {
     with_file: 90,
     pushes: 60,
     paced: 20,
+    spread: Duration::from_secs(2),
+    free: 200,
+    checked: 100,
+    quiet: Duration::from_secs(2),
 };
 
-/// `ROSTER_BENCH_SMOKE=1`: the least that still runs every round.
+/// `ROSTER_BENCH_SMOKE=1`: the least that still runs every round. Each
+/// push to the project file costs a check run, and check runs post one a
+/// second: round (i) waits for as many as it pushes, behind those of the
+/// rounds before it.
 const TINY: Size = Size {
     repos: 60,
     with_file: 20,
-    pushes: 10,
-    paced: 4,
+    pushes: 4,
+    paced: 2,
+    spread: Duration::from_secs(1),
+    free: 5,
+    checked: 3,
+    quiet: Duration::from_millis(500),
 };
 
 type Failed = Box<dyn std::error::Error>;
@@ -201,11 +224,7 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
     // (e) The same number of pushes spread evenly over a minute: past the
     // read pace's burst, the pushes that arrive within a second share a
     // read, each waiting at most about a second (the latency row shows it).
-    let spread = if full {
-        Duration::from_secs(60)
-    } else {
-        Duration::from_secs(2)
-    };
+    let spread = size.spread;
     let spacing = spread / u32::try_from(targets.len().max(1)).unwrap_or(u32::MAX);
     let round = push_round(&fake, &roster, &pool, targets, "v2", Some(spacing)).await?;
     println!(
@@ -225,19 +244,28 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
     .await?;
 
     // (g), (h), (i): pushes that leave the file alone, and check runs.
-    let readme_targets = &with_file[..200.min(with_file.len())];
+    let readme_targets = &with_file[..size.free.min(with_file.len())];
     let rounds = [
         ("(g)", free_pushes::Change::Readme, readme_targets),
         ("(h)", free_pushes::Change::ReadmeUnlisted, readme_targets),
         (
             "(i)",
             free_pushes::Change::ProjectFile,
-            &with_file[..100.min(with_file.len())],
+            &with_file[..size.checked.min(with_file.len())],
         ),
     ];
     for (label, change, targets) in rounds {
-        let figures =
-            free_pushes::round(&fake, &roster.base, &pool, targets, change, 20, FILE).await?;
+        let figures = free_pushes::round(
+            &fake,
+            &roster.base,
+            &pool,
+            targets,
+            change,
+            20,
+            FILE,
+            size.quiet,
+        )
+        .await?;
         let what = match change {
             free_pushes::Change::Readme => "changing only README.md",
             free_pushes::Change::ReadmeUnlisted => {

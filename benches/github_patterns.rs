@@ -19,7 +19,8 @@
 //!
 //! `cargo bench --bench github_patterns` runs the full size; without
 //! `--bench` (as `scripts/bench-smoke` runs it) a small smoke run keeps
-//! the suite fast.
+//! the suite fast: the three layouts side by side, each on its own server
+//! and database, and 3 pushes each with `ROSTER_BENCH_SMOKE=1`.
 
 use github_counts::{check_requests, github_requests, rest_reads, settle, verdict, wait_for_log};
 use roster_testkit::fake_github;
@@ -31,6 +32,7 @@ use std::time::{Duration, Instant};
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, installation_created, push, resync, server_env, Repo};
 use roster_testkit::server::Roster;
+use roster_testkit::side_by_side::Lines;
 use sqlx::PgPool;
 
 const LATENCY: Duration = Duration::from_millis(50);
@@ -50,28 +52,30 @@ fn installation_budget(repos: usize) -> u64 {
         .saturating_add(PER_REPOSITORY.saturating_mul(over))
         .min(MOST_BUDGET)
 }
-/// Pushes measured one at a time after each install.
-const PUSHES: usize = 20;
-
 struct Size {
     repos: usize,
     with_files: usize,
+    /// Pushes measured one at a time after each install.
+    pushes: usize,
 }
 
 const FULL: Size = Size {
     repos: 10_000,
     with_files: 3_000,
+    pushes: 20,
 };
 
 const SMOKE: Size = Size {
     repos: 300,
     with_files: 90,
+    pushes: 20,
 };
 
 /// `ROSTER_BENCH_SMOKE=1`: the least that still runs every layout.
 const TINY: Size = Size {
     repos: 60,
     with_files: 20,
+    pushes: 3,
 };
 
 #[derive(Clone, Copy, PartialEq)]
@@ -120,9 +124,23 @@ fn main() -> Result<(), Failed> {
         LATENCY.as_millis()
     );
     runtime.block_on(async {
-        let one = round(size, Layout::One, None).await?;
-        round(size, Layout::Services, Some(one)).await?;
-        round(size, Layout::AnyDepth, Some(one)).await?;
+        if full {
+            let mut lines = Lines::printed();
+            let one = round(size, Layout::One, None, &mut lines).await?;
+            round(size, Layout::Services, Some(one), &mut lines).await?;
+            round(size, Layout::AnyDepth, Some(one), &mut lines).await?;
+        } else {
+            // Side by side, each on its own server and database: the
+            // one-file round's requests only set a full run's target.
+            let mut lines = [Lines::kept(), Lines::kept(), Lines::kept()];
+            let [one, services, any_depth] = &mut lines;
+            tokio::try_join!(
+                round(size, Layout::One, None, one),
+                round(size, Layout::Services, None, services),
+                round(size, Layout::AnyDepth, None, any_depth),
+            )?;
+            lines.into_iter().for_each(Lines::print);
+        }
         Ok(())
     })
 }
@@ -133,7 +151,12 @@ fn yaml(name: &str, version: &str) -> Vec<u8> {
 
 /// One install and its pushes under `layout`; the install's GitHub
 /// requests.
-async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Failed> {
+async fn round(
+    size: &Size,
+    layout: Layout,
+    one: Option<u64>,
+    lines: &mut Lines,
+) -> Result<u64, Failed> {
     let fake = FakeGithub::start().await;
     let (pool, url) = roster::db::testing::fresh_database().await?;
     let dir = tempfile::tempdir()?;
@@ -199,13 +222,13 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
     let entries: i64 = sqlx::query_scalar("select count(*) from entries")
         .fetch_one(&pool)
         .await?;
-    println!("{}", layout.label());
-    println!(
+    lines.line(layout.label());
+    lines.line(format!(
         "  install: {:.2} s, {used} GitHub requests, {:.2} per 100 repositories; {entries} entries of {files_total} files",
         took.as_secs_f64(),
         used as f64 * 100.0 / size.repos as f64
-    );
-    println!(
+    ));
+    lines.line(format!(
         "    listing pages {}, batch reads {}, trees {}, blob queries {}, files at a commit {}, REST reads {}, installation lists {}, tokens {}",
         fake.count(routes::GRAPHQL),
         fake.count(routes::GRAPHQL_READ),
@@ -215,24 +238,24 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
         rest_reads(&fake),
         fake.count(routes::INSTALLATIONS),
         fake.token_creations()
-    );
+    ));
     match (layout, one) {
-        (Layout::Services, Some(one)) if roster_testkit::bench_mode::full() => println!(
+        (Layout::Services, Some(one)) if roster_testkit::bench_mode::full() => lines.line(format!(
             "    targets: <= {} requests (2 x one file) {}, <= 210 {}, <= 20 s {}",
             2 * one,
             verdict(used <= 2 * one),
             verdict(used <= 210),
             verdict(took <= Duration::from_secs(20))
-        ),
+        )),
         (Layout::AnyDepth, _) => {
             let budget = installation_budget(size.repos);
-            println!(
+            lines.line(format!(
                 "    first sync: {:.2} hours of this installation's {budget}-request budget {} \
                  ({:.2} hours of the smallest, {HOURLY_BUDGET})",
                 used as f64 / budget as f64,
                 verdict(used <= budget),
                 used as f64 / HOURLY_BUDGET as f64,
-            )
+            ))
         }
         _ => {}
     }
@@ -248,18 +271,18 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
     listed(&roster, done_before + 1, Duration::from_secs(1_800)).await?;
     settle(&pool, size.repos, Duration::from_secs(600)).await?;
     let relisted = github_requests(&fake);
-    println!(
+    lines.line(format!(
         "  listing again, nothing changed: {:.2} s, {relisted} GitHub requests, {:.2} per 100 repositories (trees {}, blob queries {})",
         started.elapsed().as_secs_f64(),
         relisted as f64 * 100.0 / size.repos as f64,
         fake.count(routes::GIT_TREE),
         fake.count(routes::GRAPHQL_BLOBS)
-    );
+    ));
 
     // Pushes, one at a time, each changing one project file.
     let mut requests = 0;
     let mut times = Vec::new();
-    for (id, name) in with_files.iter().take(PUSHES) {
+    for (id, name) in with_files.iter().take(size.pushes) {
         let before = fake.head(*id).unwrap_or_default();
         let (path, entry) = match layout {
             Layout::One => ("project.yaml".to_owned(), name.clone()),
@@ -279,12 +302,12 @@ async fn round(size: &Size, layout: Layout, one: Option<u64>) -> Result<u64, Fai
     }
     times.sort();
     let pushes = times.len().max(1);
-    println!(
+    lines.line(format!(
         "  {} pushes changing one file: {:.2} GitHub reads per push (check runs aside), p50 {} ms",
         times.len(),
         requests as f64 / pushes as f64,
         times.get(times.len() / 2).map_or(0, Duration::as_millis)
-    );
+    ));
     drop(roster);
     drop(pool);
     Ok(used)

@@ -22,7 +22,9 @@
 //! requests per push of both are printed.
 //!
 //! `cargo bench --bench monorepo_push`; without `--bench` (as
-//! `scripts/bench-smoke` runs it) a small smoke run keeps the suite fast.
+//! `scripts/bench-smoke` runs it) a small smoke run keeps the suite fast:
+//! 2 pushes a round, each several-file layout's two rounds on one
+//! server, and the three layouts' servers side by side.
 
 use roster_testkit::bench_mode;
 use roster_testkit::fake_github;
@@ -33,6 +35,7 @@ use std::time::{Duration, Instant};
 use fake_github::{FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, push_of_commits, server_env, Repo};
 use roster_testkit::server::Roster;
+use roster_testkit::side_by_side::Lines;
 use sqlx::PgPool;
 
 const LATENCY: Duration = Duration::from_millis(50);
@@ -86,7 +89,7 @@ struct Round {
 
 fn main() -> Result<(), Failed> {
     let full = roster_testkit::bench_mode::full();
-    let (repos, pushes) = if full { (20, 40) } else { (3, 3) };
+    let (repos, pushes) = if full { (20, 40) } else { (3, 2) };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -96,11 +99,30 @@ fn main() -> Result<(), Failed> {
             if full { "" } else { " (smoke run; `cargo bench` runs the full size)" },
             LATENCY.as_millis()
         );
-        let single = round(Layout::Single, repos, pushes, Lists::Paths).await?;
-        let several = round(Layout::Services, repos, pushes, Lists::Paths).await?;
-        let any_depth = round(Layout::AnyDepth, repos, pushes, Lists::Paths).await?;
-        let several_whole = round(Layout::Services, repos, pushes, Lists::None).await?;
-        let any_depth_whole = round(Layout::AnyDepth, repos, pushes, Lists::None).await?;
+        let (single, several, any_depth, several_whole, any_depth_whole) = if full {
+            // Each round on a server and database of its own, one after
+            // the other.
+            let lines = &mut Lines::printed();
+            let single = round(Layout::Single, repos, pushes, Lists::Paths, lines).await?;
+            let several = round(Layout::Services, repos, pushes, Lists::Paths, lines).await?;
+            let any_depth = round(Layout::AnyDepth, repos, pushes, Lists::Paths, lines).await?;
+            let several_whole = round(Layout::Services, repos, pushes, Lists::None, lines).await?;
+            let any_depth_whole = round(Layout::AnyDepth, repos, pushes, Lists::None, lines).await?;
+            (single, several, any_depth, several_whole, any_depth_whole)
+        } else {
+            // A smoke run sends both kinds of push to one server per
+            // layout, the three servers side by side.
+            let mut lines = [Lines::kept(), Lines::kept(), Lines::kept()];
+            let [one, services, any] = &mut lines;
+            let both = [Lists::Paths, Lists::None];
+            let (single, [several, several_whole], [any_depth, any_depth_whole]) = tokio::try_join!(
+                round(Layout::Single, repos, pushes, Lists::Paths, one),
+                rounds(Layout::Services, repos, pushes, both, services),
+                rounds(Layout::AnyDepth, repos, pushes, both, any),
+            )?;
+            lines.into_iter().for_each(Lines::print);
+            (single, several, any_depth, several_whole, any_depth_whole)
+        };
         let p50 = |r: &Round| percentile(&r.latencies, 0.50);
         let ratio = ms(p50(&several)) / ms(p50(&single)).max(0.001);
         println!(
@@ -125,7 +147,40 @@ fn main() -> Result<(), Failed> {
     })
 }
 
-async fn round(layout: Layout, repos: usize, pushes: usize, lists: Lists) -> Result<Round, Failed> {
+/// [`measure`] with one kind of push: its one measurement.
+async fn round(
+    layout: Layout,
+    repos: usize,
+    pushes: usize,
+    lists: Lists,
+    lines: &mut Lines,
+) -> Result<Round, Failed> {
+    let mut measured = measure(layout, repos, pushes, &[lists], lines).await?;
+    measured.pop().ok_or_else(|| "no round measured".into())
+}
+
+/// [`measure`] with two kinds of push, one after the other on one server.
+async fn rounds(
+    layout: Layout,
+    repos: usize,
+    pushes: usize,
+    lists: [Lists; 2],
+    lines: &mut Lines,
+) -> Result<[Round; 2], Failed> {
+    let measured = measure(layout, repos, pushes, &lists, lines).await?;
+    <[Round; 2]>::try_from(measured).map_err(|_| "not two rounds measured".into())
+}
+
+/// Starts a server on a fresh database with `repos` repositories laid out
+/// as `layout`, then sends `pushes` pushes of each kind of `lists`, one
+/// kind after the other: what each kind measured.
+async fn measure(
+    layout: Layout,
+    repos: usize,
+    pushes: usize,
+    lists: &[Lists],
+    lines: &mut Lines,
+) -> Result<Vec<Round>, Failed> {
     let fake = FakeGithub::start().await;
     fake.add_installation(INSTALLATION, ORG);
     let mut made = Vec::new();
@@ -147,10 +202,37 @@ async fn round(layout: Layout, repos: usize, pushes: usize, lists: Lists) -> Res
     let roster = Roster::start(&env, dir.path()).await;
     settle(&pool, repos).await?;
 
+    let mut measured = Vec::with_capacity(lists.len());
+    for (kind, &lists) in lists.iter().enumerate() {
+        let first = kind * pushes;
+        let round = pushes_round(
+            &fake, &roster, &pool, &made, layout, first, pushes, lists, lines,
+        );
+        measured.push(round.await?);
+    }
+    drop(roster);
+    Ok(measured)
+}
+
+/// Sends pushes `first..first + pushes` of a round, one a second, each
+/// once the one before is synced; what they measured, also told `lines`.
+#[allow(clippy::too_many_arguments)]
+async fn pushes_round(
+    fake: &FakeGithub,
+    roster: &Roster,
+    pool: &PgPool,
+    made: &[Repo],
+    layout: Layout,
+    first: usize,
+    pushes: usize,
+    lists: Lists,
+    lines: &mut Lines,
+) -> Result<Round, Failed> {
+    let repos = made.len();
     let before = fake.total();
     let pushes_from = Instant::now();
     let mut latencies = Vec::with_capacity(pushes);
-    for k in 0..pushes {
+    for k in first..first + pushes {
         let started = Instant::now();
         let n = k % repos;
         let repo = &made[n];
@@ -175,22 +257,22 @@ async fn round(layout: Layout, repos: usize, pushes: usize, lists: Lists) -> Res
         if answer.status.as_u16() != 202 {
             return Err(format!("a push was answered {}", answer.status).into());
         }
-        latencies.push(synced(&pool, repo.id, &new, sent).await?);
+        latencies.push(synced(pool, repo.id, &new, sent).await?);
         let pause = Duration::from_secs(1).saturating_sub(started.elapsed());
         tokio::time::sleep(pause).await;
     }
     let requests_per_push = (fake.total() - before) as f64 / pushes as f64;
     latencies.sort();
     match lists {
-        Lists::Paths => println!("{}", layout.describe()),
-        Lists::None => println!("{}, pushes read whole", layout.describe()),
+        Lists::Paths => lines.line(layout.describe()),
+        Lists::None => lines.line(format!("{}, pushes read whole", layout.describe())),
     }
-    println!(
+    lines.line(format!(
         "  webhook to entry changed: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         ms(percentile(&latencies, 0.50)),
         ms(percentile(&latencies, 0.99)),
         ms(latencies.last().copied().unwrap_or_default())
-    );
+    ));
     let mut routes: std::collections::BTreeMap<&str, u64> = Default::default();
     for logged in fake.log().iter().filter(|l| l.at >= pushes_from) {
         *routes.entry(logged.route).or_default() += 1;
@@ -199,11 +281,10 @@ async fn round(layout: Layout, repos: usize, pushes: usize, lists: Lists) -> Res
         .iter()
         .map(|(route, n)| format!("{route} {:.2}", *n as f64 / pushes as f64))
         .collect();
-    println!(
+    lines.line(format!(
         "  GitHub requests per push: {requests_per_push:.2} ({})",
         routes.join(", ")
-    );
-    drop(roster);
+    ));
     Ok(Round {
         latencies,
         requests_per_push,

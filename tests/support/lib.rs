@@ -27,5 +27,6 @@ pub mod router;
 pub mod seed;
 pub mod server;
 pub mod setup_flow;
+pub mod side_by_side;
 pub mod stall_proxy;
 pub mod statement_count;
