@@ -17,9 +17,11 @@
 //!
 //! `cargo bench --bench checks_flood` runs the full size; without
 //! `--bench` (as `scripts/bench-smoke` runs it) a small smoke run keeps
-//! the suite fast: 20 deliveries, the push 1 s after the last.
+//! the suite fast: 20 deliveries, the push 1 s after the last, the two runs
+//! side by side.
 
 use roster_testkit::registry::{handler, queue};
+use roster_testkit::side_by_side::Lines;
 use roster_testkit::{fake_github, pull_requests};
 
 use std::sync::Arc;
@@ -61,8 +63,21 @@ fn main() -> Result<(), Failed> {
     if !full {
         println!("checks_flood (smoke run; `cargo bench` runs the full size)");
     }
-    for bounded in [false, true] {
-        runtime.block_on(run(pulls, bounded, pause))?;
+    if full {
+        for bounded in [false, true] {
+            runtime.block_on(run(pulls, bounded, pause, &mut Lines::printed()))?;
+        }
+    } else {
+        // Side by side, each with its own fake GitHub and database.
+        let mut lines = [Lines::kept(), Lines::kept()];
+        let [unbounded, bounded] = &mut lines;
+        runtime.block_on(async {
+            tokio::try_join!(
+                run(pulls, false, pause, unbounded),
+                run(pulls, true, pause, bounded)
+            )
+        })?;
+        lines.into_iter().for_each(Lines::print);
     }
     Ok(())
 }
@@ -71,7 +86,7 @@ fn yaml(description: &str) -> String {
     format!("name: amp\nowner: team-amp\ndescription: {description}\n")
 }
 
-async fn run(pulls: i64, bounded: bool, pause: Duration) -> Result<(), Failed> {
+async fn run(pulls: i64, bounded: bool, pause: Duration, lines: &mut Lines) -> Result<(), Failed> {
     let fake = FakeGithub::start().await;
     fake.add_installation(ACME, "acme");
     let id = fake.add_repo_with_file(ACME, "amp", FILE, &yaml("v1"));
@@ -170,22 +185,22 @@ async fn run(pulls: i64, bounded: bool, pause: Duration) -> Result<(), Failed> {
     let latency = pushed.elapsed();
     let _ = stop.send(());
     let _ = checks.await;
-    println!(
+    lines.line(format!(
         "checks_flood, {}: {pulls} pull requests delivered in {} ms; {LEFT} of {LIMIT} requests left, window resets in {} s",
         if bounded { "bounded (default)" } else { "unbounded (budget off, as before)" },
         delivered.as_millis(),
         WINDOW.as_secs()
-    );
-    println!(
+    ));
+    lines.line(format!(
         "  checks spent {spent_before_push} requests before the push ({} file reads, {} run writes); left: {} REST, {} GraphQL",
         fake.count(routes::GRAPHQL_FILE),
         fake.count(routes::CHECK_RUN_CREATE) + fake.count(routes::CHECK_RUN_UPDATE),
         fake.remaining(ACME, "core"),
         fake.remaining(ACME, "graphql"),
-    );
-    println!(
+    ));
+    lines.line(format!(
         "  push -> synced: {} ms ({tries} reconciles retried before it synced)",
         latency.as_millis()
-    );
+    ));
     Ok(())
 }

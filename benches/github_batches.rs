@@ -99,7 +99,7 @@ const TINY: Size = Size {
     paced: 2,
     spread: Duration::from_secs(1),
     free: 5,
-    checked: 3,
+    checked: 2,
     quiet: Duration::from_millis(500),
 };
 
