@@ -9,8 +9,9 @@
 //!
 //! Run with `cargo bench --profile dev --bench relations_graph`; needs the
 //! server of `DATABASE_URL` (default `postgres://postgres@127.0.0.1:5432/test`).
-//! Without `--bench`, or with `ROSTER_BENCH_SMOKE=1`, a smoke run seeds a
-//! tenth of each.
+//! Without `--bench`, a smoke run seeds a tenth of each; with
+//! `ROSTER_BENCH_SMOKE=1` (`scripts/bench-smoke`), 200 projects and the
+//! same dense 200, and reads 10 pages of each.
 
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,8 @@ use tower::ServiceExt;
 
 /// Projects per repository: the most one file may declare.
 const PER_REPO: usize = 100;
-/// Project pages read for the figures.
+/// Project pages read for the figures (a fifth in a `ROSTER_BENCH_SMOKE=1`
+/// run).
 const PAGES: usize = 50;
 const MIB: usize = 1 << 20;
 /// What the project page reads for its picture (`src/web/dashboard/project.rs`).
@@ -42,8 +44,12 @@ const PICTURE_READ: usize = 300;
 async fn main() -> anyhow::Result<()> {
     bench_mode::announce("relations_graph");
     let scale = if bench_mode::full() { 1 } else { 10 };
+    // `ROSTER_BENCH_SMOKE=1`: fewer projects and pages still show each
+    // figure.
+    let tiny = bench_mode::tiny();
+    let read = if tiny { PAGES / 5 } else { PAGES };
 
-    let repos = 100 / scale;
+    let repos = if tiny { 2 } else { 100 / scale };
     let (app, pool) = registry(repos, 3).await?;
     let projects = repos * PER_REPO;
     println!("relations: {projects} projects, 3 dependencies each");
@@ -65,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
         count(&body, "edges"),
         ms(took),
     );
-    pages((&app, &pool), projects, "under 50 ms", 50.0).await?;
+    pages((&app, &pool), projects, read, "under 50 ms", 50.0).await?;
 
     let dense_repos = 10 / scale.min(5);
     let (app, pool) = registry(dense_repos, 50).await?;
@@ -97,6 +103,7 @@ async fn main() -> anyhow::Result<()> {
     pages(
         (&app, &pool),
         projects,
+        read,
         "under 50 ms, 100 nodes drawn",
         50.0,
     )
@@ -116,23 +123,24 @@ fn count(body: &serde_json::Value, key: &str) -> usize {
     body[key].as_array().map_or(0, Vec::len)
 }
 
-/// `PAGES` project pages, spread over the registry: median and p99, and
+/// `read` project pages, spread over the registry: median and p99, and
 /// beside them what the page's read of the neighbourhood takes alone (the
 /// picture's depth and bound), so that the rest is the picture's layout,
 /// the page's other reads and its rendering.
 async fn pages(
     (app, pool): (&Router, &PgPool),
     projects: usize,
+    read: usize,
     target: &str,
     limit: f64,
 ) -> anyhow::Result<()> {
-    let mut times = Vec::with_capacity(PAGES);
-    let mut reads = Vec::with_capacity(PAGES);
+    let mut times = Vec::with_capacity(read);
+    let mut reads = Vec::with_capacity(read);
     let mut drawn = 0;
     // Pages that say how many dependencies the picture left out.
     let mut noted = 0;
-    for i in 0..PAGES {
-        let root = name(i * projects / PAGES);
+    for i in 0..read {
+        let root = name(i * projects / read);
         let started = Instant::now();
         neighbourhood(pool, &root, PICTURE_DEPTH, PICTURE_READ).await?;
         reads.push(started.elapsed());
@@ -155,17 +163,17 @@ async fn pages(
     }
     times.sort();
     reads.sort();
-    let median = ms(times[PAGES / 2]);
-    let p99 = ms(times[PAGES * 99 / 100]);
+    let median = ms(times[read / 2]);
+    let p99 = ms(times[read * 99 / 100]);
     println!(
-        "  {PAGES} project pages: median {median:.1} ms, p99 {p99:.1} ms, at most {drawn} nodes drawn, {noted} saying how many dependencies were left out{} {}",
+        "  {read} project pages: median {median:.1} ms, p99 {p99:.1} ms, at most {drawn} nodes drawn, {noted} saying how many dependencies were left out{} {}",
         bench_mode::target(target),
         bench_mode::verdict(p99 < limit && drawn <= 100),
     );
     println!(
         "    their neighbourhoods read alone (depth {PICTURE_DEPTH}, at most {PICTURE_READ} nodes): median {:.1} ms, p99 {:.1} ms",
-        ms(reads[PAGES / 2]),
-        ms(reads[PAGES * 99 / 100]),
+        ms(reads[read / 2]),
+        ms(reads[read * 99 / 100]),
     );
     Ok(())
 }
