@@ -13,7 +13,7 @@ use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
-use super::{known, repos, unchanged};
+use super::{first_sight, known, repos, unchanged};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -164,7 +164,17 @@ where
                 self.fingerprint.as_str(),
                 no_file_message(&self.project_file),
             );
-            if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await? {
+            if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await?
+                || first_sight::settle_first(
+                    &self.pool,
+                    id,
+                    &observed,
+                    claim,
+                    fingerprint,
+                    &message,
+                )
+                .await?
+            {
                 record_name(Some(repo.full_name()));
                 return Ok(Ended::Committed(
                     Status::NoFile.as_str(),

@@ -22,6 +22,7 @@ mod error;
 mod events;
 pub mod file_blobs;
 mod file_set;
+mod first_sight;
 pub mod free_push;
 mod guard;
 pub mod handler;
