@@ -285,5 +285,10 @@ mod tests {
             applied("3f2a1b9c0d", Changes::default(), None).message,
             "synced 3f2a1b9: unchanged"
         );
+        // What a settled file records without deciding anything.
+        assert_eq!(
+            super::super::outcome::unchanged_message("3f2a1b9c0d"),
+            "synced 3f2a1b9: unchanged"
+        );
     }
 }

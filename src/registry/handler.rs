@@ -47,6 +47,10 @@ pub struct RegistryHandler<Q = PgQueue> {
     owners: OwnersMode,
     /// How the file's dependencies are checked (`ROSTER_RELATIONS`).
     relations: RelationsMode,
+    /// Whether a read that changes nothing, or a first read without a
+    /// file, is written in one statement (always, but in the tests that
+    /// compare those statements with the long way).
+    fast_paths: bool,
 }
 
 /// How a reconcile's transaction ended.
@@ -77,7 +81,16 @@ where
             checks: false,
             owners: OwnersMode::default(),
             relations: RelationsMode::default(),
+            fast_paths: true,
         }
+    }
+
+    /// Reconciles every observation the long way, the reference the
+    /// one-statement paths are compared with.
+    #[cfg(test)]
+    pub(super) fn the_long_way(mut self) -> Self {
+        self.fast_paths = false;
+        self
     }
 
     /// Checks owners under `owners`, which the recorded fingerprint names
@@ -155,10 +168,13 @@ where
         observed: Observed,
         claim: Option<&Claim<RepoId>>,
     ) -> Result<Ended, RegistryError> {
-        if let Observed::Present {
-            repo,
-            file: FileState::Absent { .. },
-        } = &observed
+        if let (
+            true,
+            Observed::Present {
+                repo,
+                file: FileState::Absent { .. },
+            },
+        ) = (self.fast_paths, &observed)
         {
             let (fingerprint, message) = (
                 self.fingerprint.as_str(),
@@ -178,6 +194,22 @@ where
                 record_name(Some(repo.full_name()));
                 return Ok(Ended::Committed(
                     Status::NoFile.as_str(),
+                    Vec::new(),
+                    Vec::new(),
+                ));
+            }
+        }
+        if self.fast_paths
+            && self.owners != OwnersMode::Require
+            && self.relations != RelationsMode::Require
+        {
+            let fingerprint = self.fingerprint.as_str();
+            if unchanged::settle_file(&self.pool, id, &observed, claim, fingerprint).await? {
+                if let Observed::Present { repo, .. } = &observed {
+                    record_name(Some(repo.full_name()));
+                }
+                return Ok(Ended::Committed(
+                    Status::Synced.as_str(),
                     Vec::new(),
                     Vec::new(),
                 ));

@@ -46,6 +46,12 @@ pub(super) fn invalid(
     }
 }
 
+/// What a reconcile records when a synced repository's file applied again
+/// changed nothing (the long way's `applied` says the same, tested there).
+pub(super) fn unchanged_message(sha: &str) -> String {
+    format!("{} {}: unchanged", Status::Synced, short(sha))
+}
+
 /// The abbreviated commit people recognise.
 pub(super) fn short(sha: &str) -> &str {
     sha.get(..7).unwrap_or(sha)

@@ -208,3 +208,119 @@ async fn a_live_claim_should_let_it_settle() {
     let settled = settle(&pool, ID, &same, Some(&claim), &fingerprint, &message).await;
     assert_eq!(settled.ok(), Some(true));
 }
+
+fn found(name: &str, sha: &str, description: &str) -> Observed {
+    let yaml = format!("name: {name}\nowner: team-{name}\ndescription: {description}\n");
+    Observed::Present {
+        repo: info(name),
+        file: FileState::Found {
+            sha: sha.to_owned(),
+            bytes: yaml.into_bytes(),
+        },
+    }
+}
+
+/// A repository's row, entries and events as the reconcile left them, its
+/// own names written as `X` and its times and blob id (its bytes name it)
+/// left out, but whether each time moved since `since`: what the long way
+/// and the one statement must agree on.
+async fn as_left(pool: &PgPool, id: RepoId, name: &str, since: &str) -> String {
+    sqlx::query_scalar(
+        "select replace(concat_ws(' | ',
+            (select (to_jsonb(r) - 'id' - 'file_blob' - 'created_at' - 'updated_at'
+                     - 'last_synced_at' - 'observed_at')::text
+                    || (r.updated_at > $3::timestamptz)::text
+                    || (r.last_synced_at > $3::timestamptz)::text
+                    || (r.observed_at > $3::timestamptz)::text
+             from repositories r where r.id = $1),
+            (select string_agg((to_jsonb(e) - 'repo_id' - 'created_at' - 'updated_at')::text
+                               || (e.updated_at > $3::timestamptz)::text, ',' order by e.name)
+             from entries e where e.repo_id = $1),
+            (select string_agg(kind || ':' || message || ':' || count, ',' order by id)
+             from events where repo_id = $1)), $2, 'X')",
+    )
+    .bind(id)
+    .bind(name)
+    .bind(since)
+    .fetch_one(pool)
+    .await
+    .expect("the repository")
+}
+
+async fn now(pool: &PgPool) -> String {
+    sqlx::query_scalar("select clock_timestamp()::text")
+        .fetch_one(pool)
+        .await
+        .expect("the time")
+}
+
+#[tokio::test]
+async fn a_file_read_again_unchanged_should_be_settled_as_the_long_way_settles_it() {
+    let (pool, _url) = testing::fresh_database()
+        .await
+        .expect("a fresh test database");
+    let fast = testing::handler(&pool, testing::queue(&pool));
+    let long = testing::handler(&pool, testing::queue(&pool)).the_long_way();
+    let fingerprint = fast.fingerprint.as_str().to_owned();
+    let (a, b) = (RepoId(7), RepoId(8));
+    for (id, name) in [(a, "app7"), (b, "app8")] {
+        let outcome = long.apply(&id, Ok(found(name, "a1", "v1"))).await;
+        assert_eq!(outcome, Ok("synced"), "{name}");
+    }
+    // Twice: the first adds the `unchanged` event, the second counts it.
+    for round in 0..2 {
+        let since = now(&pool).await;
+        let settled = settle_file(&pool, a, &found("app7", "a1", "v1"), None, &fingerprint).await;
+        assert_eq!(settled.ok(), Some(true), "round {round}");
+        assert_eq!(
+            long.apply(&b, Ok(found("app8", "a1", "v1"))).await,
+            Ok("synced")
+        );
+        let left = as_left(&pool, a, "app7", &since).await;
+        assert_eq!(
+            left,
+            as_left(&pool, b, "app8", &since).await,
+            "round {round}"
+        );
+        assert!(left.contains("synced a1: unchanged"), "{left}");
+    }
+    // Through the handler, the same way.
+    assert_eq!(
+        fast.apply(&a, Ok(found("app7", "a1", "v1"))).await,
+        Ok("synced")
+    );
+}
+
+#[tokio::test]
+async fn a_file_that_may_change_more_should_be_left_to_the_long_way() {
+    let (pool, _url) = testing::fresh_database()
+        .await
+        .expect("a fresh test database");
+    let handler = testing::handler(&pool, testing::queue(&pool));
+    let fingerprint = handler.fingerprint.as_str().to_owned();
+    assert_eq!(
+        handler.apply(&ID, Ok(found("app", "a1", "v1"))).await,
+        Ok("synced")
+    );
+    let before = written(&pool).await;
+    let cases = [
+        (
+            "another blob",
+            found("app", "a1", "v2"),
+            fingerprint.as_str(),
+        ),
+        (
+            "another commit",
+            found("app", "b2", "v1"),
+            fingerprint.as_str(),
+        ),
+        ("a rename", found("app2", "a1", "v1"), fingerprint.as_str()),
+        ("other settings", found("app", "a1", "v1"), "rules 0"),
+        ("no file", absent("app", "a1"), fingerprint.as_str()),
+    ];
+    for (why, observed, fingerprint) in cases {
+        let settled = settle_file(&pool, ID, &observed, None, fingerprint).await;
+        assert_eq!(settled.ok(), Some(false), "{why}");
+        assert_eq!(written(&pool).await, before, "{why}: nothing written");
+    }
+}
