@@ -109,9 +109,10 @@ pub(super) async fn settle(
 
 /// [`SETTLE`] for a project file found again as it was applied: the
 /// repository `synced` at the same commit with the same blob, under the
-/// same settings, names and claim. Its entries are what that blob made
-/// them (an owner's team that changes meanwhile is followed by
-/// `owner_follow`), so the long way would write only the times and its
+/// same settings, names and claim, under the name the change log last
+/// recorded (a rename learnt since is logged the long way). Its entries
+/// are what that blob made them (an owner's team that changes meanwhile
+/// is followed by `owner_follow`), so the long way would write only the times and its
 /// event, `synced <sha>: unchanged`: counted when it is the newest,
 /// otherwise added, keeping the newest [`KEPT`](super::events::KEPT), as
 /// `events::record` does.
@@ -134,6 +135,8 @@ settled as (
       and installation_id is not distinct from $8
       and default_branch is not distinct from $9
       and html_url is not distinct from $10
+      and not coalesce((select c.repo <> $6 || '/' || $7 from changes c
+                        where c.repo_id = $1 order by c.seq desc limit 1), false)
     returning id
 ),
 counted as (

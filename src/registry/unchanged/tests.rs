@@ -323,4 +323,24 @@ async fn a_file_that_may_change_more_should_be_left_to_the_long_way() {
         assert_eq!(settled.ok(), Some(false), "{why}");
         assert_eq!(written(&pool).await, before, "{why}: nothing written");
     }
+    // A rename stored by a webhook: the row has the new name, the change
+    // log the old one, and only the long way logs the rename.
+    crate::registry::known::ensure_known(&pool, &[(ID, info("app2"))])
+        .await
+        .expect("renamed");
+    let before = written(&pool).await;
+    let renamed = match found("app", "a1", "v1") {
+        Observed::Present { file, .. } => Observed::Present {
+            repo: info("app2"),
+            file,
+        },
+        removed => removed,
+    };
+    let settled = settle_file(&pool, ID, &renamed, None, &fingerprint).await;
+    assert_eq!(settled.ok(), Some(false), "a rename not yet logged");
+    assert_eq!(written(&pool).await, before);
+    // Once the long way has logged it, the same read settles here.
+    assert_eq!(handler.apply(&ID, Ok(renamed.clone())).await, Ok("synced"));
+    let settled = settle_file(&pool, ID, &renamed, None, &fingerprint).await;
+    assert_eq!(settled.ok(), Some(true), "the rename logged");
 }
