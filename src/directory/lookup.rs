@@ -8,6 +8,7 @@
 //! read of 10,000 teams, while resolving exactly as the whole directory
 //! would ([`super::resolve`]).
 
+use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 
 use crate::installation_id::InstallationId;
@@ -34,7 +35,10 @@ pub async fn directory_of(
     owners: &[&str],
 ) -> Result<Option<Directory>, sqlx::Error> {
     let Some(row) = sqlx::query(
-        "select org_id, login, personal, off_reason from directory_orgs
+        "select org_id, login, personal, off_reason,
+                array(select login_lower from directory_org_logins l
+                      where l.org_id = o.org_id order by login_lower) as former_logins
+         from directory_orgs o
          where case when $1::bigint is null then org_id = $2 else installation_id = $1 end
          order by org_id limit 1",
     )
@@ -61,23 +65,30 @@ pub async fn directory_of(
     if directory.unchecked.is_some() {
         return Ok(Some(directory));
     }
-    directory.former_logins = sqlx::query_scalar(
-        "select login_lower from directory_org_logins where org_id = $1 order by login_lower",
-    )
-    .bind(org)
-    .fetch_all(&mut *conn)
-    .await?;
+    directory.former_logins = row.try_get("former_logins")?;
     let (slugs, logins) = wanted(owners);
-    directory.slugs = sqlx::query_as(
-        "select slug_lower, team_id from directory_team_slugs
-         where org_id = $1 and slug_lower = any($2) order by slug_lower",
+    // The slugs with their teams in one read: a team that had several of
+    // them is kept once.
+    let named = sqlx::query(
+        "select s.slug_lower, s.team_id, t.team_id is not null as known,
+                t.slug, t.name, t.parent_id, t.secret, t.deleted_at is not null as deleted
+         from directory_team_slugs s
+         left join directory_teams t on t.org_id = s.org_id and t.team_id = s.team_id
+         where s.org_id = $1 and s.slug_lower = any($2) order by s.slug_lower",
     )
     .bind(org)
     .bind(&slugs)
     .fetch_all(&mut *conn)
     .await?;
-    let ids: Vec<i64> = directory.slugs.iter().map(|(_, id)| *id).collect();
-    directory.teams = teams(conn, org, "team_id = any($2)", Some(&ids)).await?;
+    for row in &named {
+        let id: i64 = row.try_get("team_id")?;
+        directory.slugs.push((row.try_get("slug_lower")?, id));
+        let known: bool = row.try_get("known")?;
+        if known && !directory.teams.iter().any(|t| t.team.id == id) {
+            directory.teams.push(known_team(row)?);
+        }
+    }
+    directory.teams.sort_by_key(|t| t.team.id);
     let members: Vec<(i64, String)> = sqlx::query_as(
         "select user_id, login from directory_members
          where org_id = $1 and lower(login) = any($2) order by user_id",
@@ -96,7 +107,7 @@ pub async fn directory_of(
         .any(|o| matches!(resolver.resolve(o), Resolution::Unknown { .. }));
     if unknown {
         // Suggestions are drawn from the current, visible teams.
-        let visible = teams(conn, org, "deleted_at is null and not secret", None).await?;
+        let visible = teams(conn, org, "deleted_at is null and not secret").await?;
         for known in visible {
             if !directory.teams.iter().any(|t| t.team.id == known.team.id) {
                 directory
@@ -130,33 +141,31 @@ async fn teams(
     conn: &mut PgConnection,
     org: i64,
     filter: &'static str,
-    ids: Option<&[i64]>,
 ) -> Result<Vec<KnownTeam>, sqlx::Error> {
     let sql = format!(
         "select team_id, slug, name, parent_id, secret, deleted_at is not null as deleted
          from directory_teams where org_id = $1 and {filter} order by team_id"
     );
-    let mut query = sqlx::query(&sql).bind(org);
-    if let Some(ids) = ids {
-        query = query.bind(ids);
-    }
-    query
+    sqlx::query(&sql)
+        .bind(org)
         .fetch_all(&mut *conn)
         .await?
         .iter()
-        .map(|row| {
-            Ok(KnownTeam {
-                team: Team {
-                    id: row.try_get("team_id")?,
-                    slug: row.try_get("slug")?,
-                    name: row.try_get("name")?,
-                    parent_id: row.try_get("parent_id")?,
-                    secret: row.try_get("secret")?,
-                },
-                deleted: row.try_get("deleted")?,
-            })
-        })
+        .map(known_team)
         .collect()
+}
+
+fn known_team(row: &PgRow) -> Result<KnownTeam, sqlx::Error> {
+    Ok(KnownTeam {
+        team: Team {
+            id: row.try_get("team_id")?,
+            slug: row.try_get("slug")?,
+            name: row.try_get("name")?,
+            parent_id: row.try_get("parent_id")?,
+            secret: row.try_get("secret")?,
+        },
+        deleted: row.try_get("deleted")?,
+    })
 }
 
 #[cfg(test)]
