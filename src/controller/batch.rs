@@ -95,12 +95,24 @@ where
             .map(|c| (c.key.clone(), c.hint.as_deref().or(c.scope.as_deref())))
             .collect();
         let read_started = Instant::now();
-        let mut states = self.storage.get_many(&items).await.into_iter();
+        let mut states = self.storage.get_many(&items).await;
         drop(read_slot);
-        // Every key of the batch waited for the whole read.
+        states.truncate(claims.len());
+        while states.len() < claims.len() {
+            states.push(Err(Failure::new(NoState)));
+        }
+        let together = self.handler.apply_together(claims, &states).await;
+        // Every key of the batch waited for the whole read (and for what
+        // was applied together).
         let read_time = read_started.elapsed();
-        for (n, claim) in claims.iter().enumerate() {
-            let state = states.next().unwrap_or_else(|| Err(Failure::new(NoState)));
+        for (n, (claim, state)) in claims.iter().zip(states).enumerate() {
+            if let Some(Some(outcome)) = together.get(n) {
+                let span = tracing::info_span!("reconcile");
+                if let Some(slot) = lock(outcomes).get_mut(n) {
+                    *slot = Some((Ok(*outcome), read_time.as_secs_f64(), span));
+                }
+                continue;
+            }
             // The handler may fill in `full_name`, what people call the key,
             // so the lines about it say which repository they are about.
             let span = tracing::info_span!("reconcile", full_name = tracing::field::Empty);

@@ -13,7 +13,7 @@ use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
-use super::{first_sight, known, repos, unchanged};
+use super::{first_sight, known, repos, unchanged, unchanged_many};
 use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -174,7 +174,7 @@ where
                 repo,
                 file: FileState::Absent { .. },
             },
-        ) = (self.fast_paths, &observed)
+        ) = (self.fast_paths && claim.is_none(), &observed)
         {
             let (fingerprint, message) = (
                 self.fingerprint.as_str(),
@@ -199,7 +199,10 @@ where
                 ));
             }
         }
+        // With a claim, the controller's batch tried these already
+        // (`apply_together`).
         if self.fast_paths
+            && claim.is_none()
             && self.owners != OwnersMode::Require
             && self.relations != RelationsMode::Require
         {
@@ -454,6 +457,38 @@ where
         state: Result<Observed, Failure>,
     ) -> Result<&'static str, Failure> {
         self.run(claim.key, state, Some(claim)).await
+    }
+
+    /// The batch's reads that change nothing but times, and its first
+    /// reads without a file, in a few statements (`unchanged_many`); the
+    /// keys left take the long way, without trying those again.
+    async fn apply_together(
+        &self,
+        claims: &[Claim<RepoId>],
+        states: &[Result<Observed, Failure>],
+    ) -> Vec<Option<&'static str>> {
+        let mut outcomes = vec![None; claims.len()];
+        if !self.fast_paths {
+            return outcomes;
+        }
+        let items: Vec<(&Claim<RepoId>, &Observed)> = claims
+            .iter()
+            .zip(states)
+            .filter_map(|(claim, state)| state.as_ref().ok().map(|o| (claim, o)))
+            .collect();
+        if items.is_empty() {
+            return outcomes;
+        }
+        let files = self.owners != OwnersMode::Require && self.relations != RelationsMode::Require;
+        let no_file = no_file_message(&self.project_file);
+        let fingerprint = self.fingerprint.as_str();
+        let applied = unchanged_many::apply(&self.pool, &items, fingerprint, &no_file, files).await;
+        let by_id: std::collections::HashMap<RepoId, &'static str> =
+            applied.0.into_iter().collect();
+        for (outcome, claim) in outcomes.iter_mut().zip(claims) {
+            *outcome = by_id.get(&claim.key).copied();
+        }
+        outcomes
     }
 }
 

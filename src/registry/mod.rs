@@ -41,6 +41,7 @@ pub mod testing;
 mod touched_files;
 pub mod tracker;
 mod unchanged;
+mod unchanged_many;
 
 pub use crate::db::Page;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};

@@ -130,3 +130,41 @@ pub async fn write_entries_unchecked(
     tx.commit().await?;
     Ok(())
 }
+
+/// A repository's row, entries and events as the reconcile left them, its
+/// own name written as `X` and its times and blob id (its bytes name it)
+/// left out, but whether each time moved since `since`: what two ways of
+/// applying the same observation to two repositories must agree on.
+pub async fn as_left(
+    pool: &PgPool,
+    id: RepoId,
+    name: &str,
+    since: &str,
+) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar(
+        "select replace(concat_ws(' | ',
+            (select (to_jsonb(r) - 'id' - 'file_blob' - 'created_at' - 'updated_at'
+                     - 'last_synced_at' - 'observed_at')::text
+                    || (r.updated_at > $3::timestamptz)::text
+                    || (r.last_synced_at > $3::timestamptz)::text
+                    || (r.observed_at > $3::timestamptz)::text
+             from repositories r where r.id = $1),
+            (select string_agg((to_jsonb(e) - 'repo_id' - 'created_at' - 'updated_at')::text
+                               || (e.updated_at > $3::timestamptz)::text, ',' order by e.name)
+             from entries e where e.repo_id = $1),
+            (select string_agg(kind || ':' || message || ':' || count, ',' order by id)
+             from events where repo_id = $1)), $2, 'X')",
+    )
+    .bind(id)
+    .bind(name)
+    .bind(since)
+    .fetch_one(pool)
+    .await
+}
+
+/// The database's clock now, as text `as_left` compares with.
+pub async fn clock(pool: &PgPool) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar("select clock_timestamp()::text")
+        .fetch_one(pool)
+        .await
+}

@@ -220,36 +220,14 @@ fn found(name: &str, sha: &str, description: &str) -> Observed {
     }
 }
 
-/// A repository's row, entries and events as the reconcile left them, its
-/// own names written as `X` and its times and blob id (its bytes name it)
-/// left out, but whether each time moved since `since`: what the long way
-/// and the one statement must agree on.
 async fn as_left(pool: &PgPool, id: RepoId, name: &str, since: &str) -> String {
-    sqlx::query_scalar(
-        "select replace(concat_ws(' | ',
-            (select (to_jsonb(r) - 'id' - 'file_blob' - 'created_at' - 'updated_at'
-                     - 'last_synced_at' - 'observed_at')::text
-                    || (r.updated_at > $3::timestamptz)::text
-                    || (r.last_synced_at > $3::timestamptz)::text
-                    || (r.observed_at > $3::timestamptz)::text
-             from repositories r where r.id = $1),
-            (select string_agg((to_jsonb(e) - 'repo_id' - 'created_at' - 'updated_at')::text
-                               || (e.updated_at > $3::timestamptz)::text, ',' order by e.name)
-             from entries e where e.repo_id = $1),
-            (select string_agg(kind || ':' || message || ':' || count, ',' order by id)
-             from events where repo_id = $1)), $2, 'X')",
-    )
-    .bind(id)
-    .bind(name)
-    .bind(since)
-    .fetch_one(pool)
-    .await
-    .expect("the repository")
+    crate::registry::testing::as_left(pool, id, name, since)
+        .await
+        .expect("the repository")
 }
 
 async fn now(pool: &PgPool) -> String {
-    sqlx::query_scalar("select clock_timestamp()::text")
-        .fetch_one(pool)
+    crate::registry::testing::clock(pool)
         .await
         .expect("the time")
 }
