@@ -106,10 +106,10 @@ where
         // was applied together).
         let read_time = read_started.elapsed();
         for (n, (claim, state)) in claims.iter().zip(states).enumerate() {
-            if let Some(Some(outcome)) = together.get(n) {
-                let span = tracing::info_span!("reconcile");
+            if let Some(Some(applied)) = together.get(n) {
+                let span = tracing::info_span!("reconcile", full_name = applied.name);
                 if let Some(slot) = lock(outcomes).get_mut(n) {
-                    *slot = Some((Ok(*outcome), read_time.as_secs_f64(), span));
+                    *slot = Some((Ok(applied.outcome), read_time.as_secs_f64(), span));
                 }
                 continue;
             }

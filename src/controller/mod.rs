@@ -22,4 +22,6 @@ pub use metrics::ControllerMetrics;
 pub use pace::ReadPace;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
 pub use runner::Controller;
-pub use traits::{Failure, Found, Handler, Listed, Lister, NoState, Storage, Tracker};
+pub use traits::{
+    AppliedTogether, Failure, Found, Handler, Listed, Lister, NoState, Storage, Tracker,
+};

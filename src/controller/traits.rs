@@ -255,8 +255,16 @@ pub trait Handler: Send + Sync + 'static {
         &self,
         claims: &[Claim<Self::Key>],
         _states: &[Result<Self::State, Failure>],
-    ) -> impl Future<Output = Vec<Option<&'static str>>> + Send {
+    ) -> impl Future<Output = Vec<Option<AppliedTogether>>> + Send {
         let none = vec![None; claims.len()];
         async move { none }
     }
+}
+
+/// A key applied with others of its batch ([`Handler::apply_together`]):
+/// its outcome, and what people call it, for its log line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedTogether {
+    pub outcome: &'static str,
+    pub name: Option<String>,
 }

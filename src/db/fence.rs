@@ -42,6 +42,12 @@ pub const CLAIM_IS_LIVE: &str = "exists (
     select 1 from queue
     where repo_id = $1 and claim_token = $2 and claimed_until > clock_timestamp())";
 
+/// [`CLAIM_IS_LIVE`] for each row of a batch's input `i` (`i.id`,
+/// `i.token`), in statements that apply a batch at once.
+pub const INPUT_CLAIM_IS_LIVE: &str = "exists (
+    select 1 from queue q
+    where q.repo_id = i.id and q.claim_token = i.token and q.claimed_until > clock_timestamp())";
+
 /// `clock_timestamp()`, not `now()`: `now()` is when the transaction began,
 /// which may be long before the commit this check guards.
 const HOLDS: &str = "

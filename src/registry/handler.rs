@@ -14,7 +14,7 @@ use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
 use super::{first_sight, known, repos, unchanged, unchanged_many};
-use crate::controller::{Claim, Enqueue, Failure, Handler, WorkQueue};
+use crate::controller::{AppliedTogether, Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
 use crate::directory::OwnersMode;
@@ -466,7 +466,7 @@ where
         &self,
         claims: &[Claim<RepoId>],
         states: &[Result<Observed, Failure>],
-    ) -> Vec<Option<&'static str>> {
+    ) -> Vec<Option<AppliedTogether>> {
         let mut outcomes = vec![None; claims.len()];
         if !self.fast_paths {
             return outcomes;
@@ -485,8 +485,14 @@ where
         let applied = unchanged_many::apply(&self.pool, &items, fingerprint, &no_file, files).await;
         let by_id: std::collections::HashMap<RepoId, &'static str> =
             applied.0.into_iter().collect();
-        for (outcome, claim) in outcomes.iter_mut().zip(claims) {
-            *outcome = by_id.get(&claim.key).copied();
+        for ((slot, claim), state) in outcomes.iter_mut().zip(claims).zip(states) {
+            if let Some(outcome) = by_id.get(&claim.key) {
+                let name = match state {
+                    Ok(Observed::Present { repo, .. }) => Some(repo.full_name()),
+                    _ => None,
+                };
+                *slot = Some(AppliedTogether { outcome, name });
+            }
         }
         outcomes
     }

@@ -14,6 +14,7 @@ use std::sync::LazyLock;
 
 use sqlx::PgPool;
 
+use super::changes::record::logged_under_another_name;
 use super::clip::{clip, MAX_EVENT_BYTES};
 use super::events::KEPT;
 use super::free_push::blob_id;
@@ -135,8 +136,7 @@ settled as (
       and installation_id is not distinct from $8
       and default_branch is not distinct from $9
       and html_url is not distinct from $10
-      and not coalesce((select c.repo <> $6 || '/' || $7 from changes c
-                        where c.repo_id = $1 order by c.seq desc limit 1), false)
+      and not {renamed}
     returning id
 ),
 counted as (
@@ -157,6 +157,10 @@ trimmed as (
 )
 select count(*) from settled"
         .replace("{claim_is_live}", CLAIM_IS_LIVE)
+        .replace(
+            "{renamed}",
+            &logged_under_another_name("$1", "$6 || '/' || $7"),
+        )
 });
 
 /// Settles a project file found again as it was applied, in one statement

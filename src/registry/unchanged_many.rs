@@ -13,12 +13,14 @@ use std::sync::LazyLock;
 
 use sqlx::PgPool;
 
+use super::changes::record::logged_under_another_name;
 use super::events::KEPT;
 use super::free_push::blob_id;
 use super::outcome::unchanged_message;
 use super::repos::Observation;
 use super::Status;
 use crate::controller::Claim;
+use crate::db::fence::INPUT_CLAIM_IS_LIVE;
 use crate::source::{FileState, Observed, RepoId, RepoInfo};
 
 /// The batch's rows as the statements take them: one array per column.
@@ -28,11 +30,6 @@ input as (
                          $6::bigint[], $7::text[], $8::text[], $9::bool[], $10::text[])
         as i(id, token, sha, owner, name, installation_id, default_branch, html_url, fresh, blob)
 )";
-
-/// Whether the row's claim (when it has one) is live.
-const LIVE: &str = "(i.token is null or exists (
-    select 1 from queue q
-    where q.repo_id = i.id and q.claim_token = i.token and q.claimed_until > clock_timestamp()))";
 
 /// The stored names are the observed ones.
 const NAMES: &str = "r.owner = i.owner and r.name = i.name
@@ -56,7 +53,7 @@ settled as (
     from input i
     where r.id = i.id
       and set_config('synchronous_commit', 'off', true) = 'off'
-      and {LIVE}
+      and (i.token is null or {live})
       and r.status = $11 and r.error is null and r.attempts = 0 and cardinality(r.conflicts) = 0
       and r.synced_sha is not distinct from i.sha
       and r.file_blob is null and r.hold_id is null
@@ -71,7 +68,8 @@ counted as (
     update events set at = now(), count = count + 1
     where id in (select n.event_id from newest n join settled s on s.id = n.repo_id)
 )
-select id from settled"
+select id from settled",
+        live = INPUT_CLAIM_IS_LIVE,
     )
 });
 
@@ -88,7 +86,7 @@ written as (
            $11, i.sha, $12, now(), case when i.fresh then now() end
     from input i
     where set_config('synchronous_commit', 'off', true) = 'off'
-      and {LIVE}
+      and (i.token is null or {live})
       and not exists (select 1 from entries where repo_id = i.id)
       and not exists (select 1 from events where repo_id = i.id)
     order by i.id
@@ -108,7 +106,8 @@ written as (
 added as (
     insert into events (repo_id, kind, message) select id, $11, $13 from written
 )
-select id from written"
+select id from written",
+        live = INPUT_CLAIM_IS_LIVE,
     )
 });
 
@@ -134,13 +133,12 @@ settled as (
     from input i
     where r.id = i.id
       and set_config('synchronous_commit', 'off', true) = 'off'
-      and {LIVE}
+      and (i.token is null or {live})
       and r.status = $11 and r.error is null and r.attempts = 0 and cardinality(r.conflicts) = 0
       and r.synced_sha = i.sha and r.file_blob = i.blob and r.hold_id is null
       and r.fingerprint is not distinct from $12
       and {NAMES}
-      and not coalesce((select c.repo <> i.owner || '/' || i.name from changes c
-                        where c.repo_id = i.id order by c.seq desc limit 1), false)
+      and not {renamed}
     returning r.id
 ),
 counted as (
@@ -161,7 +159,9 @@ trimmed as (
       and d.id <= (select e.id from events e where e.repo_id = s.id
                    order by e.id desc offset $14 limit 1)
 )
-select id from settled"
+select id from settled",
+        renamed = logged_under_another_name("i.id", "i.owner || '/' || i.name"),
+        live = INPUT_CLAIM_IS_LIVE,
     )
 });
 

@@ -191,6 +191,17 @@ pub(crate) async fn snapshot(conn: &mut PgConnection, id: RepoId) -> Result<Snap
         .collect())
 }
 
+/// SQL that is true when the log last recorded repository `id` (an SQL
+/// expression) under a name other than `full_name` (another): the
+/// rename [`as_logged`] would find, for statements that settle a
+/// repository without reading its entries.
+pub(crate) fn logged_under_another_name(id: &str, full_name: &str) -> String {
+    format!(
+        "coalesce((select c.repo <> {full_name} from changes c
+                   where c.repo_id = {id} order by c.seq desc limit 1), false)"
+    )
+}
+
 /// Puts back in `before` the repository's name as the log last recorded
 /// it, and says whether it differs from the current one.
 ///

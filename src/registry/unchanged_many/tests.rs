@@ -186,8 +186,9 @@ async fn a_batch_should_leave_each_repository_as_the_long_way_leaves_it() {
         let twin = long
             .apply(&twin_id(n), Ok((case.read)(&name(n, true))))
             .await;
-        if let Some(outcome) = outcome {
-            assert_eq!(Ok(outcome), twin, "{}", case.why);
+        if let Some(applied) = outcome {
+            assert_eq!(Ok(applied.outcome), twin, "{}", case.why);
+            assert_eq!(applied.name, Some(format!("acme/{}", name(n, false))));
         }
         let batch = as_left(&pool, batch_id(n), &name(n, false), &since).await;
         let alone = as_left(&pool, twin_id(n), &name(n, true), &since).await;
