@@ -137,7 +137,9 @@ fn wanted(owners: &[&str]) -> (Vec<String>, Vec<String>) {
     (slugs, logins)
 }
 
-async fn teams(
+/// The teams of `org` that `filter` (on `directory_teams`) keeps, deleted
+/// ones included, by id.
+pub(crate) async fn teams(
     conn: &mut PgConnection,
     org: i64,
     filter: &'static str,

@@ -15,6 +15,9 @@ mod repository;
 mod tests;
 
 use super::envelope::Envelope;
+/// A `Roster` check run a payload asks for: on a pull request's head, or
+/// (for a rerequest on a commit of no pull request) on the commit itself.
+pub use crate::registry::check_records::check_requests::CheckRequest;
 use crate::source::{InstallationId, RepoId, RepoInfo};
 use directory::{parse_membership, parse_organization, parse_team};
 use installation::{parse_installation, parse_installation_repositories};
@@ -46,21 +49,6 @@ pub struct PushChange {
     pub after: String,
     /// Every path any commit touched, each once, sorted.
     pub paths: Vec<String>,
-}
-
-/// A `Roster` check run a payload asks for: on a pull request's head, or
-/// (for a rerequest on a commit of no pull request) on the commit itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestedCheck {
-    pub repo_id: RepoId,
-    /// `None` when a run was asked for again on a commit of no pull request.
-    pub pull_request: Option<i32>,
-    pub head_sha: String,
-    pub installation_id: InstallationId,
-    pub owner: String,
-    pub name: String,
-    /// Whether the repository is public, as the payload says.
-    pub public: bool,
 }
 
 /// What happened to a repository, among the `repository` actions that can
@@ -141,7 +129,7 @@ pub enum WebhookEvent {
     Ignored { reason: String },
     /// Pull requests (or a commit) whose `Roster` check run is to be
     /// evaluated and posted.
-    CheckRequested { requests: Vec<RequestedCheck> },
+    CheckRequested { requests: Vec<CheckRequest> },
     /// The organisation's directory changed.
     Directory(DirectoryChange),
 }

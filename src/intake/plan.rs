@@ -4,8 +4,7 @@
 use std::collections::BTreeSet;
 
 use super::event::{
-    DirectoryChange, InstallationAction, PayloadRepo, RepositoryAction, RequestedCheck,
-    WebhookEvent,
+    CheckRequest, DirectoryChange, InstallationAction, PayloadRepo, RepositoryAction, WebhookEvent,
 };
 use crate::source::{InstallationId, RepoId};
 
@@ -26,7 +25,7 @@ pub struct Plan {
     /// Why nothing is done, when nothing is.
     pub ignored: Option<String>,
     /// Check runs to evaluate (pull requests, rerequested runs).
-    pub checks: Vec<RequestedCheck>,
+    pub checks: Vec<CheckRequest>,
     /// The installation whose App permissions changed: checks resume.
     pub permissions_changed: Option<InstallationId>,
     /// An organisation's directory to read again (or its new login).

@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
-use super::event::{DirectoryChange, PayloadRepo, RequestedCheck, WebhookEvent};
+use super::event::{DirectoryChange, PayloadRepo, WebhookEvent};
 use super::free_push::FreePushes;
 use super::gate::Accepted;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
@@ -150,7 +150,7 @@ pub async fn write(
             continue;
         }
         intakes.push(Intake::of(&ids, plan.listing, plan.checks.is_empty()));
-        checks.extend(plan.checks.into_iter().map(check_request));
+        checks.extend(plan.checks);
         known.extend(plan.known.into_iter().filter(|r| !r.info.owner.is_empty()));
         let trigger = trigger_of(event);
         to_enqueue.extend(ids.into_iter().map(|id| Enqueue::because(id, trigger)));
@@ -274,19 +274,6 @@ async fn ask_directory(
             change.login, change.org_id
         ))
     })
-}
-
-/// A check a payload asks for, as the registry stores it.
-fn check_request(check: RequestedCheck) -> check_requests::CheckRequest {
-    check_requests::CheckRequest {
-        repo_id: check.repo_id,
-        pull_request: check.pull_request,
-        head_sha: check.head_sha,
-        installation_id: check.installation_id,
-        owner: check.owner,
-        name: check.name,
-        public: check.public,
-    }
 }
 
 /// A push to the default branch is the most telling event trigger.

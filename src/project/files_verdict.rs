@@ -7,10 +7,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
 use super::preview::{plural, FieldChange, Preview, RegisteredEntry, Snapshot};
-use super::verdict::{annotation, evaluate, problem_count, shown, Parsed, Verdict};
+use super::verdict::{evaluate, failing, problem_count, shown, Parsed, Verdict};
 use super::{name_positions, Problem, Project};
 
 /// One touched project file at the evaluated commit.
@@ -222,33 +220,21 @@ fn summarize(
         ));
     }
     summary.push('\n');
-    let annotations: Vec<Value> = problems.iter().map(annotation).collect();
     if problems.is_empty() {
         summary.push_str(&preview.markdown());
         return Verdict {
             conclusion: "success",
             title: preview.counts(),
             summary,
-            annotations,
+            annotations: Vec::new(),
         };
     }
-    let count = problem_count(problems);
     summary.push_str(
         "Problems (an invalid file's entries stay as they are until it is fixed; a name \
          taken elsewhere is a `conflict`):\n\n```\n",
     );
-    for problem in problems {
-        summary.push_str(&problem.to_string());
-        summary.push('\n');
-    }
-    summary.push_str("```\n\nThe rest, once merged:\n\n");
-    summary.push_str(&preview.markdown());
-    Verdict {
-        conclusion: "failure",
-        title: format!("{count} {}", plural(count, "problem", "problems")),
-        summary,
-        annotations,
-    }
+    let after = format!("\nThe rest, once merged:\n\n{}", preview.markdown());
+    failing(summary, problems, problem_count(problems), &after)
 }
 
 /// A commit that touches no project file: the registry's entries stay as

@@ -146,22 +146,12 @@ fn verdict_on_file(project_file: &str, sha: &str, parsed: &Parsed, registry: &Sn
         }
         Parsed::Problems(problems) => {
             let count = problem_count(problems);
-            let mut summary = format!(
+            let summary = format!(
                 "`{project_file}` breaks {count} {} of the project file; the registry keeps \
                  its entries as they are until it is fixed.\n\n```\n",
                 plural(count, "rule", "rules")
             );
-            for problem in problems {
-                summary.push_str(&problem.to_string());
-                summary.push('\n');
-            }
-            summary.push_str("```\n");
-            Verdict {
-                conclusion: "failure",
-                title: format!("{count} {}", plural(count, "problem", "problems")),
-                summary: clip_summary(summary),
-                annotations: problems.iter().map(annotation).collect(),
-            }
+            failing(summary, problems, count, "").clipped()
         }
         Parsed::Valid { file, text } => {
             let taken: Vec<&str> = registry.taken.iter().map(|t| t.name.as_str()).collect();
@@ -189,22 +179,45 @@ fn verdict_on_file(project_file: &str, sha: &str, parsed: &Parsed, registry: &Sn
                     }
                 })
                 .collect();
-            let count = problems.len();
-            let mut summary =
-                String::from("Names another repository owns (a `conflict`):\n\n```\n");
-            for problem in &problems {
-                summary.push_str(&problem.to_string());
-                summary.push('\n');
-            }
-            summary.push_str("```\n\nThe rest of the file, once merged:\n\n");
-            summary.push_str(&preview.markdown());
-            Verdict {
-                conclusion: "failure",
-                title: format!("{count} {}", plural(count, "problem", "problems")),
-                summary: clip_summary(summary),
-                annotations: problems.iter().map(annotation).collect(),
-            }
+            let summary = String::from("Names another repository owns (a `conflict`):\n\n```\n");
+            let after = format!(
+                "\nThe rest of the file, once merged:\n\n{}",
+                preview.markdown()
+            );
+            failing(summary, &problems, problems.len(), &after).clipped()
         }
+    }
+}
+
+impl Verdict {
+    /// The verdict with its summary within GitHub's byte limit.
+    fn clipped(self) -> Self {
+        Verdict {
+            summary: clip_summary(self.summary),
+            ..self
+        }
+    }
+}
+
+/// A `failure` of `count` problems: `summary`, which opens a code block,
+/// then each problem on a line, the block closed, then `after`.
+pub(crate) fn failing(
+    mut summary: String,
+    problems: &[Problem],
+    count: usize,
+    after: &str,
+) -> Verdict {
+    for problem in problems {
+        summary.push_str(&problem.to_string());
+        summary.push('\n');
+    }
+    summary.push_str("```\n");
+    summary.push_str(after);
+    Verdict {
+        conclusion: "failure",
+        title: format!("{count} {}", plural(count, "problem", "problems")),
+        summary,
+        annotations: problems.iter().map(annotation).collect(),
     }
 }
 

@@ -183,16 +183,7 @@ fn cleared(status: Status, error: Option<String>, sha: Option<String>) -> RepoSt
 /// A valid file (of blob id `blob`) applied: `synced`, or `conflict` when a
 /// name was taken.
 fn applied(sha: &str, changes: Changes, blob: Option<String>) -> Decision {
-    let mut parts = Vec::new();
-    for (verb, names) in [
-        ("created", &changes.created),
-        ("updated", &changes.updated),
-        ("deleted", &changes.deleted),
-    ] {
-        if !names.is_empty() {
-            parts.push(format!("{verb} {}", names.join(", ")));
-        }
-    }
+    let mut parts = changes.summary();
     let conflict_lines: Vec<String> = changes
         .conflicts
         .iter()
@@ -207,8 +198,7 @@ fn applied(sha: &str, changes: Changes, blob: Option<String>) -> Decision {
     } else {
         Status::Conflict
     };
-    let entries_changed =
-        !(changes.created.is_empty() && changes.updated.is_empty() && changes.deleted.is_empty());
+    let entries_changed = changes.entries_changed();
     Decision {
         entries_changed,
         message: format!("{status} {}: {}", short(sha), parts.join("; ")),

@@ -62,6 +62,27 @@ pub(crate) struct Changes {
     pub conflicts: Vec<Conflict>,
 }
 
+impl Changes {
+    /// `created a, b`, `updated c`, `deleted d`: the non-empty ones, for a
+    /// repository's message.
+    pub fn summary(&self) -> Vec<String> {
+        [
+            ("created", &self.created),
+            ("updated", &self.updated),
+            ("deleted", &self.deleted),
+        ]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(verb, names)| format!("{verb} {}", names.join(", ")))
+        .collect()
+    }
+
+    /// Whether an entry was created, updated or deleted.
+    pub fn entries_changed(&self) -> bool {
+        !(self.created.is_empty() && self.updated.is_empty() && self.deleted.is_empty())
+    }
+}
+
 /// Deletes every entry of the repository, returning the released names.
 pub(crate) async fn delete_all(
     conn: &mut PgConnection,

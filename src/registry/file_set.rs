@@ -203,16 +203,7 @@ pub(super) fn decision(
         let path = path_of.get(c.name.as_str()).copied().unwrap_or("");
         format!("{path}: name \"{}\" is owned by {}", c.name, c.owner_repo)
     }));
-    let mut parts = Vec::new();
-    for (verb, names) in [
-        ("created", &changes.created),
-        ("updated", &changes.updated),
-        ("deleted", &changes.deleted),
-    ] {
-        if !names.is_empty() {
-            parts.push(format!("{verb} {}", names.join(", ")));
-        }
-    }
+    let mut parts = changes.summary();
     let status = if !plan.problems.is_empty() {
         Status::Invalid
     } else if !conflicts.is_empty() {
@@ -226,8 +217,7 @@ pub(super) fn decision(
     if parts.is_empty() {
         parts.push("unchanged".to_owned());
     }
-    let entries_changed =
-        !(changes.created.is_empty() && changes.updated.is_empty() && changes.deleted.is_empty());
+    let entries_changed = changes.entries_changed();
     let synced = status != Status::Invalid;
     Decision {
         message: format!("{status} {}: {}", short(sha), parts.join("; ")),

@@ -300,30 +300,16 @@ pub(crate) async fn record_error(
     id: RepoId,
     message: &str,
 ) -> Result<Option<String>, RegistryError> {
-    let Some(Locked {
-        state: old,
-        owner,
-        name,
-        ..
-    }) = lock(conn, id).await?
-    else {
-        return Ok(None);
-    };
-    let new = RepoState {
-        status: Status::Error,
-        error: Some(message.to_string()),
-        attempts: old.attempts.saturating_add(1),
-        ..old.clone()
-    };
-    write_state(conn, id, &old, &new, false, None, Observation::Fresh).await?;
-    events::record(
-        conn,
-        id,
-        Status::Error.as_str(),
-        &format!("error: {message}"),
-    )
-    .await?;
-    Ok(Some(format!("{owner}/{name}")))
+    let event = format!("error: {message}");
+    restate(conn, id, &event, |old| {
+        Some(RepoState {
+            status: Status::Error,
+            error: Some(message.to_string()),
+            attempts: old.attempts.saturating_add(1),
+            ..old.clone()
+        })
+    })
+    .await
 }
 
 /// Records that a repository waits for a budget (GitHub's rate limit) to
@@ -336,6 +322,26 @@ pub(crate) async fn record_waiting(
     id: RepoId,
     message: &str,
 ) -> Result<Option<String>, RegistryError> {
+    restate(conn, id, message, |old| {
+        let new = RepoState {
+            status: Status::Pending,
+            error: Some(message.to_string()),
+            ..old.clone()
+        };
+        (new != *old).then_some(new)
+    })
+    .await
+}
+
+/// Locks the repository and writes the state `change` makes of its current
+/// one (none: nothing to write), with an event saying `event`. Returns the
+/// repository's full name, or `None` when it is unknown.
+async fn restate(
+    conn: &mut PgConnection,
+    id: RepoId,
+    event: &str,
+    change: impl FnOnce(&RepoState) -> Option<RepoState>,
+) -> Result<Option<String>, RegistryError> {
     let Some(Locked {
         state: old,
         owner,
@@ -345,14 +351,9 @@ pub(crate) async fn record_waiting(
     else {
         return Ok(None);
     };
-    let new = RepoState {
-        status: Status::Pending,
-        error: Some(message.to_string()),
-        ..old.clone()
-    };
-    if new != old {
+    if let Some(new) = change(&old) {
         write_state(conn, id, &old, &new, false, None, Observation::Fresh).await?;
-        events::record(conn, id, Status::Pending.as_str(), message).await?;
+        events::record(conn, id, new.status.as_str(), event).await?;
     }
     Ok(Some(format!("{owner}/{name}")))
 }

@@ -143,16 +143,7 @@ pub async fn exclusive_under_contention<H: QueueHarness>(h: &H) {
             }
         });
     }
-    while let Some(joined) = workers.join_next().await {
-        if let Err(e) = joined {
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
-    let mut handled = lock(&handled).clone();
-    handled.sort();
-    handled.dedup();
-    assert_eq!(handled.len(), KEYS as usize, "some keys were never handled");
-    assert_eq!(ok(handles[1].depth().await, "depth"), 0);
+    assert_all_handled(workers, &handled, KEYS, &*handles[1]).await;
 }
 
 /// A key enqueued while claimed is ready again once the claim is done, with

@@ -15,7 +15,7 @@ use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use super::conformance_kit::{
-    fresh, hinted, key, lock, ok, KeyOf, QueueHarness, FOREVER, PATIENCE, POLL,
+    assert_all_handled, fresh, hinted, key, lock, ok, KeyOf, QueueHarness, FOREVER, PATIENCE, POLL,
 };
 use crate::controller::queue::{Claim, WorkQueue};
 
@@ -142,16 +142,7 @@ pub async fn claim_many_exclusive<H: QueueHarness>(h: &H) {
             }
         });
     }
-    while let Some(joined) = workers.join_next().await {
-        if let Err(e) = joined {
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
-    let mut handled = lock(&handled).clone();
-    handled.sort();
-    handled.dedup();
-    assert_eq!(handled.len(), KEYS as usize, "some keys were never handled");
-    assert_eq!(ok(handles[1].depth().await, "depth"), 0);
+    assert_all_handled(workers, &handled, KEYS, &*handles[1]).await;
 }
 
 /// `done_many` forgets the keys of the batch, except those enqueued while

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use crate::controller::queue::{Claim, Enqueue, ListingSchedule, QueueError, Trigger, WorkQueue};
@@ -84,4 +85,24 @@ pub(crate) async fn assert_nothing_ready<Q: WorkQueue>(q: &Q, when: &str) {
     if let Some(claim) = ok(q.claim("intruder").await, "claim") {
         panic!("{} was claimable {when}", claim.key);
     }
+}
+
+/// Waits for every worker (a worker's panic fails the check), then checks
+/// that each of the `keys` keys was handled and `q` holds none.
+pub(crate) async fn assert_all_handled<Q: WorkQueue>(
+    mut workers: JoinSet<()>,
+    handled: &Mutex<Vec<Q::Key>>,
+    keys: u32,
+    q: &Q,
+) {
+    while let Some(joined) = workers.join_next().await {
+        if let Err(e) = joined {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    let mut handled = lock(handled).clone();
+    handled.sort();
+    handled.dedup();
+    assert_eq!(handled.len(), keys as usize, "some keys were never handled");
+    assert_eq!(ok(q.depth().await, "depth"), 0);
 }

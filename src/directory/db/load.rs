@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use sqlx::{PgConnection, Row};
 
 use super::DirectoryDb;
-use crate::directory::{Directory, KnownTeam, Member, Team, Unchecked};
+use crate::directory::{lookup, Directory, Member, Unchecked};
 
 impl DirectoryDb {
     /// One account's whole directory, by id.
@@ -61,27 +61,7 @@ async fn load_in(conn: &mut PgConnection, org: i64) -> Result<Option<Directory>,
     .bind(org)
     .fetch_all(&mut *conn)
     .await?;
-    let teams = sqlx::query(
-        "select team_id, slug, name, parent_id, secret, deleted_at is not null as deleted
-         from directory_teams where org_id = $1 order by team_id",
-    )
-    .bind(org)
-    .fetch_all(&mut *conn)
-    .await?
-    .iter()
-    .map(|row| {
-        Ok(KnownTeam {
-            team: Team {
-                id: row.try_get("team_id")?,
-                slug: row.try_get("slug")?,
-                name: row.try_get("name")?,
-                parent_id: row.try_get("parent_id")?,
-                secret: row.try_get("secret")?,
-            },
-            deleted: row.try_get("deleted")?,
-        })
-    })
-    .collect::<Result<Vec<_>, sqlx::Error>>()?;
+    let teams = lookup::teams(&mut *conn, org, "true").await?;
     let slugs: Vec<(String, i64)> = sqlx::query_as(
         "select slug_lower, team_id from directory_team_slugs where org_id = $1 order by slug_lower",
     )

@@ -2,7 +2,7 @@
 //! synchronize, reopened, and edited when its base changed) into the
 //! default branch, and `check_suite`/`check_run` `rerequested`.
 //!
-//! Each becomes a [`RequestedCheck`] per pull request (or, for a rerequest
+//! Each becomes a [`CheckRequest`] per pull request (or, for a rerequest
 //! on a commit of no pull request, one for the commit itself). Like the
 //! other parsers, only the needed fields are read, and a missing one is an
 //! error, never a panic.
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::payload::ignored;
-use super::{RequestedCheck, WebhookEvent};
+use super::{CheckRequest, WebhookEvent};
 use crate::github::checks_api::CHECK_NAME;
 use crate::source::{InstallationId, RepoId};
 
@@ -67,8 +67,8 @@ impl Repository {
         installation: InstallationId,
         number: Option<i32>,
         sha: &str,
-    ) -> RequestedCheck {
-        RequestedCheck {
+    ) -> CheckRequest {
+        CheckRequest {
             repo_id: RepoId(self.id),
             pull_request: number,
             head_sha: sha.to_owned(),
@@ -198,7 +198,7 @@ pub fn parse_rerequest(event_name: &str, body: &[u8]) -> Result<WebhookEvent, se
         return Ok(ignored("no installation in the payload"));
     };
     let repo = &event.repository;
-    let mut requests: Vec<RequestedCheck> = pulls
+    let mut requests: Vec<CheckRequest> = pulls
         .iter()
         .filter(|p| p.base.git_ref == repo.default_branch)
         .map(|p| repo.request(installation.id, Some(p.number), &sha))
@@ -227,7 +227,7 @@ mod tests {
         std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 
-    fn requests(event: WebhookEvent) -> Vec<RequestedCheck> {
+    fn requests(event: WebhookEvent) -> Vec<CheckRequest> {
         match event {
             WebhookEvent::CheckRequested { requests } => requests,
             other => panic!("not a check request: {other:?}"),
@@ -239,7 +239,7 @@ mod tests {
         let asked = requests(parse_pull_request(&fixture("pull_request.opened.json")).unwrap());
         assert_eq!(
             asked,
-            vec![RequestedCheck {
+            vec![CheckRequest {
                 repo_id: RepoId(186_853_002),
                 pull_request: Some(2),
                 head_sha: "ec26c3e57ca3a959ca5aad62de7213c562f8c821".into(),
