@@ -68,12 +68,13 @@ fn parse_address(entry: &str) -> Option<IpAddr> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use axum::http::HeaderValue;
 
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+    /// A header map of `pairs`, in order (a name may come twice).
+    pub(in crate::web) fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
             map.append(*name, HeaderValue::from_static(value));

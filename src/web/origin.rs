@@ -52,17 +52,8 @@ pub fn over_https(headers: &HeaderMap, trust_proxy: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use axum::http::HeaderValue;
-
     use super::*;
-
-    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        for (name, value) in pairs {
-            map.append(*name, HeaderValue::from_static(value));
-        }
-        map
-    }
+    use crate::web::forwarded::tests::headers;
 
     #[test]
     fn same_origin_should_compare_origin_or_referer_with_the_host() {
