@@ -22,25 +22,24 @@ pub(crate) async fn record(
     message: &str,
 ) -> Result<(), sqlx::Error> {
     let message = clip(message, MAX_EVENT_BYTES);
-    let repeated = sqlx::query(
-        "update events set at = now(), count = count + 1
-         where id = (select id from events where repo_id = $1 order by id desc limit 1)
-           and kind = $2 and message = $3",
-    )
-    .bind(id)
-    .bind(kind)
-    .bind(message.as_ref())
-    .execute(&mut *conn)
-    .await?;
-    if repeated.rows_affected() > 0 {
-        return Ok(());
-    }
-    // One statement: the delete does not see the row the insert adds (one
-    // snapshot), so it keeps the `KEPT - 1` newest it sees.
+    // One statement: its parts share one snapshot, so the delete does not
+    // see the row the insert adds, and keeps the `KEPT - 1` newest it sees.
     sqlx::query(
-        "with added as (insert into events (repo_id, kind, message) values ($1, $2, $3))
-         delete from events where repo_id = $1 and id <= (
-             select id from events where repo_id = $1 order by id desc offset $4 limit 1)",
+        "with newest as (
+             select id, kind = $2 and message = $3 as same
+             from events where repo_id = $1 order by id desc limit 1
+         ),
+         counted as (
+             update events set at = now(), count = count + 1
+             where id = (select id from newest where same)
+         ),
+         added as (
+             insert into events (repo_id, kind, message)
+             select $1, $2, $3 where not exists (select 1 from newest where same)
+         )
+         delete from events
+         where repo_id = $1 and not exists (select 1 from newest where same)
+           and id <= (select id from events where repo_id = $1 order by id desc offset $4 limit 1)",
     )
     .bind(id)
     .bind(kind)
@@ -49,4 +48,49 @@ pub(crate) async fn record(
     .execute(conn)
     .await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::known;
+    use crate::testing;
+
+    #[tokio::test]
+    async fn a_repeat_should_count_and_a_new_event_should_keep_the_newest() {
+        let (pool, _url) = testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let id = RepoId(7);
+        let info = testing::github_repo("acme", "app", 3);
+        known::ensure_known(&pool, &[(id, info)])
+            .await
+            .expect("known");
+        let mut conn = pool.acquire().await.expect("a connection");
+        for n in 0..KEPT + 5 {
+            record(&mut conn, id, "synced", &format!("synced {n}"))
+                .await
+                .expect("recorded");
+        }
+        record(&mut conn, id, "synced", &format!("synced {}", KEPT + 4))
+            .await
+            .expect("recorded again");
+        let kept: Vec<(String, i64)> =
+            sqlx::query_as("select message, count from events where repo_id = $1 order by id")
+                .bind(id)
+                .fetch_all(&mut *conn)
+                .await
+                .expect("the events");
+        assert_eq!(kept.len() as i64, KEPT);
+        assert_eq!(
+            kept[0],
+            ("synced 5".to_owned(), 1),
+            "the oldest 5 forgotten"
+        );
+        assert_eq!(
+            kept.last(),
+            Some(&(format!("synced {}", KEPT + 4), 2)),
+            "the repeat counted"
+        );
+    }
 }
