@@ -2,6 +2,7 @@
 
 pub mod embedded;
 pub mod fence;
+pub mod migrations;
 pub mod one_statement;
 pub mod queue;
 #[cfg(any(test, feature = "testing"))]
@@ -41,6 +42,6 @@ pub async fn connect_and_migrate(url: &str) -> Result<PgPool, DbError> {
         .connect(url)
         .await
         .map_err(DbError::Connect)?;
-    sqlx::migrate!("./migrations").run(&pool).await?;
+    migrations::migrator().await?.run(&pool).await?;
     Ok(pool)
 }

@@ -17,6 +17,14 @@ pub const DEFAULT_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 /// Creates an empty database, applies the migrations, and returns a pool on
 /// it and its URL (to open more connections, as another replica would).
 pub async fn fresh_database() -> Result<(PgPool, String), DbError> {
+    let url = empty_database().await?;
+    let pool = connect_and_migrate(&url).await?;
+    Ok((pool, url))
+}
+
+/// Creates a database with nothing in it, not even the migrations, and
+/// returns its URL.
+pub async fn empty_database() -> Result<String, DbError> {
     let server = std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_URL.to_owned());
     let mut url = Url::parse(&server)?;
     let name = match run_tag() {
@@ -36,9 +44,7 @@ pub async fn fresh_database() -> Result<(PgPool, String), DbError> {
     let _ = admin.close().await;
 
     url.set_path(&format!("/{name}"));
-    let url = url.to_string();
-    let pool = connect_and_migrate(&url).await?;
-    Ok((pool, url))
+    Ok(url.to_string())
 }
 
 /// The run named by `ROSTER_TEST_RUN`, kept to lowercase letters and digits
