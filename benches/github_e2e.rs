@@ -387,7 +387,6 @@ async fn commits(pool: &PgPool) -> Result<i64, Failed> {
 }
 
 /// One table's activity, from `pg_stat_user_tables`.
-#[derive(sqlx::FromRow)]
 struct TableActivity {
     relname: String,
     seq_scan: i64,
@@ -399,6 +398,18 @@ struct TableActivity {
     n_tup_del: i64,
     n_dead_tup: i64,
 }
+
+roster::from_row!(TableActivity {
+    relname,
+    seq_scan,
+    seq_tup_read,
+    idx_scan,
+    idx_tup_fetch,
+    n_tup_ins,
+    n_tup_upd,
+    n_tup_del,
+    n_dead_tup
+});
 
 /// Per table: scans and rows read, written, deleted; dead rows left.
 async fn table_activity(pool: &PgPool) -> Result<Vec<String>, Failed> {

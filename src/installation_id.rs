@@ -19,12 +19,12 @@ use serde::{Deserialize, Serialize};
     Hash,
     Serialize,
     Deserialize,
-    sqlx::Type,
     utoipa::ToSchema,
 )]
-#[sqlx(transparent)]
 #[serde(transparent)]
 pub struct InstallationId(pub i64);
+
+crate::db::rows::transparent_type!(InstallationId(i64));
 
 impl fmt::Display for InstallationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -63,12 +63,18 @@ async fn stored_description(pool: &PgPool) -> Option<String> {
         .expect("the entry")
 }
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 struct QueueRow {
     claimed_by: Option<String>,
     claim_token: Option<String>,
     claimed_until: Option<DateTime<Utc>>,
 }
+
+roster::from_row!(QueueRow {
+    claimed_by,
+    claim_token,
+    claimed_until
+});
 
 async fn queue_row(pool: &PgPool, id: i64) -> Option<QueueRow> {
     sqlx::query_as("SELECT claimed_by, claim_token, claimed_until FROM queue WHERE repo_id = $1")

@@ -82,7 +82,7 @@ const TWO_PROJECTS: &str = "projects:
     owner: team-payments
 ";
 
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 struct RepoRow {
     owner: String,
     name: String,
@@ -94,6 +94,18 @@ struct RepoRow {
     conflicts: Vec<String>,
     updated_at: DateTime<Utc>,
 }
+
+roster::from_row!(RepoRow {
+    owner,
+    name,
+    status,
+    synced_sha,
+    last_synced_at,
+    error,
+    attempts,
+    conflicts,
+    updated_at
+});
 
 async fn repo_row(pool: &PgPool, id: i64) -> Option<RepoRow> {
     sqlx::query_as(
@@ -107,7 +119,7 @@ async fn repo_row(pool: &PgPool, id: i64) -> Option<RepoRow> {
     .expect("read repository")
 }
 
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 struct EntryRow {
     name: String,
     repo_id: i64,
@@ -116,6 +128,15 @@ struct EntryRow {
     source_sha: String,
     updated_at: DateTime<Utc>,
 }
+
+roster::from_row!(EntryRow {
+    name,
+    repo_id,
+    owner,
+    description,
+    source_sha,
+    updated_at
+});
 
 async fn entries(pool: &PgPool) -> Vec<EntryRow> {
     sqlx::query_as(

@@ -62,7 +62,7 @@ fn projects(count: usize, lifecycle: Option<&str>) -> String {
     yaml
 }
 
-#[derive(Debug, PartialEq, sqlx::FromRow)]
+#[derive(Debug, PartialEq)]
 struct Entry {
     name: String,
     owner: String,
@@ -70,6 +70,14 @@ struct Entry {
     source_sha: String,
     updated_at: DateTime<Utc>,
 }
+
+roster::from_row!(Entry {
+    name,
+    owner,
+    description,
+    source_sha,
+    updated_at
+});
 
 async fn entries(pool: &PgPool) -> Vec<Entry> {
     sqlx::query_as(
@@ -80,13 +88,20 @@ async fn entries(pool: &PgPool) -> Vec<Entry> {
     .expect("entries")
 }
 
-#[derive(Debug, PartialEq, sqlx::FromRow)]
+#[derive(Debug, PartialEq)]
 struct Row {
     status: String,
     error: Option<String>,
     synced_sha: Option<String>,
     updated_at: DateTime<Utc>,
 }
+
+roster::from_row!(Row {
+    status,
+    error,
+    synced_sha,
+    updated_at
+});
 
 async fn row(pool: &PgPool) -> Row {
     sqlx::query_as("select status, error, synced_sha, updated_at from repositories where id = 1")
@@ -95,13 +110,20 @@ async fn row(pool: &PgPool) -> Row {
         .expect("repository")
 }
 
-#[derive(Debug, PartialEq, sqlx::FromRow)]
+#[derive(Debug, PartialEq)]
 struct Event {
     at: DateTime<Utc>,
     kind: String,
     message: String,
     count: i64,
 }
+
+roster::from_row!(Event {
+    at,
+    kind,
+    message,
+    count
+});
 
 /// Every event of the repository, newest first.
 async fn events(pool: &PgPool) -> Vec<Event> {

@@ -5,6 +5,7 @@ pub mod fence;
 pub mod migrations;
 pub mod one_statement;
 pub mod queue;
+pub mod rows;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

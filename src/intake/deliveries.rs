@@ -14,7 +14,7 @@ use crate::db::Page;
 pub const MAX_LIMIT: u32 = 1000;
 
 /// One recorded delivery.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeliveryRecord {
     /// GitHub's `X-GitHub-Delivery`.
     pub id: String,
@@ -26,6 +26,16 @@ pub struct DeliveryRecord {
     pub at: DateTime<Utc>,
     pub redelivery_requested: bool,
 }
+
+crate::from_row!(DeliveryRecord {
+    id,
+    event,
+    action,
+    repo,
+    outcome,
+    at,
+    redelivery_requested
+});
 
 /// A delivery about to be recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]

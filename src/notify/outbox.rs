@@ -185,7 +185,7 @@ pub async fn release(pool: &PgPool, url: &str, owner: &str) -> Result<(), sqlx::
 }
 
 /// One target as the API and the dashboard show it.
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct TargetStatus {
     /// The URL's scheme, host and port (see [`super::labels`]).
     pub target: String,
@@ -203,6 +203,19 @@ pub struct TargetStatus {
     /// acknowledged its `gap` notification yet.
     pub stalled: bool,
 }
+
+crate::from_row!(TargetStatus {
+    target,
+    backlog,
+    cursor,
+    attempts,
+    last_error,
+    last_error_at,
+    last_sent_at,
+    next_attempt_at,
+    active,
+    stalled
+});
 
 /// Every configured target (those removed from the configuration are
 /// dropped at start), by URL.

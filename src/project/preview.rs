@@ -8,14 +8,19 @@ use super::fields::shown_fields;
 use super::Project;
 
 /// An entry as registered now, with the fields a preview compares.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisteredEntry {
     pub name: String,
     /// The project file it came from.
     pub path: String,
-    #[sqlx(flatten)]
     pub fields: super::fields::Fields,
 }
+
+crate::from_row!(RegisteredEntry {
+    name,
+    path,
+    fields: flatten
+});
 
 /// A name another repository owns.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::source::{InstallationId, Partition, RepoId};
 /// Where the registry last saw a repository: the installation, the name
 /// and default branch its head is most likely found under, and the node id
 /// GitHub's GraphQL API knows it by.
-#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RepoRecord {
     /// The installation that saw it (`None`: the local folder).
     pub installation: Option<InstallationId>,
@@ -26,6 +26,14 @@ pub struct RepoRecord {
     /// GitHub's GraphQL node id, when learnt.
     pub node_id: Option<String>,
 }
+
+crate::from_row!(RepoRecord {
+    installation,
+    owner,
+    name,
+    default_branch,
+    node_id
+});
 
 /// A handle on the registry for the sources; cheap to clone.
 #[derive(Debug, Clone)]
@@ -44,12 +52,15 @@ impl RegistryDb {
         &self,
         ids: &[RepoId],
     ) -> Result<HashMap<RepoId, RepoRecord>, RegistryError> {
-        #[derive(sqlx::FromRow)]
         struct Row {
             id: RepoId,
-            #[sqlx(flatten)]
             record: RepoRecord,
         }
+
+        crate::from_row!(Row {
+            id,
+            record: flatten
+        });
         let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let rows: Vec<Row> = sqlx::query_as(
             "select id, installation_id as installation, owner, name,

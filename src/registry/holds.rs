@@ -240,7 +240,6 @@ pub(crate) async fn clear_empty(
     .await
 }
 
-#[derive(sqlx::FromRow)]
 struct HoldRow {
     id: i64,
     partition: Partition,
@@ -248,6 +247,14 @@ struct HoldRow {
     reason: String,
     repos: Vec<String>,
 }
+
+crate::from_row!(HoldRow {
+    id,
+    partition,
+    since,
+    reason,
+    repos
+});
 
 /// Every active hold, oldest first, with the repositories it holds.
 pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHold>, RegistryError> {

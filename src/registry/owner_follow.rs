@@ -52,14 +52,19 @@ pub async fn follow_changes(pool: &PgPool, mode: OwnersMode) -> Result<usize, Re
 }
 
 /// An entry's owner as stored.
-#[derive(sqlx::FromRow)]
 struct OwnedEntry {
     repo_id: RepoId,
     name: String,
     owner: String,
-    #[sqlx(flatten)]
     resolved: ResolvedOwner,
 }
+
+crate::from_row!(OwnedEntry {
+    repo_id,
+    name,
+    owner,
+    resolved: flatten
+});
 
 /// An entry whose owner resolves to something else now.
 struct Moved {

@@ -11,7 +11,7 @@ use super::{events, RegistryError, Status};
 use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
 
 /// The fields a reconcile decides, as locked at its start.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct RepoState {
     pub status: Status,
     pub error: Option<String>,
@@ -21,6 +21,15 @@ pub(crate) struct RepoState {
     /// Git's blob id of the project file the last reconcile read.
     pub file_blob: Option<String>,
 }
+
+crate::from_row!(RepoState {
+    status,
+    error,
+    synced_sha,
+    attempts,
+    conflicts,
+    file_blob
+});
 
 /// Which of `ids` the registry knows, on the caller's transaction.
 pub async fn known_ids(
@@ -155,9 +164,8 @@ pub(crate) async fn set_removed_at(
 /// A locked row with what a reconcile needs besides the state it decides:
 /// the names as stored, and the hold on its removal, so that writes which
 /// would change nothing can be skipped.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 pub(crate) struct Locked {
-    #[sqlx(flatten)]
     pub state: RepoState,
     pub owner: String,
     pub name: String,
@@ -166,6 +174,16 @@ pub(crate) struct Locked {
     pub html_url: Option<String>,
     pub hold_id: Option<i64>,
 }
+
+crate::from_row!(Locked {
+    state: flatten,
+    owner,
+    name,
+    installation_id,
+    default_branch,
+    html_url,
+    hold_id
+});
 
 impl Locked {
     /// Whether the stored names are those of `info`.

@@ -25,12 +25,12 @@ use serde::{Deserialize, Serialize};
     Hash,
     Serialize,
     Deserialize,
-    sqlx::Type,
     utoipa::ToSchema,
 )]
-#[sqlx(transparent)]
 #[serde(transparent)]
 pub struct RepoId(pub i64);
+
+crate::db::rows::transparent_type!(RepoId(i64));
 
 impl fmt::Display for RepoId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -33,7 +33,6 @@ pub enum FeedError {
     Registry(#[from] RegistryError),
 }
 
-#[derive(sqlx::FromRow)]
 pub(super) struct ChangeRow {
     seq: i64,
     at: DateTime<Utc>,
@@ -50,6 +49,22 @@ pub(super) struct ChangeRow {
     /// How many changes matched before the byte bound cut the page.
     matched: i64,
 }
+
+crate::from_row!(ChangeRow {
+    seq,
+    at,
+    kind,
+    name,
+    repo,
+    repo_id,
+    sha,
+    cause,
+    before,
+    after,
+    dependents,
+    dependents_total,
+    matched
+});
 
 impl ChangeRow {
     fn into_change(self) -> Result<Change, RegistryError> {

@@ -39,7 +39,7 @@ impl CheckRequest {
 }
 
 /// A request claimed by an evaluator.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct ClaimedRequest {
     pub repo_id: RepoId,
     pub key: String,
@@ -52,6 +52,19 @@ pub struct ClaimedRequest {
     pub attempts: i32,
     pub public: bool,
 }
+
+crate::from_row!(ClaimedRequest {
+    repo_id,
+    key,
+    pull_request,
+    head_sha,
+    installation_id,
+    owner,
+    name,
+    requested_at,
+    attempts,
+    public
+});
 
 /// Stores the requests (the latest head wins) on the caller's transaction,
 /// and wakes the evaluators when it commits.

@@ -32,7 +32,7 @@ pub struct CheckIntent {
 }
 
 /// An intent claimed for posting, with what is known of its run.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct DuePost {
     pub repo_id: RepoId,
     pub sha: String,
@@ -48,6 +48,22 @@ pub struct DuePost {
     pub create_sent: bool,
     pub attempts: i32,
 }
+
+crate::from_row!(DuePost {
+    repo_id,
+    sha,
+    installation_id,
+    owner,
+    name,
+    conclusion,
+    title,
+    summary,
+    annotations,
+    version,
+    run_id,
+    create_sent,
+    attempts
+});
 
 /// Runs kept per repository once posted: the newest are what people look at.
 const KEPT_PER_REPO: i64 = 50;
@@ -283,12 +299,18 @@ pub async fn clear_denied<'e, E: PgExecutor<'e>>(
 }
 
 /// An installation that refused the checks permission, for the dashboard.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct ChecksDenied {
     pub installation_id: InstallationId,
     pub denied_at: DateTime<Utc>,
     pub message: String,
 }
+
+crate::from_row!(ChecksDenied {
+    installation_id,
+    denied_at,
+    message
+});
 
 /// Every installation that refused the checks permission.
 pub async fn denied_installations(pool: &PgPool) -> Result<Vec<ChecksDenied>, RegistryError> {
@@ -300,7 +322,7 @@ pub async fn denied_installations(pool: &PgPool) -> Result<Vec<ChecksDenied>, Re
 }
 
 /// One recent evaluation of a commit and what became of its post.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecentCheck {
     pub sha: String,
     pub pull_request: Option<i32>,
@@ -317,6 +339,17 @@ pub struct RecentCheck {
     pub posted: bool,
     pub post_error: Option<String>,
 }
+
+crate::from_row!(RecentCheck {
+    sha,
+    pull_request,
+    conclusion,
+    decided,
+    title,
+    at,
+    posted,
+    post_error
+});
 
 /// Most checks shown with a repository.
 pub const RECENT_CHECKS: i64 = 20;

@@ -6,12 +6,18 @@ use sqlx::PgPool;
 use crate::registry::RegistryError;
 
 /// Entries of repositories of `account` whose `owner` is `owner` (as written).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerCount {
     pub account: String,
     pub owner: String,
     pub entries: i64,
 }
+
+crate::from_row!(OwnerCount {
+    account,
+    owner,
+    entries
+});
 
 /// Every (account, owner text) with its number of entries.
 pub async fn owner_counts(pool: &PgPool) -> Result<Vec<OwnerCount>, RegistryError> {
@@ -26,7 +32,7 @@ pub async fn owner_counts(pool: &PgPool) -> Result<Vec<OwnerCount>, RegistryErro
 
 /// An owner text's entries, for the owners page: how many, and the first
 /// few by name with their repositories.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OwnerProjects {
     /// The repositories' account.
     pub account: String,
@@ -38,6 +44,14 @@ pub struct OwnerProjects {
     /// `owner/name` of each of `names`' repository.
     pub repos: Vec<String>,
 }
+
+crate::from_row!(OwnerProjects {
+    account,
+    owner,
+    entries,
+    names,
+    repos
+});
 
 /// Every (account, owner text) with its number of entries and the first
 /// `shown` of them: one row per distinct owner, however many entries.

@@ -75,7 +75,6 @@ impl Default for ProjectFilter {
     }
 }
 
-#[derive(sqlx::FromRow)]
 struct RepoRow {
     id: RepoId,
     owner: String,
@@ -92,6 +91,22 @@ struct RepoRow {
     hold_since: Option<DateTime<Utc>>,
     hold_reason: Option<String>,
 }
+
+crate::from_row!(RepoRow {
+    id,
+    owner,
+    name,
+    status,
+    synced_sha,
+    last_synced_at,
+    error,
+    attempts,
+    projects,
+    warnings,
+    hold_id,
+    hold_since,
+    hold_reason
+});
 
 impl RepoRow {
     fn into_repo(self) -> Repo {
@@ -152,12 +167,9 @@ const FIRST_LINE_OF_ERROR: &str = "split_part(r.error, E'\\n', 1)";
 const HOLD_JOIN: &str = "left join holds h
      on h.id = r.hold_id and h.released_at is null and h.cleared_at is null";
 
-#[derive(sqlx::FromRow)]
 pub(in crate::registry) struct EntryRow {
     name: String,
-    #[sqlx(flatten)]
     fields: Fields,
-    #[sqlx(flatten)]
     resolved: ResolvedOwner,
     repo_owner: String,
     repo_name: String,
@@ -167,6 +179,19 @@ pub(in crate::registry) struct EntryRow {
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
+
+crate::from_row!(EntryRow {
+    name,
+    fields: flatten,
+    resolved: flatten,
+    repo_owner,
+    repo_name,
+    repo_id,
+    path,
+    source_sha,
+    created_at,
+    updated_at
+});
 
 impl From<EntryRow> for Entry {
     fn from(row: EntryRow) -> Self {
@@ -327,12 +352,15 @@ pub(crate) async fn entries_of(
 
 /// An entry of a page, with how many entries matched before the byte
 /// bound cut the page.
-#[derive(sqlx::FromRow)]
 struct PagedEntryRow {
-    #[sqlx(flatten)]
     entry: EntryRow,
     matched: i64,
 }
+
+crate::from_row!(PagedEntryRow {
+    entry: flatten,
+    matched
+});
 
 /// About the bytes of an entry `e` as JSON, from its stored columns: what
 /// a page is cut by before it is read (then measured exactly).

@@ -60,7 +60,7 @@ pub struct RepoDetail {
 }
 
 /// One reconcile of a repository, or several in a row that said the same.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RepoEvent {
     /// The time of the latest of them.
     pub at: DateTime<Utc>,
@@ -69,3 +69,10 @@ pub struct RepoEvent {
     /// How many reconciles in a row recorded this kind and message.
     pub count: i64,
 }
+
+crate::from_row!(RepoEvent {
+    at,
+    kind,
+    message,
+    count
+});

@@ -32,10 +32,9 @@ pub struct Node {
 }
 
 /// What a graph shows of an entry.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeEntry {
     pub owner: String,
-    #[sqlx(flatten)]
     pub resolved: ResolvedOwner,
     pub system: Option<String>,
     pub lifecycle: Option<String>,
@@ -45,12 +44,25 @@ pub struct NodeEntry {
     pub depends_on: Vec<String>,
 }
 
-#[derive(sqlx::FromRow)]
+crate::from_row!(NodeEntry {
+    owner,
+    resolved: flatten,
+    system,
+    lifecycle,
+    repo,
+    path,
+    depends_on
+});
+
 struct NodeRow {
     name: String,
-    #[sqlx(flatten)]
     entry: NodeEntry,
 }
+
+crate::from_row!(NodeRow {
+    name,
+    entry: flatten
+});
 
 /// Nodes in the order they were reached (the root first), and the edges
 /// between them.

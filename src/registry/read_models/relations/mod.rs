@@ -22,7 +22,7 @@ pub use systems::{system_cursor, systems, System, SystemOwner, MAX_SYSTEM_PROJEC
 pub const MAX_DEPENDENTS: usize = 1000;
 
 /// An entry that depends on another: where to find it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dependent {
     pub name: String,
     /// `owner/name` of its repository.
@@ -30,6 +30,8 @@ pub struct Dependent {
     /// The project file that declares it.
     pub path: String,
 }
+
+crate::from_row!(Dependent { name, repo, path });
 
 /// The entries that depend on a project: the first [`MAX_DEPENDENTS`] by
 /// name, and how many there are.
@@ -39,12 +41,15 @@ pub struct Dependents {
     pub total: usize,
 }
 
-#[derive(sqlx::FromRow)]
 struct DependentRow {
-    #[sqlx(flatten)]
     dependent: Dependent,
     total: i64,
 }
+
+crate::from_row!(DependentRow {
+    dependent: flatten,
+    total
+});
 
 /// Who depends on `name` now (the index on `depends_on` answers it).
 pub async fn dependents_of(pool: &PgPool, name: &str) -> Result<Dependents, RegistryError> {

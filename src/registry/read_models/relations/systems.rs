@@ -27,27 +27,40 @@ pub struct System {
 }
 
 /// An owner of some of a system's projects, as resolved.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemOwner {
     pub owner: String,
-    #[sqlx(flatten)]
     pub resolved: ResolvedOwner,
     pub projects: i64,
 }
 
-#[derive(sqlx::FromRow)]
+crate::from_row!(SystemOwner {
+    owner,
+    resolved: flatten,
+    projects
+});
+
 struct SystemRow {
     system: String,
     projects: Vec<String>,
     project_count: i64,
 }
 
-#[derive(sqlx::FromRow)]
+crate::from_row!(SystemRow {
+    system,
+    projects,
+    project_count
+});
+
 struct OwnerRow {
     system: String,
-    #[sqlx(flatten)]
     owner: SystemOwner,
 }
+
+crate::from_row!(OwnerRow {
+    system,
+    owner: flatten
+});
 
 /// At most `limit` systems after `cursor` (a [`system_cursor`]).
 pub async fn systems(
