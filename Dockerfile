@@ -43,10 +43,8 @@ RUN mkdir src \
     && rm -rf src
 
 # Then the sources. Everything the build reads at compile time is here:
-# src/ (code), migrations/ (sqlx::migrate!, with build.rs rebuilding when
-# they change), templates/ (askama) and static/ (include_str!). tests/ and
-# benches/ are not needed for the binary.
-COPY build.rs ./
+# src/ (code), migrations/ (include_str!), templates/ (askama) and static/
+# (include_str!). tests/ and benches/ are not needed for the binary.
 COPY src ./src
 COPY migrations ./migrations
 COPY templates ./templates

@@ -24,8 +24,6 @@ use serde::{Deserialize, Serialize};
 #[serde(transparent)]
 pub struct InstallationId(pub i64);
 
-crate::db::rows::transparent_type!(InstallationId(i64));
-
 impl fmt::Display for InstallationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)

@@ -51,7 +51,7 @@ macro_rules! from_row {
 /// Makes a one-field tuple struct a column value of its field's type, as
 /// `#[derive(sqlx::Type)] #[sqlx(transparent)]` would (arrays of it too).
 macro_rules! transparent_type {
-    ($ty:ident($inner:ty)) => {
+    ($ty:path, $inner:ty) => {
         impl ::sqlx::Type<::sqlx::Postgres> for $ty {
             fn type_info() -> ::sqlx::postgres::PgTypeInfo {
                 <$inner as ::sqlx::Type<::sqlx::Postgres>>::type_info()
@@ -76,7 +76,7 @@ macro_rules! transparent_type {
             fn decode(
                 value: ::sqlx::postgres::PgValueRef<'r>,
             ) -> ::std::result::Result<Self, ::sqlx::error::BoxDynError> {
-                <$inner as ::sqlx::Decode<::sqlx::Postgres>>::decode(value).map(Self)
+                <$inner as ::sqlx::Decode<::sqlx::Postgres>>::decode(value).map($ty)
             }
         }
 
@@ -94,4 +94,6 @@ macro_rules! transparent_type {
         }
     };
 }
-pub(crate) use transparent_type;
+
+transparent_type!(crate::source::RepoId, i64);
+transparent_type!(crate::installation_id::InstallationId, i64);

@@ -30,8 +30,6 @@ use serde::{Deserialize, Serialize};
 #[serde(transparent)]
 pub struct RepoId(pub i64);
 
-crate::db::rows::transparent_type!(RepoId(i64));
-
 impl fmt::Display for RepoId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
