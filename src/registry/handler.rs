@@ -13,7 +13,7 @@ use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
-use super::{first_sight, known, repos, unchanged, unchanged_many};
+use super::{known, repos, unchanged};
 use crate::controller::{AppliedTogether, Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -130,6 +130,16 @@ where
         }
     }
 
+    /// What the one-statement writes record (`unchanged`), `no_file` the
+    /// message of a reconcile finding no file.
+    fn recorded<'a>(&'a self, no_file: &'a str) -> unchanged::Recorded<'a> {
+        unchanged::Recorded {
+            fingerprint: self.fingerprint.as_str(),
+            no_file,
+            files: self.owners != OwnersMode::Require && self.relations != RelationsMode::Require,
+        }
+    }
+
     fn fingerprint_now(&self) -> Fingerprint {
         let patterns: Vec<&str> = self.patterns.iter().map(String::as_str).collect();
         Fingerprint::new(&patterns)
@@ -168,54 +178,19 @@ where
         observed: Observed,
         claim: Option<&Claim<RepoId>>,
     ) -> Result<Ended, RegistryError> {
-        if let (
-            true,
-            Observed::Present {
-                repo,
-                file: FileState::Absent { .. },
-            },
-        ) = (self.fast_paths && claim.is_none(), &observed)
-        {
-            let (fingerprint, message) = (
-                self.fingerprint.as_str(),
-                no_file_message(&self.project_file),
-            );
-            if unchanged::settle(&self.pool, id, &observed, claim, fingerprint, &message).await?
-                || first_sight::settle_first(
-                    &self.pool,
-                    id,
-                    &observed,
-                    claim,
-                    fingerprint,
-                    &message,
-                )
-                .await?
-            {
-                record_name(Some(repo.full_name()));
-                return Ok(Ended::Committed(
-                    Status::NoFile.as_str(),
-                    Vec::new(),
-                    Vec::new(),
-                ));
-            }
-        }
-        // With a claim, the controller's batch tried these already
+        // With a claim, the controller's batch tried this already
         // (`apply_together`).
-        if self.fast_paths
-            && claim.is_none()
-            && self.owners != OwnersMode::Require
-            && self.relations != RelationsMode::Require
-        {
-            let fingerprint = self.fingerprint.as_str();
-            if unchanged::settle_file(&self.pool, id, &observed, claim, fingerprint).await? {
+        if self.fast_paths && claim.is_none() {
+            let no_file = no_file_message(&self.project_file);
+            let recorded = self.recorded(&no_file);
+            let pool = &self.pool;
+            if let Some(outcome) =
+                unchanged::apply_one(pool, id, claim, &observed, recorded).await?
+            {
                 if let Observed::Present { repo, .. } = &observed {
                     record_name(Some(repo.full_name()));
                 }
-                return Ok(Ended::Committed(
-                    Status::Synced.as_str(),
-                    Vec::new(),
-                    Vec::new(),
-                ));
+                return Ok(Ended::Committed(outcome, Vec::new(), Vec::new()));
             }
         }
         let mut tx = self.pool.begin().await?;
@@ -467,34 +442,11 @@ where
         claims: &[Claim<RepoId>],
         states: &[Result<Observed, Failure>],
     ) -> Vec<Option<AppliedTogether>> {
-        let mut outcomes = vec![None; claims.len()];
         if !self.fast_paths {
-            return outcomes;
+            return vec![None; claims.len()];
         }
-        let items: Vec<(&Claim<RepoId>, &Observed)> = claims
-            .iter()
-            .zip(states)
-            .filter_map(|(claim, state)| state.as_ref().ok().map(|o| (claim, o)))
-            .collect();
-        if items.is_empty() {
-            return outcomes;
-        }
-        let files = self.owners != OwnersMode::Require && self.relations != RelationsMode::Require;
         let no_file = no_file_message(&self.project_file);
-        let fingerprint = self.fingerprint.as_str();
-        let applied = unchanged_many::apply(&self.pool, &items, fingerprint, &no_file, files).await;
-        let by_id: std::collections::HashMap<RepoId, &'static str> =
-            applied.0.into_iter().collect();
-        for ((slot, claim), state) in outcomes.iter_mut().zip(claims).zip(states) {
-            if let Some(outcome) = by_id.get(&claim.key) {
-                let name = match state {
-                    Ok(Observed::Present { repo, .. }) => Some(repo.full_name()),
-                    _ => None,
-                };
-                *slot = Some(AppliedTogether { outcome, name });
-            }
-        }
-        outcomes
+        unchanged::apply(&self.pool, claims, states, self.recorded(&no_file)).await
     }
 }
 

@@ -22,7 +22,6 @@ mod error;
 mod events;
 pub mod file_blobs;
 mod file_set;
-mod first_sight;
 pub mod free_push;
 mod guard;
 pub mod handler;
@@ -41,7 +40,6 @@ pub mod testing;
 mod touched_files;
 pub mod tracker;
 mod unchanged;
-mod unchanged_many;
 
 pub use crate::db::Page;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
