@@ -9,6 +9,39 @@ use sqlx::PgPool;
 
 use super::*;
 
+fn info(name: &str) -> RepoInfo {
+    crate::testing::github_repo("acme", name, 3)
+}
+
+/// What an `installation` webhook's payload says of a repository: no
+/// default branch, no address.
+fn from_payload(name: &str) -> RepoInfo {
+    let mut info = info(name);
+    info.default_branch.clear();
+    info.html_url = None;
+    info
+}
+
+fn absent(name: &str, sha: &str) -> Observed {
+    Observed::Present {
+        repo: info(name),
+        file: FileState::Absent {
+            sha: Some(sha.to_owned()),
+        },
+    }
+}
+
+fn found(name: &str, sha: &str, description: &str) -> Observed {
+    let yaml = format!("name: {name}\nowner: team-{name}\ndescription: {description}\n");
+    Observed::Present {
+        repo: info(name),
+        file: FileState::Found {
+            sha: sha.to_owned(),
+            bytes: yaml.into_bytes(),
+        },
+    }
+}
+
 /// Runs one of the statements on one repository: whether it applied it.
 async fn one(
     pool: &PgPool,

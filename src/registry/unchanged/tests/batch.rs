@@ -12,30 +12,6 @@ async fn as_left(pool: &PgPool, id: RepoId, name: &str, since: &str) -> String {
         .expect("the repository")
 }
 
-fn info(name: &str) -> RepoInfo {
-    testing::github_repo("acme", name, 3)
-}
-
-fn absent(name: &str, sha: &str) -> Observed {
-    Observed::Present {
-        repo: info(name),
-        file: FileState::Absent {
-            sha: Some(sha.to_owned()),
-        },
-    }
-}
-
-fn found(name: &str, sha: &str, description: &str) -> Observed {
-    let yaml = format!("name: {name}\nowner: team-{name}\ndescription: {description}\n");
-    Observed::Present {
-        repo: info(name),
-        file: FileState::Found {
-            sha: sha.to_owned(),
-            bytes: yaml.into_bytes(),
-        },
-    }
-}
-
 /// What each case's repository was before the batch, and what the batch
 /// reads of it.
 enum Before {
@@ -124,11 +100,7 @@ async fn prepare(pool: &PgPool, long: &RegistryHandler, id: RepoId, name: &str, 
             );
         }
         Before::MadeKnown => {
-            let payload = RepoInfo {
-                default_branch: String::new(),
-                html_url: None,
-                ..info(name)
-            };
+            let payload = from_payload(name);
             known::ensure_known(pool, &[(id, payload)])
                 .await
                 .expect("made known");

@@ -4,7 +4,6 @@ use super::*;
 use crate::controller::Handler;
 use crate::registry::decide::no_file_message;
 use crate::registry::{events, known, RegistryHandler};
-use crate::source::RepoInfo;
 use crate::testing;
 
 /// Made known by a webhook, then read: written here.
@@ -13,29 +12,6 @@ const FIRST: RepoId = RepoId(7);
 const NEW: RepoId = RepoId(9);
 /// Made known with an event already: left to the long way.
 const LONG: RepoId = RepoId(8);
-
-fn info(name: &str) -> RepoInfo {
-    testing::github_repo("acme", name, 3)
-}
-
-/// What an `installation` webhook's payload says of a repository: no
-/// default branch, no address.
-fn from_payload(name: &str) -> RepoInfo {
-    RepoInfo {
-        default_branch: String::new(),
-        html_url: None,
-        ..info(name)
-    }
-}
-
-fn absent(name: &str, sha: &str) -> Observed {
-    Observed::Present {
-        repo: info(name),
-        file: FileState::Absent {
-            sha: Some(sha.to_owned()),
-        },
-    }
-}
 
 /// Every column of the row but its id, names and times, and which of its
 /// times are set: what the long way and this one must agree on, whatever

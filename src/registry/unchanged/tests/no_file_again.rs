@@ -3,23 +3,9 @@ use sqlx::PgPool;
 use super::*;
 use crate::controller::{Enqueue, Handler, WorkQueue};
 use crate::registry::RegistryHandler;
-use crate::source::RepoInfo;
 use crate::testing;
 
 const ID: RepoId = RepoId(7);
-
-fn info(name: &str) -> RepoInfo {
-    testing::github_repo("acme", name, 3)
-}
-
-fn absent(name: &str, sha: &str) -> Observed {
-    Observed::Present {
-        repo: info(name),
-        file: FileState::Absent {
-            sha: Some(sha.to_owned()),
-        },
-    }
-}
 
 /// The repository row's version and times, and its events: all stay as
 /// they are only when nothing was written.
@@ -207,17 +193,6 @@ async fn a_live_claim_should_let_it_settle() {
     let same = absent("app", "a1");
     let settled = settle(&pool, ID, &same, Some(&claim), &fingerprint, &message).await;
     assert_eq!(settled.ok(), Some(true));
-}
-
-fn found(name: &str, sha: &str, description: &str) -> Observed {
-    let yaml = format!("name: {name}\nowner: team-{name}\ndescription: {description}\n");
-    Observed::Present {
-        repo: info(name),
-        file: FileState::Found {
-            sha: sha.to_owned(),
-            bytes: yaml.into_bytes(),
-        },
-    }
 }
 
 async fn as_left(pool: &PgPool, id: RepoId, name: &str, since: &str) -> String {
