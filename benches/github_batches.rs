@@ -128,13 +128,7 @@ fn yaml(name: &str, description: &str) -> String {
 
 async fn run(size: &Size, full: bool) -> Result<(), Failed> {
     let fake = FakeGithub::start().await;
-    let (pool, url) = roster::db::testing::fresh_database().await?;
-    if std::env::var_os("ROSTER_BENCH_BINARY").is_some() {
-        // Another build migrates the database to its own schema.
-        sqlx::raw_sql("drop schema public cascade; create schema public")
-            .execute(&pool)
-            .await?;
-    }
+    let (pool, url) = github_counts::bench_database().await?;
     let dir = tempfile::tempdir()?;
     let api = fake.api_url().to_string();
     let graphql = fake.graphql_url().to_string();

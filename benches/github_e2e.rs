@@ -22,7 +22,7 @@
 use roster_testkit::bench_mode;
 use roster_testkit::fake_github;
 use roster_testkit::github_app;
-use roster_testkit::github_counts::{check_requests, settle, verdict};
+use roster_testkit::github_counts::{bench_database, check_requests, settle, verdict};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -108,13 +108,7 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
             fake.add_repo(INSTALLATION, &name);
         }
     }
-    let (pool, url) = roster::db::testing::fresh_database().await?;
-    if std::env::var_os("ROSTER_BENCH_BINARY").is_some() {
-        // Another build migrates the database to its own schema.
-        sqlx::raw_sql("drop schema public cascade; create schema public")
-            .execute(&pool)
-            .await?;
-    }
+    let (pool, url) = bench_database().await?;
     let dir = tempfile::tempdir()?;
     if let Some(limit) = budget() {
         fake.set_budget_limit(INSTALLATION, limit);

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, installation_created, resync, server_env, Repo};
-use github_counts::{check_requests, rest_reads, verdict, wait_for_log};
+use github_counts::{check_requests, rest_reads, settle, verdict, wait_for_log};
 use roster_testkit::server::Roster;
 use sqlx::PgPool;
 
@@ -59,13 +59,7 @@ fn yaml(name: &str) -> String {
 
 async fn run(size: usize, full: bool) -> Result<(), Failed> {
     let fake = FakeGithub::start().await;
-    let (pool, url) = roster::db::testing::fresh_database().await?;
-    if std::env::var_os("ROSTER_BENCH_BINARY").is_some() {
-        // Another build migrates the database to its own schema.
-        sqlx::raw_sql("drop schema public cascade; create schema public")
-            .execute(&pool)
-            .await?;
-    }
+    let (pool, url) = github_counts::bench_database().await?;
     let dir = tempfile::tempdir()?;
     let api = fake.api_url().to_string();
     let graphql = fake.graphql_url().to_string();
@@ -112,7 +106,7 @@ async fn run(size: usize, full: bool) -> Result<(), Failed> {
         return Err(format!("the installation webhook was answered {}", answer.status).into());
     }
     let passes = listings_done(&roster);
-    all_final(&pool, size, started + limit).await?;
+    settle(&pool, size, limit).await?;
     let sync = started.elapsed();
     // The pass is logged once it ends; the sync may end before the log line.
     wait_for_passes(&roster, passes + 1, started + limit).await?;
@@ -208,27 +202,6 @@ async fn queue_empty(pool: &PgPool) -> Result<bool, Failed> {
         .fetch_one(pool)
         .await?;
     Ok(!queued)
-}
-
-/// Waits until `total` repositories are known, none pending, the queue
-/// empty; polls every 10 ms, the cheap question first.
-async fn all_final(pool: &PgPool, total: usize, deadline: Instant) -> Result<(), Failed> {
-    loop {
-        if queue_empty(pool).await? {
-            let (pending, known): (i64, i64) = sqlx::query_as(
-                "select count(*) filter (where status = 'pending'), count(*) from repositories",
-            )
-            .fetch_one(pool)
-            .await?;
-            if pending == 0 && usize::try_from(known).unwrap_or(0) == total {
-                return Ok(());
-            }
-        }
-        if Instant::now() > deadline {
-            return Err("the repositories did not all reach a final status".into());
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 fn peak_memory_mib(pid: u32) -> f64 {

@@ -81,3 +81,16 @@ pub async fn settle(pool: &PgPool, total: usize, limit: Duration) -> Result<(), 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A fresh database for a benchmark of the real binary: when
+/// `ROSTER_BENCH_BINARY` runs another build, that build migrates it to
+/// its own schema, so it starts empty.
+pub async fn bench_database() -> Result<(PgPool, String), Failed> {
+    let (pool, url) = roster::db::testing::fresh_database().await?;
+    if std::env::var_os("ROSTER_BENCH_BINARY").is_some() {
+        sqlx::raw_sql("drop schema public cascade; create schema public")
+            .execute(&pool)
+            .await?;
+    }
+    Ok((pool, url))
+}

@@ -92,24 +92,8 @@ async fn settle(
     fingerprint: &str,
     message: &str,
 ) -> Result<bool, sqlx::Error> {
-    match observed {
-        Observed::Present {
-            file: FileState::Absent { .. },
-            ..
-        } => {
-            one(
-                pool,
-                &NO_FILE_AGAIN,
-                id,
-                observed,
-                claim,
-                fingerprint,
-                message,
-            )
-            .await
-        }
-        _ => Ok(false),
-    }
+    let sql = absent_only(observed, &NO_FILE_AGAIN);
+    one(pool, sql, id, observed, claim, fingerprint, message).await
 }
 
 /// No file, first sight, for one repository.
@@ -121,23 +105,19 @@ async fn settle_first(
     fingerprint: &str,
     message: &str,
 ) -> Result<bool, sqlx::Error> {
+    let sql = absent_only(observed, &NO_FILE_FIRST);
+    one(pool, sql, id, observed, claim, fingerprint, message).await
+}
+
+/// `sql` when `observed` has no file; else a statement that applies
+/// nothing, since those statements never see a file.
+fn absent_only<'a>(observed: &Observed, sql: &'a str) -> &'a str {
     match observed {
         Observed::Present {
             file: FileState::Absent { .. },
             ..
-        } => {
-            one(
-                pool,
-                &NO_FILE_FIRST,
-                id,
-                observed,
-                claim,
-                fingerprint,
-                message,
-            )
-            .await
-        }
-        _ => Ok(false),
+        } => sql,
+        _ => "select 0::bigint where false",
     }
 }
 
