@@ -45,6 +45,8 @@ fn main() -> Result<(), Failed> {
     let repos = match std::env::var("ROSTER_BENCH_REPOS") {
         Ok(n) => n.parse()?,
         Err(_) if full => 10_000,
+        // `ROSTER_BENCH_SMOKE=1` (scripts/bench-smoke): the least that runs both.
+        Err(_) if bench_mode::tiny() => 60,
         Err(_) => 300,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
