@@ -185,12 +185,14 @@ fn every_file_a_doc_links_to_should_exist() {
 
 /// Variables the tests, benchmarks and scripts read: named in the docs,
 /// not settings of the server.
-const NOT_SETTINGS: [&str; 6] = [
+const NOT_SETTINGS: [&str; 8] = [
     "ROSTER_UPDATE_SCREENSHOTS",
     "ROSTER_BENCH_SMOKE",
     "ROSTER_BENCH_BINARY",
     "ROSTER_BENCH_REPOS",
     "ROSTER_BENCH_BUDGET",
+    "ROSTER_BENCH_LOG",
+    "ROSTER_BENCH_RUST_LOG",
     "ROSTER_TEST_RUN",
 ];
 
