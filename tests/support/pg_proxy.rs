@@ -13,6 +13,25 @@ use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use url::Url;
 
+/// A listener in front of the server of `database_url`: the listener,
+/// the server's address, and the URL that goes through the listener (what
+/// every proxy of the kit starts from).
+pub(crate) async fn in_front_of(database_url: &str) -> (TcpListener, String, Url) {
+    let mut url = Url::parse(database_url).expect("a database URL");
+    let upstream = format!(
+        "{}:{}",
+        url.host_str().unwrap_or("127.0.0.1"),
+        url.port().unwrap_or(5432)
+    );
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local address");
+    url.set_host(Some("127.0.0.1")).expect("a host");
+    url.set_port(Some(addr.port())).expect("a port");
+    (listener, upstream, url)
+}
+
 /// A running proxy; stops, closing every connection, when dropped.
 pub struct PgProxy {
     url: String,
@@ -29,18 +48,7 @@ impl Drop for PgProxy {
 impl PgProxy {
     /// Proxies to the server of `database_url`.
     pub async fn start(database_url: &str) -> PgProxy {
-        let mut url = Url::parse(database_url).expect("a database URL");
-        let upstream = format!(
-            "{}:{}",
-            url.host_str().unwrap_or("127.0.0.1"),
-            url.port().unwrap_or(5432)
-        );
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local address");
-        url.set_host(Some("127.0.0.1")).expect("a host");
-        url.set_port(Some(addr.port())).expect("a port");
+        let (listener, upstream, url) = in_front_of(database_url).await;
         let (cut, cut_rx) = watch::channel(false);
         let task = tokio::spawn(serve(listener, upstream, cut_rx));
         PgProxy {

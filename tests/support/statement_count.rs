@@ -13,7 +13,6 @@ use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
-use url::Url;
 
 /// A running proxy; stops, closing every connection, when dropped.
 pub struct StatementCount {
@@ -31,18 +30,7 @@ impl Drop for StatementCount {
 impl StatementCount {
     /// Proxies to the server of `database_url`.
     pub async fn start(database_url: &str) -> StatementCount {
-        let mut url = Url::parse(database_url).expect("a database URL");
-        let upstream = format!(
-            "{}:{}",
-            url.host_str().unwrap_or("127.0.0.1"),
-            url.port().unwrap_or(5432)
-        );
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind 127.0.0.1:0");
-        let addr = listener.local_addr().expect("local address");
-        url.set_host(Some("127.0.0.1")).expect("a host");
-        url.set_port(Some(addr.port())).expect("a port");
+        let (listener, upstream, mut url) = crate::pg_proxy::in_front_of(database_url).await;
         url.query_pairs_mut().append_pair("sslmode", "disable");
         let count = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn(serve(listener, upstream, count.clone()));
