@@ -66,29 +66,18 @@ newest as (
            (select e.id from events e where e.repo_id = i.id order by e.id desc limit 1) as event_id
     from input i
 ),
-settled as (
-    update repositories r
-    set observed_at = case when i.fresh then now() else r.observed_at end, last_synced_at = now()
-    from input i
-    where r.id = i.id
-      and set_config('synchronous_commit', 'off', true) = 'off'
-      and (i.token is null or {live})
-      and r.status = $11 and r.error is null and r.attempts = 0 and cardinality(r.conflicts) = 0
-      and r.synced_sha is not distinct from i.sha
-      and r.file_blob is null and r.hold_id is null
-      and r.fingerprint is not distinct from $12
-      and {NAMES}
-      and not exists (select 1 from entries where repo_id = i.id)
-      and exists (select 1 from events e join newest n on e.id = n.event_id
-                  where n.repo_id = i.id and e.kind = $11 and e.message = $13)
-    returning r.id
-),
+{settled},
 counted as (
     update events set at = now(), count = count + 1
     where id in (select n.event_id from newest n join settled s on s.id = n.repo_id)
 )
 select id from settled",
-        live = INPUT_CLAIM_IS_LIVE,
+        settled = settled(
+            "r.synced_sha is not distinct from i.sha and r.file_blob is null
+      and not exists (select 1 from entries where repo_id = i.id)
+      and exists (select 1 from events e join newest n on e.id = n.event_id
+                  where n.repo_id = i.id and e.kind = $11 and e.message = $13)"
+        ),
     )
 });
 
@@ -144,20 +133,7 @@ newest as (
     left join lateral (select id, kind, message from events
                        where repo_id = i.id order by id desc limit 1) e on true
 ),
-settled as (
-    update repositories r
-    set observed_at = case when i.fresh then now() else r.observed_at end, last_synced_at = now()
-    from input i
-    where r.id = i.id
-      and set_config('synchronous_commit', 'off', true) = 'off'
-      and (i.token is null or {live})
-      and r.status = $11 and r.error is null and r.attempts = 0 and cardinality(r.conflicts) = 0
-      and r.synced_sha = i.sha and r.file_blob = i.blob and r.hold_id is null
-      and r.fingerprint is not distinct from $12
-      and {NAMES}
-      and not {renamed}
-    returning r.id
-),
+{settled},
 counted as (
     update events set at = now(), count = count + 1
     where id in (select n.event_id from newest n join settled s on s.id = n.repo_id
@@ -177,10 +153,34 @@ trimmed as (
                    order by e.id desc offset $14 limit 1)
 )
 select id from settled",
-        renamed = logged_under_another_name("i.id", "i.owner || '/' || i.name"),
-        live = INPUT_CLAIM_IS_LIVE,
+        settled = settled(&format!(
+            "r.synced_sha = i.sha and r.file_blob = i.blob and not {}",
+            logged_under_another_name("i.id", "i.owner || '/' || i.name")
+        )),
     )
 });
+
+/// The part both "again" statements share: the rows of the input whose
+/// repository is exactly as its read says (status `$11` at rest, the
+/// fingerprint `$12`, the names, no hold, the claim live) and, in
+/// `conditions`, as the case needs; only their times move.
+fn settled(conditions: &str) -> String {
+    format!(
+        "settled as (
+    update repositories r
+    set observed_at = case when i.fresh then now() else r.observed_at end, last_synced_at = now()
+    from input i
+    where r.id = i.id
+      and set_config('synchronous_commit', 'off', true) = 'off'
+      and (i.token is null or {INPUT_CLAIM_IS_LIVE})
+      and r.status = $11 and r.error is null and r.attempts = 0 and cardinality(r.conflicts) = 0
+      and r.hold_id is null and r.fingerprint is not distinct from $12
+      and {NAMES}
+      and {conditions}
+    returning r.id
+)"
+    )
+}
 
 /// One row of a batch statement's input.
 struct Row<'a> {
