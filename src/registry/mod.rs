@@ -54,9 +54,11 @@ pub use holds::{active_hold_count, active_holds, release_hold};
 pub use known::{ensure_known, ensure_known_with_node_ids, KnownRows};
 pub use max_removals::MaxRemovals;
 pub use node_ids::record_node_ids;
-pub use read_models::query::{
-    get_project, get_repo, get_repo_under, list_projects, list_repos, repo_id_by_full_name,
-    status_counts, ProjectFilter, RepoFilter, DEFAULT_LIMIT, MAX_LIMIT,
+pub use read_models::cursor::{DEFAULT_LIMIT, MAX_LIMIT};
+pub use read_models::entry_query::{get_project, list_projects, ProjectFilter};
+pub use read_models::query::status_counts;
+pub use read_models::repo_query::{
+    get_repo, get_repo_under, list_repos, repo_id_by_full_name, RepoFilter,
 };
 pub use read_models::{ActiveHold, Hold, Repo, RepoDetail, RepoEvent};
 pub use repos::{count_of_installation, known_ids, mark_error};

@@ -1,4 +1,5 @@
-//! Opaque pagination cursors: the last key of a page, base64 of its JSON.
+//! Pagination: the bounds of a page, and opaque cursors (the last key of a
+//! page, base64 of its JSON).
 //!
 //! Opaque so clients cannot depend on the key's shape, which may change.
 
@@ -8,6 +9,15 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::registry::RegistryError;
+
+/// Page size when the caller gives none.
+pub const DEFAULT_LIMIT: u32 = 100;
+/// Largest page size; larger requests are cut to it.
+pub const MAX_LIMIT: u32 = 1000;
+
+pub(crate) fn page_size(limit: u32) -> i64 {
+    i64::from(limit.clamp(1, MAX_LIMIT))
+}
 
 pub(crate) fn encode<K: Serialize>(key: &K) -> String {
     // Serializing tuples of strings and integers cannot fail.

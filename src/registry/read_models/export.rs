@@ -11,7 +11,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use super::query::{EntryRow, ENTRY_SELECT};
+use super::entry_query::{EntryRow, ENTRY_SELECT};
 use crate::registry::entry::Entry;
 use crate::registry::RegistryError;
 

@@ -10,7 +10,7 @@ use super::error_page::PageError;
 use super::owner_view::{tag_links, OwnerView};
 use crate::project::Fields;
 use crate::registry::budget::ITEMS_BUDGET;
-use crate::registry::read_models::query::project_cursor;
+use crate::registry::read_models::entry_query::project_cursor;
 use crate::registry::{self, Entry};
 use crate::web::error::ApiError;
 use crate::web::extract::ApiQuery;
