@@ -21,30 +21,23 @@
 use std::collections::{BTreeMap, HashMap};
 
 use futures_util::stream::{self, StreamExt};
-use serde::Deserialize;
-use serde_json::Value;
 
-use super::blob_query::{blob_query, BlobAsk};
 use super::client::Client;
 use super::file_problems::SYMLINK_MESSAGE;
 use super::file_query::{file_content, files_state, BlobFields, FileQuery};
-use super::http::{join, CallError};
+use super::http::CallError;
 use super::walked_trees::{self, Walk, WalkedEntry};
 use crate::controller::Failure;
-use crate::project::patterns::{too_many_files, MAX_FILES_PER_REPO};
 use crate::source::{FileContent, FileState, InstallationId, Observed, RepoId, RepoInfo};
+pub use git_trees::MAX_TREE_REQUESTS;
+use git_trees::{walk_tree, Found};
+use walked_blobs::{read_blobs, sha_of};
 
-/// Trees API requests one repository's walk may take when GitHub truncated
-/// its tree.
-pub const MAX_TREE_REQUESTS: usize = 100;
+mod git_trees;
+mod walked_blobs;
 
 /// Trees API requests of one batch in flight at once.
 const TREE_CONCURRENCY: usize = 8;
-
-/// Blobs read per GraphQL query.
-const BLOBS_PER_QUERY: usize = 100;
-
-const JSON: &str = "application/vnd.github+json";
 
 /// One observation waiting for its `**` files: the repository's root tree
 /// oid (from the same query) beside it.
@@ -52,30 +45,6 @@ pub struct Pending {
     pub id: RepoId,
     pub tree: Option<String>,
     pub observed: Result<Observed, Failure>,
-}
-
-/// The trees API's answer.
-#[derive(Debug, Deserialize)]
-struct TreeAnswer {
-    #[serde(default)]
-    tree: Vec<GitEntry>,
-    #[serde(default)]
-    truncated: bool,
-}
-
-#[derive(Debug, Deserialize)]
-struct GitEntry {
-    path: String,
-    mode: String,
-    #[serde(rename = "type")]
-    kind: String,
-    sha: String,
-}
-
-/// Where one repository's walk stands.
-enum Found {
-    Entries(Vec<WalkedEntry>),
-    Unreadable(String),
 }
 
 /// Adds to each observation the files its `**` patterns find.
@@ -223,17 +192,6 @@ fn absent() -> FileState {
     FileState::Absent { sha: None }
 }
 
-/// The commit an observation's file state was read at.
-fn sha_of(file: &FileState) -> Option<String> {
-    match file {
-        FileState::Absent { sha } | FileState::Unreadable { sha, .. } => sha.clone(),
-        FileState::Found { sha, .. }
-        | FileState::Files { sha, .. }
-        | FileState::Binary { sha, .. } => Some(sha.clone()),
-        FileState::Touched(touched) => Some(touched.sha.clone()),
-    }
-}
-
 /// `file` (what the fixed-prefix patterns found) with the walked entries
 /// added, sorted by path, within the bound of files.
 fn merged(
@@ -274,164 +232,6 @@ fn entry_content(entry: &WalkedEntry, blob: Option<&BlobFields>) -> FileContent 
         },
         _ => problem("the path is not a file"),
     }
-}
-
-/// The entries of `tree` (the root tree of `owner/name`) that match.
-async fn walk_tree(
-    client: &Client,
-    files: &FileQuery,
-    installation: InstallationId,
-    (owner, name): (&str, &str),
-    tree: &str,
-) -> Result<Found, CallError> {
-    let patterns = files.files();
-    let mut matched = Vec::new();
-    let mut requests = 0;
-    // Folders to list (path, tree sha, recursively?).
-    let mut folders = vec![(String::new(), tree.to_owned(), true)];
-    while let Some((dir, sha, recursive)) = folders.pop() {
-        requests += 1;
-        if requests > MAX_TREE_REQUESTS {
-            return Ok(Found::Unreadable(format!(
-                "file: the repository's tree is too large to search for project files \
-                 (GitHub truncated it, and more than {MAX_TREE_REQUESTS} folders would be listed one by one)"
-            )));
-        }
-        let answer = list(client, installation, (owner, name), &sha, recursive).await?;
-        if answer.truncated && recursive {
-            // List this folder alone, then each sub-folder on its own.
-            folders.push((dir, sha, false));
-            continue;
-        }
-        if answer.truncated {
-            return Ok(Found::Unreadable(format!(
-                "file: the folder {:?} has too many entries for GitHub to list",
-                if dir.is_empty() { "/" } else { dir.as_str() }
-            )));
-        }
-        for entry in answer.tree {
-            let path = if dir.is_empty() {
-                entry.path
-            } else {
-                format!("{dir}/{}", entry.path)
-            };
-            if patterns.matches(&path) {
-                matched.push(WalkedEntry {
-                    path: path.clone(),
-                    kind: entry.kind.clone(),
-                    mode: entry.mode.clone(),
-                });
-                if matched.len() > MAX_FILES_PER_REPO {
-                    return Ok(Found::Unreadable(format!("file: {}", too_many_files())));
-                }
-            }
-            if !recursive && entry.kind == "tree" && patterns.may_hold(&path) {
-                folders.push((path, entry.sha, true));
-            }
-        }
-    }
-    matched.sort_by(|a, b| a.path.cmp(&b.path));
-    matched.dedup_by(|a, b| a.path == b.path);
-    Ok(Found::Entries(matched))
-}
-
-/// One trees API request.
-async fn list(
-    client: &Client,
-    installation: InstallationId,
-    (owner, name): (&str, &str),
-    sha: &str,
-    recursive: bool,
-) -> Result<TreeAnswer, CallError> {
-    let mut url = join(&client.api_url, ["repos", owner, name, "git", "trees", sha])?;
-    if recursive {
-        url.query_pairs_mut().append_pair("recursive", "1");
-    }
-    let what = format!("GET /repos/{owner}/{name}/git/trees/{sha}");
-    let reply = client.get(installation, &url, JSON, false).await?;
-    if reply.status != 200 {
-        return Err(CallError::Status {
-            what,
-            status: reply.status,
-            message: reply.message(),
-        });
-    }
-    serde_json::from_str(&reply.body).map_err(|e| CallError::unexpected(what, e))
-}
-
-/// The blob of each walked entry not found otherwise, by pending index and
-/// path; a failed query fails the repositories it asked about.
-async fn read_blobs(
-    client: &Client,
-    installation: InstallationId,
-    pending: &[Pending],
-    found: &HashMap<usize, Found>,
-) -> HashMap<usize, Result<HashMap<String, BlobFields>, Failure>> {
-    let mut wanted: Vec<(usize, String, String, String, String)> = Vec::new();
-    for (&index, result) in found {
-        let (Found::Entries(entries), Ok(Observed::Present { repo, file })) =
-            (result, &pending[index].observed)
-        else {
-            continue;
-        };
-        let Some(sha) = sha_of(file) else { continue };
-        let known: Vec<&str> = match file {
-            FileState::Files { files, .. } => files.iter().map(|f| f.path.as_str()).collect(),
-            _ => Vec::new(),
-        };
-        for entry in entries {
-            if entry.kind == "blob"
-                && entry.mode != "120000"
-                && !known.contains(&entry.path.as_str())
-            {
-                wanted.push((
-                    index,
-                    repo.owner.clone(),
-                    repo.name.clone(),
-                    sha.clone(),
-                    entry.path.clone(),
-                ));
-            }
-        }
-    }
-    let mut texts: HashMap<usize, Result<HashMap<String, BlobFields>, Failure>> = HashMap::new();
-    for chunk in wanted.chunks(BLOBS_PER_QUERY) {
-        let asks: Vec<BlobAsk<'_>> = chunk
-            .iter()
-            .map(|(_, owner, name, sha, path)| BlobAsk {
-                owner,
-                name,
-                expression: format!("{sha}:{path}"),
-            })
-            .collect();
-        let (query, aliases) = blob_query(&asks);
-        let answer = client
-            .graphql_partial::<HashMap<String, Value>>(installation, &query, serde_json::json!({}))
-            .await;
-        match answer {
-            Ok((data, _errors)) => {
-                for ((index, _, _, _, path), (repo_alias, file_alias)) in chunk.iter().zip(&aliases)
-                {
-                    let blob = data
-                        .get(repo_alias)
-                        .and_then(|r| r.get(file_alias))
-                        .filter(|b| !b.is_null())
-                        .and_then(|b| BlobFields::deserialize(b).ok());
-                    let slot = texts.entry(*index).or_insert_with(|| Ok(HashMap::new()));
-                    if let (Ok(map), Some(blob)) = (slot, blob) {
-                        map.insert(path.clone(), blob);
-                    }
-                }
-            }
-            Err(error) => {
-                let failure = error.into_failure();
-                for (index, ..) in chunk {
-                    texts.insert(*index, Err(failure.clone()));
-                }
-            }
-        }
-    }
-    texts
 }
 
 #[cfg(test)]
