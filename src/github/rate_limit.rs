@@ -23,20 +23,18 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::source::InstallationId;
-use axum::http::HeaderMap;
+use rate_headers::until;
+pub use rate_headers::RateHeaders;
+#[cfg(test)]
+use rate_headers::MAX_WAIT;
+
+mod rate_headers;
 
 /// Below this share of the window's limit, requests are spread out.
 pub const LOW_WATER_PERCENT: u64 = 5;
 
 /// Waits up to this long are taken in place; longer ones are handed back.
 pub const MAX_PAUSE: Duration = Duration::from_secs(5);
-
-/// GitHub's advice after a secondary limit that names no wait: one minute.
-const DEFAULT_WAIT: Duration = Duration::from_secs(60);
-
-/// The longest wait taken from an answer; GitHub's are an hour at most, and
-/// a larger number (a broken proxy, a hostile server) must not overflow.
-const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
 /// Whose budget a request spends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,66 +57,6 @@ pub enum Resource {
 pub struct Bucket {
     pub who: Who,
     pub resource: Resource,
-}
-
-/// The rate-limit headers of one answer.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RateHeaders {
-    pub limit: Option<u64>,
-    pub remaining: Option<u64>,
-    /// Epoch seconds at which the window resets.
-    pub reset: Option<u64>,
-    /// `retry-after`, in seconds.
-    pub retry_after: Option<u64>,
-}
-
-impl RateHeaders {
-    pub fn from_headers(headers: &HeaderMap) -> Self {
-        let number = |name: &str| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        Self {
-            limit: number("x-ratelimit-limit"),
-            remaining: number("x-ratelimit-remaining"),
-            reset: number("x-ratelimit-reset"),
-            retry_after: number("retry-after"),
-        }
-    }
-
-    /// Whether a 403 with these headers is a rate limit rather than a refusal
-    /// (GitHub sends 403 for both; `body_mentions_limit` covers secondary
-    /// limits that carry neither header).
-    pub fn is_rate_limited(&self, status: u16, body_mentions_limit: bool) -> bool {
-        match status {
-            429 => true,
-            403 => self.retry_after.is_some() || self.remaining == Some(0) || body_mentions_limit,
-            _ => false,
-        }
-    }
-
-    /// Whether a rate-limit answer is the primary limit: the budget is spent
-    /// and GitHub names no other wait. Anything else is a secondary limit.
-    pub fn is_primary(&self) -> bool {
-        self.retry_after.is_none() && self.remaining == Some(0)
-    }
-
-    /// How long to wait after a rate-limit answer, as GitHub documents it:
-    /// `retry-after` first, else until the reset when nothing is left, else
-    /// a minute; never more than [`MAX_WAIT`].
-    pub fn wait(&self, now: SystemTime) -> Duration {
-        if let Some(secs) = self.retry_after {
-            return Duration::from_secs(secs).min(MAX_WAIT);
-        }
-        if self.remaining == Some(0) {
-            if let Some(reset) = self.reset {
-                return until(reset, now).clamp(Duration::from_secs(1), MAX_WAIT);
-            }
-        }
-        DEFAULT_WAIT
-    }
 }
 
 /// What one installation may still spend in the current window of its
@@ -375,12 +313,6 @@ impl RateLimits {
             .filter_map(|(_, window)| window.remaining)
             .min()
     }
-}
-
-/// Time from `now` until the epoch second `at` (zero when past).
-fn until(at: u64, now: SystemTime) -> Duration {
-    let now = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-    Duration::from_secs(at).saturating_sub(now)
 }
 
 impl RateLimits {

@@ -1,5 +1,7 @@
 //! Tests of the rate limits: budgets learnt from answers, pauses, waits.
 
+use axum::http::HeaderMap;
+
 use super::*;
 
 const CORE: Bucket = Bucket {
