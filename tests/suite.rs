@@ -70,6 +70,7 @@ mod privacy_walk;
 mod project_browser;
 mod project_page;
 mod project_schema;
+mod reconcile_statements;
 mod redelivery;
 mod registry;
 mod registry_bounds;

@@ -48,12 +48,22 @@ pub const INPUT_CLAIM_IS_LIVE: &str = "exists (
     select 1 from queue q
     where q.repo_id = i.id and q.claim_token = i.token and q.claimed_until > clock_timestamp())";
 
+/// A query of one row when the claim on repository `repo` with token
+/// `token` (SQL expressions, placeholders as a rule) is live, locking the
+/// queue row as [`ClaimFence::holds`] does: for a statement that ends a
+/// reconcile and checks its claim in the same round trip.
+///
 /// `clock_timestamp()`, not `now()`: `now()` is when the transaction began,
 /// which may be long before the commit this check guards.
-const HOLDS: &str = "
-SELECT 1 FROM queue
-WHERE repo_id = $1 AND claim_token = $2 AND claimed_until > clock_timestamp()
-FOR UPDATE";
+pub fn claim_locked(repo: &str, token: &str) -> String {
+    format!(
+        "select 1 from queue
+         where repo_id = {repo} and claim_token = {token} and claimed_until > clock_timestamp()
+         for update"
+    )
+}
+
+static HOLDS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| claim_locked("$1", "$2"));
 
 impl ClaimFence for PgQueue {
     async fn holds(
@@ -61,7 +71,7 @@ impl ClaimFence for PgQueue {
         conn: &mut PgConnection,
         claim: &Claim<RepoId>,
     ) -> Result<bool, sqlx::Error> {
-        let row: Option<i32> = sqlx::query_scalar(HOLDS)
+        let row: Option<i32> = sqlx::query_scalar(&HOLDS)
             .bind(claim.key.0)
             .bind(&claim.token)
             .fetch_optional(conn)

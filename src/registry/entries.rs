@@ -121,14 +121,22 @@ pub(crate) async fn apply(
         .map(|d| d.name.as_str())
         .chain(keep.iter().map(String::as_str))
         .collect();
-    changes.deleted = sqlx::query_scalar(
-        "delete from entries where repo_id = $1 and not (name = any($2::text[])) returning name",
-    )
-    .bind(repo)
-    .bind(&wanted)
-    .fetch_all(&mut *conn)
-    .await?;
-    changes.deleted.sort();
+    // Under the repository's lock its entries are the `owned` read: when
+    // each is still wanted, there is nothing to delete.
+    let stale = match &owned {
+        Some(owned) => owned.iter().any(|name| !wanted.contains(&name.as_str())),
+        None => true,
+    };
+    if stale {
+        changes.deleted = sqlx::query_scalar(
+            "delete from entries where repo_id = $1 and not (name = any($2::text[])) returning name",
+        )
+        .bind(repo)
+        .bind(&wanted)
+        .fetch_all(&mut *conn)
+        .await?;
+        changes.deleted.sort();
+    }
 
     let owned: BTreeSet<String> = match owned {
         Some(mut owned) => {

@@ -12,6 +12,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::project::preview::RegisteredEntry;
 use crate::project::{Fields, ResolvedOwner};
 use crate::source::RepoId;
 
@@ -35,6 +36,19 @@ pub struct Entry {
     pub source_sha: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl Entry {
+    /// The entry as a check's preview compares a file with it: a
+    /// reconcile that read its repository's entries for the change log
+    /// hands them to the preview instead of reading them again.
+    pub(crate) fn registered(&self) -> RegisteredEntry {
+        RegisteredEntry {
+            name: self.name.clone(),
+            path: self.path.clone(),
+            fields: self.fields.clone(),
+        }
+    }
 }
 
 /// Where entries stored before they remembered their file came from

@@ -1,5 +1,7 @@
 //! The short history of reconciles each repository keeps.
 
+use std::sync::LazyLock;
+
 use sqlx::PgConnection;
 
 use super::clip::{clip, MAX_EVENT_BYTES};
@@ -21,11 +23,25 @@ pub(crate) async fn record(
     kind: &str,
     message: &str,
 ) -> Result<(), sqlx::Error> {
-    let message = clip(message, MAX_EVENT_BYTES);
-    // One statement: its parts share one snapshot, so the delete does not
-    // see the row the insert adds, and keeps the `KEPT - 1` newest it sees.
-    sqlx::query(
-        "with newest as (
+    static ALONE: LazyLock<String> = LazyLock::new(|| format!("with {RECORD}"));
+    sqlx::query(&ALONE)
+        .bind(id)
+        .bind(kind)
+        .bind(clip(message, MAX_EVENT_BYTES).as_ref())
+        .bind(KEPT - 1)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The parts of [`record`]'s statement after its `with`, on `$1` the
+/// repository, `$2` the kind, `$3` the message (cut), `$4` `KEPT - 1`:
+/// a statement that writes the repository's row too records its event
+/// in the same round trip ([`super::repos::write_state`]).
+///
+/// Its parts share one snapshot, so the delete does not see the row the
+/// insert adds, and keeps the `KEPT - 1` newest it sees.
+pub(super) const RECORD: &str = "newest as (
              select id, kind = $2 and message = $3 as same
              from events where repo_id = $1 order by id desc limit 1
          ),
@@ -39,16 +55,7 @@ pub(crate) async fn record(
          )
          delete from events
          where repo_id = $1 and not exists (select 1 from newest where same)
-           and id <= (select id from events where repo_id = $1 order by id desc offset $4 limit 1)",
-    )
-    .bind(id)
-    .bind(kind)
-    .bind(message.as_ref())
-    .bind(KEPT - 1)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
+           and id <= (select id from events where repo_id = $1 order by id desc offset $4 limit 1)";
 
 #[cfg(test)]
 mod tests {

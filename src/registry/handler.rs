@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use sqlx::PgPool;
 
+use super::changes::append;
 use super::changes::record::{self, Cause};
 use super::check_records::default_branch_check as default_branch;
 use super::check_records::default_branch_files::preview_files;
@@ -13,7 +14,7 @@ use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
 use super::guard::{DeletionGuard, Removal};
 use super::{events, holds, touched_files, RegistryError, Status};
-use super::{known, repos, unchanged};
+use super::{known, repos, unchanged, Entry};
 use crate::controller::{AppliedTogether, Claim, Enqueue, Failure, Handler, WorkQueue};
 use crate::db::fence::{commit_if_held, ClaimFence};
 use crate::db::queue::PgQueue;
@@ -199,11 +200,18 @@ where
             Observed::Present { repo, .. } => Some(repo),
         };
         let mut locked = repos::lock(&mut tx, id).await?;
+        // Made known by this transaction: it owns no entry yet.
+        let mut fresh = false;
         if let Some(info) = repo {
             record_name(Some(info.full_name()));
+            if locked.is_none() {
+                // Inserted as `pending`, locked by the insert.
+                locked = known::insert_locked(&mut tx, id, info).await?;
+                fresh = locked.is_some();
+            }
             if !locked.as_ref().is_some_and(|l| l.names_match(info)) {
-                // Inserted as `pending`, or its names updated: a rename or
-                // transfer keeps the id, hence the entries.
+                // Its names updated: a rename or transfer keeps the id,
+                // hence the entries. Or made known meanwhile by another.
                 known::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
                 if locked.is_none() {
                     locked = repos::lock(&mut tx, id).await?;
@@ -262,19 +270,24 @@ where
         let fingerprint = self.fingerprint.as_str();
         let observed = touched_files::complete(&mut tx, id, &old, fingerprint, observed).await?;
         let (cause, sha) = Cause::of(&observed, hold_id.is_some(), claim);
-        let mut before = if self.change_log {
+        let mut before = if self.change_log && !fresh {
             record::snapshot(&mut tx, id).await?
         } else {
             record::Snapshot::new()
         };
         let renamed = self.change_log && record::as_logged(&mut tx, id, &mut before).await?;
-        let owned = self.change_log.then(|| before.keys().cloned().collect());
+        // What the entries were, when read (or none to read).
+        let read = self.change_log || fresh;
+        let owned = read.then(|| before.keys().cloned().collect());
+        let registered: Option<Vec<_>> =
+            read.then(|| before.values().map(Entry::registered).collect());
         let check = match self.checks {
             true => {
                 let before = default_branch::Before {
                     status: old.status.as_str(),
                     sha: old.synced_sha.as_deref(),
                     blob: old.file_blob.as_deref(),
+                    entries: registered.as_deref(),
                 };
                 let file = &self.project_file;
                 match &observed {
@@ -302,23 +315,19 @@ where
             Vec::new()
         };
         let status = decision.state.status;
-        let fingerprint = Some(self.fingerprint.as_str());
-        repos::write_state(
-            &mut tx,
-            id,
-            &old,
-            &decision.state,
-            decision.synced,
-            fingerprint,
-            repos::Observation::of(claim),
-        )
-        .await?;
-        events::record(&mut tx, id, status.as_str(), &decision.message).await?;
+        let written = repos::Written {
+            state: &decision.state,
+            synced: decision.synced,
+            fingerprint: Some(self.fingerprint.as_str()),
+            observation: repos::Observation::of(claim),
+            event: &decision.message,
+        };
+        repos::write_state(&mut tx, id, &old, written).await?;
         if let Some(check) = check {
             let error = decision.state.error.as_deref();
             default_branch::record(&mut tx, check, status.as_str(), error).await?;
         }
-        if !record::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
+        if !append::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
             return Ok(Ended::LeaseLost);
         }
         Ok(Ended::Committed(

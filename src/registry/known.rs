@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 
 use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
-use sqlx::{Arguments, PgExecutor};
+use sqlx::{Arguments, PgConnection, PgExecutor};
 
+use super::repos::Locked;
 use super::RegistryError;
 use crate::db::one_statement::{self, Part};
 use crate::source::{RepoId, RepoInfo};
@@ -58,6 +59,34 @@ where
         one_statement::execute_one(executor, &rows).await?;
     }
     Ok(())
+}
+
+/// Inserts a repository not known yet as `pending`, returning its row
+/// locked for the rest of the transaction, as [`super::repos::lock`] does;
+/// `None` when a concurrent writer made it known first (lock it then).
+/// A reconcile's first sight of a repository costs one statement, not
+/// three, and knows the repository owns nothing yet.
+pub(crate) async fn insert_locked(
+    conn: &mut PgConnection,
+    id: RepoId,
+    info: &RepoInfo,
+) -> Result<Option<Locked>, sqlx::Error> {
+    sqlx::query_as(
+        "insert into repositories (id, owner, name, installation_id, default_branch, html_url)
+         select $1, $2, $3, $4, $5, $6
+         where set_config('synchronous_commit', 'off', true) = 'off'
+         on conflict (id) do nothing
+         returning status, error, synced_sha, attempts, conflicts, file_blob,
+                   owner, name, installation_id, default_branch, html_url, hold_id",
+    )
+    .bind(id)
+    .bind(&info.owner)
+    .bind(&info.name)
+    .bind(info.installation_id.map(|i| i.0))
+    .bind(&info.default_branch)
+    .bind(info.html_url.as_deref())
+    .fetch_optional(conn)
+    .await
 }
 
 /// The upsert behind [`ensure_known`], as a [`Part`] so that a webhook

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
+use super::changes::append;
 use super::changes::record::{self, Cause};
 use super::entry_owners::OwnerContext;
 use super::{repos, RegistryError};
@@ -155,7 +156,7 @@ async fn follow_repo(pool: &PgPool, repo: RepoId, moved: &[Moved]) -> Result<usi
     for change in &mut changes {
         change.cause = Cause::of_owner(change.after.as_ref());
     }
-    record::append(&mut tx, &changes).await?;
+    append::append(&mut tx, &changes).await?;
     tx.commit().await?;
     Ok(changes.len())
 }

@@ -2,11 +2,12 @@
 //! repository, and the status a reconcile leaves it in.
 
 use std::collections::BTreeSet;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use sqlx::{PgConnection, PgExecutor, PgPool};
 
-use super::clip::{clip, MAX_ERROR_BYTES};
+use super::clip::{clip, MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 use super::{events, RegistryError, Status};
 use crate::source::{InstallationId, Partition, RepoId, RepoInfo};
 
@@ -221,20 +222,41 @@ pub(crate) async fn lock(
 }
 
 /// Stores the state a reconcile decided, its error cut to
-/// [`MAX_ERROR_BYTES`]; `updated_at` moves only when a field changed,
-/// `last_synced_at` whenever `synced` says it was applied. `fingerprint`,
-/// when given, records what decided it (kept as it was otherwise).
-/// `observed_at` moves unless the observation is a listing's answer (see
-/// [`Observation`]).
+/// [`MAX_ERROR_BYTES`], and records `event` under its status
+/// ([`events::record`]), in one statement. `updated_at` moves only when a
+/// field changed, `last_synced_at` whenever `synced` says it was applied.
+/// `fingerprint`, when given, records what decided it (kept as it was
+/// otherwise). `observed_at` moves unless the observation is a listing's
+/// answer (see [`Observation`]).
 pub(crate) async fn write_state(
     conn: &mut PgConnection,
     id: RepoId,
     old: &RepoState,
-    new: &RepoState,
-    synced: bool,
-    fingerprint: Option<&str>,
-    observation: Observation,
+    written: Written<'_>,
 ) -> Result<(), sqlx::Error> {
+    let Written {
+        state: new,
+        synced,
+        fingerprint,
+        observation,
+        event,
+    } = written;
+    // The event's parts take `$1`–`$4` (events::RECORD).
+    static STATEMENT: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "with state as (
+                 update repositories set
+                     status = $2, error = $5, synced_sha = $6, attempts = $7, conflicts = $8,
+                     last_synced_at = case when $9 then now() else last_synced_at end,
+                     observed_at = case when $13 then now() else observed_at end,
+                     updated_at = case when $10 then now() else updated_at end,
+                     file_blob = $11, fingerprint = coalesce($12, fingerprint)
+                 where id = $1
+             ),
+             {}",
+            events::RECORD
+        )
+    });
     // Compared as stored: an error over the bound equals its stored cut.
     let new = RepoState {
         error: new
@@ -243,29 +265,35 @@ pub(crate) async fn write_state(
             .map(|error| clip(error, MAX_ERROR_BYTES).into_owned()),
         ..new.clone()
     };
-    sqlx::query(
-        "update repositories set
-             status = $2, error = $3, synced_sha = $4, attempts = $5, conflicts = $6,
-             last_synced_at = case when $7 then now() else last_synced_at end,
-             observed_at = case when $11 then now() else observed_at end,
-             updated_at = case when $8 then now() else updated_at end,
-             file_blob = $9, fingerprint = coalesce($10, fingerprint)
-         where id = $1",
-    )
-    .bind(id)
-    .bind(new.status)
-    .bind(&new.error)
-    .bind(&new.synced_sha)
-    .bind(new.attempts)
-    .bind(&new.conflicts)
-    .bind(synced)
-    .bind(*old != new)
-    .bind(&new.file_blob)
-    .bind(fingerprint)
-    .bind(observation == Observation::Fresh)
-    .execute(conn)
-    .await?;
+    sqlx::query(&STATEMENT)
+        .bind(id)
+        .bind(new.status)
+        .bind(clip(event, MAX_EVENT_BYTES).as_ref())
+        .bind(events::KEPT - 1)
+        .bind(&new.error)
+        .bind(&new.synced_sha)
+        .bind(new.attempts)
+        .bind(&new.conflicts)
+        .bind(synced)
+        .bind(*old != new)
+        .bind(&new.file_blob)
+        .bind(fingerprint)
+        .bind(observation == Observation::Fresh)
+        .execute(conn)
+        .await?;
     Ok(())
+}
+
+/// What [`write_state`] writes over a repository's old state.
+pub(crate) struct Written<'a> {
+    pub state: &'a RepoState,
+    /// Whether the observation was applied (`last_synced_at` moves).
+    pub synced: bool,
+    /// What decided it, when it says (the setting's fingerprint).
+    pub fingerprint: Option<&'a str>,
+    pub observation: Observation,
+    /// The event's message, recorded under the new status.
+    pub event: &'a str,
 }
 
 /// Where an applied observation comes from, for `observed_at`: when the
@@ -370,8 +398,14 @@ async fn restate(
         return Ok(None);
     };
     if let Some(new) = change(&old) {
-        write_state(conn, id, &old, &new, false, None, Observation::Fresh).await?;
-        events::record(conn, id, new.status.as_str(), event).await?;
+        let written = Written {
+            state: &new,
+            synced: false,
+            fingerprint: None,
+            observation: Observation::Fresh,
+            event,
+        };
+        write_state(conn, id, &old, written).await?;
     }
     Ok(Some(format!("{owner}/{name}")))
 }

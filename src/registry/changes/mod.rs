@@ -2,8 +2,8 @@
 //! with a strictly increasing `seq`, written in the transaction that made
 //! the change (see docs/architecture.md, "The change log").
 //!
-//! - [`record`]: what a reconcile changed, and the append at the end of its
-//!   transaction that takes the `seq`s.
+//! - [`record`]: what a reconcile changed; [`append`]: the end of its
+//!   transaction, which takes the `seq`s and checks the claim.
 //! - [`read`]: the feed after a cursor, an entry's history, recently removed
 //!   entries.
 //! - [`stream`]: the whole log newest first, filtered, for the dashboard.
@@ -12,6 +12,7 @@
 //! - `patch`: a change stores `after` whole and only the moved fields of
 //!   `before`.
 
+pub(crate) mod append;
 mod change;
 mod patch;
 pub mod prune;

@@ -14,6 +14,7 @@ use super::read_only::read_as_public;
 use super::read_only::snapshot_for_default_branch;
 use super::relation_check::{add_relation_notes, CheckedFile, Reading};
 use crate::directory::OwnersMode;
+use crate::project::preview::RegisteredEntry;
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict};
 use crate::registry::entry_relations::FileRules;
@@ -50,6 +51,9 @@ pub struct Before<'a> {
     pub sha: Option<&'a str>,
     /// Git's blob id of the file the last reconcile read.
     pub blob: Option<&'a str>,
+    /// The repository's entries, when the reconcile read them already (or
+    /// knows there are none: it made the repository known).
+    pub entries: Option<&'a [RegisteredEntry]>,
 }
 
 /// Previews `observed` against the registry as it is before the apply, on
@@ -71,6 +75,7 @@ pub async fn preview(
         status: old_status,
         sha: old_sha,
         blob: old_blob,
+        entries,
     } = before;
     let Observed::Present { repo, file } = observed else {
         return Ok(None);
@@ -102,7 +107,7 @@ pub async fn preview(
         return Ok(None);
     }
     let parsed = Parsed::read(project_file, head);
-    let registry = snapshot_for_default_branch(conn, id, &parsed.names()).await?;
+    let registry = snapshot_for_default_branch(conn, id, &parsed.names(), entries).await?;
     let first = old_sha.is_none() && old_status == "pending";
     let mut verdict = evaluate(project_file, sha, &parsed, &registry);
     // A first reconcile posts only a failure, which a warning never makes.

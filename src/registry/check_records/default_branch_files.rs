@@ -103,7 +103,8 @@ async fn preview(
             }
         })
         .collect();
-    let registry = snapshot_for_default_branch(conn, at.id, &declared_names(&touched)).await?;
+    let names = declared_names(&touched);
+    let registry = snapshot_for_default_branch(conn, at.id, &names, before.entries).await?;
     let first = before.sha.is_none() && before.status == "pending";
     let mut verdict = evaluate_files(at.sha, &touched, &registry, 0);
     // A first reconcile posts only a failure, which a warning never makes.

@@ -47,7 +47,7 @@ impl RegistryReader {
         repo: RepoId,
         names: &[String],
     ) -> Result<Snapshot, RegistryError> {
-        snapshot_seen_by(&mut self.tx, repo, names, true).await
+        snapshot_seen_by(&mut self.tx, repo, names, Reader::Public, None).await
     }
 
     /// Adds the owner annotations of `parsed` to `verdict`, read in the
@@ -90,7 +90,7 @@ pub(crate) async fn snapshot(
     repo: RepoId,
     names: &[String],
 ) -> Result<Snapshot, RegistryError> {
-    snapshot_seen_by(conn, repo, names, false).await
+    snapshot_seen_by(conn, repo, names, Reader::Private, None).await
 }
 
 /// [`snapshot`] for the check run posted on `repo`'s default branch after a
@@ -101,9 +101,10 @@ pub(crate) async fn snapshot_for_default_branch(
     conn: &mut PgConnection,
     repo: RepoId,
     names: &[String],
+    entries: Option<&[RegisteredEntry]>,
 ) -> Result<Snapshot, RegistryError> {
-    let public = read_as_public(conn, repo).await?;
-    snapshot_seen_by(conn, repo, names, public).await
+    let own = entries.map(<[RegisteredEntry]>::to_vec);
+    snapshot_seen_by(conn, repo, names, Reader::DefaultBranch, own).await
 }
 
 /// Whether the check posted on `repo`'s default branch is read as a
@@ -124,22 +125,42 @@ pub(crate) async fn read_as_public(
 /// How a public repository's check names an owner that may not be public.
 pub const UNNAMED_OWNER: &str = "another repository of the organisation";
 
+/// Who reads a snapshot, which decides whether it names an owner that
+/// is not known to be public.
+#[derive(Clone, Copy)]
+enum Reader {
+    Public,
+    Private,
+    /// The default branch's check: public unless a pull request's payload
+    /// said the repository is private ([`read_as_public`]), read with the
+    /// owners.
+    DefaultBranch,
+}
+
+/// The repository's entries (`own` when the caller knows them) and who
+/// owns the `names` it does not; at most two statements.
 async fn snapshot_seen_by(
     conn: &mut PgConnection,
     repo: RepoId,
     names: &[String],
-    public_reader: bool,
+    reader: Reader,
+    own: Option<Vec<RegisteredEntry>>,
 ) -> Result<Snapshot, RegistryError> {
-    let entries: Vec<RegisteredEntry> =
-        sqlx::query_as("select * from entries where repo_id = $1 order by name")
-            .bind(repo)
-            .fetch_all(&mut *conn)
-            .await?;
-    let taken: Vec<(String, String, bool)> = if names.is_empty() {
+    let entries: Vec<RegisteredEntry> = match own {
+        Some(entries) => entries,
+        None => {
+            sqlx::query_as("select * from entries where repo_id = $1 order by name")
+                .bind(repo)
+                .fetch_all(&mut *conn)
+                .await?
+        }
+    };
+    let taken: Vec<(String, String, bool, bool)> = if names.is_empty() {
         Vec::new()
     } else {
         sqlx::query_as(
-            "select e.name, r.owner || '/' || r.name as owner_repo, coalesce(v.public, false)
+            "select e.name, r.owner || '/' || r.name as owner_repo, coalesce(v.public, false),
+                    coalesce((select public from repo_visibility where repo_id = $2), true)
              from entries e join repositories r on r.id = e.repo_id
              left join repo_visibility v on v.repo_id = e.repo_id
              where e.name = any($1::text[]) and e.repo_id <> $2
@@ -152,13 +173,20 @@ async fn snapshot_seen_by(
     };
     let taken = taken
         .into_iter()
-        .map(|(name, owner_repo, owner_public)| OwnedElsewhere {
-            name,
-            owner_repo: if public_reader && !owner_public {
-                UNNAMED_OWNER.to_owned()
-            } else {
-                owner_repo
-            },
+        .map(|(name, owner_repo, owner_public, reader_public)| {
+            let public_reader = match reader {
+                Reader::Public => true,
+                Reader::Private => false,
+                Reader::DefaultBranch => reader_public,
+            };
+            OwnedElsewhere {
+                name,
+                owner_repo: if public_reader && !owner_public {
+                    UNNAMED_OWNER.to_owned()
+                } else {
+                    owner_repo
+                },
+            }
         })
         .collect();
     Ok(Snapshot { entries, taken })
