@@ -467,7 +467,7 @@ fn route_seed(bytes: &[u8], secret: &str) -> (axum::http::HeaderMap, Vec<u8>) {
 
 #[test]
 fn the_webhook_route_seeds_should_reach_every_answer_of_the_route() {
-    use roster::intake::gate::{after_body, before_body};
+    use roster::intake::verified::{after_body, before_body};
     let secret = "fuzz secret";
     let key = secrecy::SecretString::from(secret);
     let mut answers = std::collections::BTreeMap::new();

@@ -15,9 +15,8 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use libfuzzer_sys::fuzz_target;
-use roster::intake::gate::{
-    after_body, before_body, Refusal, MAX_BODY_BYTES, MAX_HEADER_CHARS,
-};
+use roster::intake::verified::{after_body, before_body, Refusal, MAX_HEADER_CHARS};
+use roster::intake::MAX_BODY_BYTES;
 use roster::intake::write::{plan, MAX_NAMED_REPOS};
 use roster::intake::signature::{sign, SIGNATURE_HEADER};
 use roster::metrics::{webhook_event_label, OTHER_EVENT, WEBHOOK_EVENTS};

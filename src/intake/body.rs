@@ -5,7 +5,8 @@
 use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 
-use super::gate::MAX_BODY_BYTES;
+/// GitHub caps payloads at 25 MiB; anything larger is not from GitHub.
+pub const MAX_BODY_BYTES: usize = 25 * 1024 * 1024;
 
 /// Why a body could not be read.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,7 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 
 use super::deliveries::{self, NewDelivery};
-use super::gate::Accepted;
+use super::event::Accepted;
 use crate::shutdown::Shutdown;
 
 /// The most rows one insert writes.

@@ -144,6 +144,16 @@ pub struct ParsedDelivery {
     pub event: WebhookEvent,
 }
 
+/// A delivery to persist: signed, understood.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accepted {
+    /// `X-GitHub-Delivery`, or a made-up id when it is missing.
+    pub delivery_id: String,
+    /// `X-GitHub-Event`, as sent.
+    pub event: String,
+    pub parsed: ParsedDelivery,
+}
+
 /// Why a (correctly signed) body could not be understood; answers 400.
 #[derive(Debug, thiserror::Error)]
 pub enum ParseError {
@@ -162,7 +172,7 @@ pub enum ParseError {
 /// The body is read into typed structs only, never into a
 /// `serde_json::Value` of the whole payload (see [`Envelope`]). Pushes,
 /// most of the deliveries, are read in one pass by [`parse_push`] first
-/// (the webhook's gate calls it directly); one that does not parse there
+/// (the webhook's verification, `verified::after_body`, calls it directly); one that does not parse there
 /// is read here, so that its error is the same as any event's.
 pub fn parse(event: &str, body: &[u8]) -> Result<ParsedDelivery, ParseError> {
     let Envelope { action, repo } = serde_json::from_slice(body).map_err(ParseError::NotJson)?;

@@ -30,8 +30,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::delivery_writer::{DeliveryLog, Logged};
+use super::event::Accepted;
 use super::free_push::FreePushes;
-use super::gate::Accepted;
 use super::write::{self, Intake, IntakeError};
 use crate::db::queue::PgQueue;
 use crate::shutdown::Shutdown;

@@ -17,7 +17,6 @@ pub mod delivery_writer;
 pub mod envelope;
 pub mod event;
 pub mod free_push;
-pub mod gate;
 pub mod group;
 mod plan;
 pub mod redelivery;
@@ -29,9 +28,9 @@ pub mod verified;
 pub mod write;
 
 pub use admission::WebhookLimits;
+pub use body::MAX_BODY_BYTES;
 pub use deliveries::{list_deliveries, DeliveriesError, DeliveryRecord};
 pub use event::{ParsedDelivery, WebhookEvent};
-pub use gate::MAX_BODY_BYTES;
 pub use route::PATH;
 pub use signature::sign;
 pub use state::WebhookState;

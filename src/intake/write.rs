@@ -21,9 +21,9 @@ use std::collections::BTreeSet;
 use sqlx::pool::PoolConnection;
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
+use super::event::Accepted;
 use super::event::{DirectoryChange, PayloadRepo, WebhookEvent};
 use super::free_push::FreePushes;
-use super::gate::Accepted;
 pub use super::plan::{plan, Plan, MAX_ADDED_READ_DIRECTLY, MAX_NAMED_REPOS};
 use crate::controller::{Enqueue, QueueError, Trigger};
 use crate::db::one_statement::{self, Part};

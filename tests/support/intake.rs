@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use roster::db::queue::PgQueue;
 use roster::intake::event;
-use roster::intake::gate::Accepted;
+use roster::intake::event::Accepted;
 use roster::intake::write::{write, Intake};
 use sqlx::PgPool;
 
