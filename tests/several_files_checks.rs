@@ -187,8 +187,10 @@ async fn a_pull_request_touching_five_files_should_read_them_in_one_query() {
         "{summary}"
     );
     // Exactly, as the installation: the listing of the changed paths, one
-    // GraphQL query for the five files at the head, and the run posted
-    // (the App's own request for the installation's token aside).
+    // GraphQL query for the five files at the head, one REST read of the
+    // file GitHub calls binary (its bytes are not text beyond the NUL),
+    // and the run posted (the App's own request for the installation's
+    // token aside).
     let mut asked: Vec<&str> = env
         .fake
         .log()
@@ -200,6 +202,7 @@ async fn a_pull_request_touching_five_files_should_read_them_in_one_query() {
     assert_eq!(
         asked,
         [
+            routes::CONTENTS,
             routes::PULL_FILES,
             routes::GRAPHQL_FILE,
             routes::CHECK_RUN_CREATE,
@@ -354,6 +357,61 @@ async fn each_page_of_changed_files_should_take_its_own_share_of_the_budget() {
     // The first page learns the budget; the second waits for the reset.
     assert_eq!(env.fake.count(routes::PULL_FILES), 1);
     assert_eq!(env.fake.remaining(ACME, "core"), 200);
+    assert!(env.fake.check_runs_on(repo, &sha).is_empty());
+    let waiting: i64 = sqlx::query_scalar("select count(*) from check_requests")
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
+    assert_eq!(waiting, 1, "the evaluation waits for the reset");
+}
+
+/// A NUL at line 3, column 7.
+const NUL_AT_3_7: &[u8] = b"name: svc-a\nowner: team-a\ndescri\0ption: x\n";
+
+#[tokio::test]
+async fn a_nul_in_a_touched_file_should_be_annotated_at_its_line_and_column() {
+    let env = several().await;
+    let repo = monorepo(&env, "mono").await;
+    let a = service("a");
+    let sha = env.fake.pr_commit_files(repo, &[(&a, Some(NUL_AT_3_7))]);
+    open(&env, repo, "mono", 11, &sha).await;
+    let run = env.only_run(repo, &sha);
+    assert_eq!(run.conclusion.as_deref(), Some("failure"));
+    let summary = run.summary.clone().unwrap_or_default();
+    let message = "file: contains a NUL character (U+0000), which a project file may not hold";
+    assert!(
+        summary.contains(&format!("{a}:3:7: {message}")),
+        "{summary}"
+    );
+    assert_eq!(run.annotations.len(), 1, "{:?}", run.annotations);
+    let note = &run.annotations[0];
+    assert_eq!(note["path"], a.as_str());
+    assert_eq!(
+        (note["start_line"].as_u64(), note["start_column"].as_u64()),
+        (Some(3), Some(7))
+    );
+    assert_eq!(env.fake.count(routes::CONTENTS), 1, "one read of the bytes");
+}
+
+#[tokio::test]
+async fn the_read_of_a_nul_files_bytes_should_take_its_share_of_the_budget() {
+    let mut env = several().await;
+    env.worker.budget.reserve = true;
+    let repo = monorepo(&env, "mono").await;
+    // REST keeps 200 of 400 for the sync, and one more is left above it:
+    // the listing of the changed paths takes it, the read must wait.
+    env.fake
+        .set_budget(ACME, "core", 400, 201, std::time::Duration::from_secs(3600));
+    let sha = env
+        .fake
+        .pr_commit_files(repo, &[(&service("a"), Some(NUL_AT_3_7))]);
+    open(&env, repo, "mono", 12, &sha).await;
+    assert_eq!(env.fake.count(routes::PULL_FILES), 1);
+    assert_eq!(
+        env.fake.count(routes::CONTENTS),
+        0,
+        "no read past the share"
+    );
     assert!(env.fake.check_runs_on(repo, &sha).is_empty());
     let waiting: i64 = sqlx::query_scalar("select count(*) from check_requests")
         .fetch_one(&env.pool)

@@ -3,8 +3,10 @@
 //! (one request per 100 files), the matching ones are read at the head
 //! together (one GraphQL query for all of them, at most [`MAX_READS`]; no
 //! read for a file the listing says is removed or renamed away, and no
-//! query when that leaves none), and all of them are evaluated together
-//! against one read-only snapshot of the registry.
+//! query when that leaves none; a file GitHub calls binary is read once
+//! more over REST, as the single file is, so a NUL has its line and
+//! column), and all of them are evaluated together against one read-only
+//! snapshot of the registry.
 
 use std::collections::HashMap;
 
@@ -13,7 +15,7 @@ use sqlx::PgPool;
 use super::budget::ChecksBudget;
 use super::failure::Failure;
 use crate::directory::OwnersMode;
-use crate::github::checks_api::ChecksApi;
+use crate::github::checks_api::{said_binary, ChecksApi};
 use crate::github::checks_api::{MAX_PAGES, PER_PAGE};
 use crate::github::rate_limit::Resource;
 use crate::project::files_verdict::{declared_names, evaluate_files, TouchedFile};
@@ -74,11 +76,22 @@ impl Several<'_> {
             .filter(|path| !changed.gone.contains(path))
             .cloned()
             .collect();
-        let heads = self
+        let mut heads = self
             .api
             .files_at_paths(installation, owner, name, &request.head_sha, &present)
             .await
             .map_err(Failure::from)?;
+        for (path, head) in present.iter().zip(heads.iter_mut()) {
+            if said_binary(head) {
+                // A NUL makes GitHub call the file binary: its bytes tell
+                // where, for a share of the budget as any REST request.
+                spend().map_err(Failure::from)?;
+                let (repo, sha) = ((owner.as_str(), name.as_str()), &request.head_sha);
+                if let Some(bytes) = self.api.text_at(installation, repo, sha, path).await {
+                    *head = HeadFile::Found(bytes);
+                }
+            }
+        }
         let mut heads: HashMap<String, HeadFile> = present.into_iter().zip(heads).collect();
         let touched: Vec<TouchedFile> = previewed
             .iter()

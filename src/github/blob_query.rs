@@ -40,7 +40,7 @@ pub fn blob_query(asks: &[BlobAsk<'_>]) -> (String, Vec<(String, String)>) {
         ));
         for (alias, expression) in blobs {
             query.push_str(&format!(
-                "    {alias}: object(expression: {}) {{ ... on Blob {{ byteSize isBinary isTruncated text }} }}\n",
+                "    {alias}: object(expression: {}) {{ ... on Blob {{ oid byteSize isBinary isTruncated text }} }}\n",
                 quoted(expression)
             ));
         }

@@ -21,10 +21,10 @@ use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
 use super::MAX_FILE_BYTES;
 use crate::project::patterns::{too_many_files, MAX_FILES_PER_REPO};
 use crate::project::ProjectFiles;
-use crate::source::{FileContent, FileState, PathFile};
+use crate::source::{FileContent, FileState, PathFile, BINARY_MESSAGE};
 
 /// The blob's fields, as every query asks them.
-const BLOB_FIELDS: &str = "... on Blob { byteSize isBinary isTruncated text }";
+const BLOB_FIELDS: &str = "... on Blob { oid byteSize isBinary isTruncated text }";
 
 /// The fields asked inside the head commit for patterns, and how to read
 /// their answer.
@@ -244,6 +244,9 @@ struct Entry {
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct BlobFields {
+    /// Git's blob id: what a file GitHub calls binary is read again by.
+    #[serde(default)]
+    oid: Option<String>,
     byte_size: Option<u64>,
     is_binary: Option<bool>,
     is_truncated: Option<bool>,
@@ -305,7 +308,14 @@ pub(super) fn file_content(path: &str, blob: &BlobFields) -> FileContent {
         return problem(&too_large(size));
     }
     if blob.is_binary == Some(true) {
-        return problem("the file is binary, not UTF-8 text");
+        // A NUL is enough for GitHub to say so; the bytes tell where.
+        return match &blob.oid {
+            Some(oid) => FileContent::Binary {
+                blob: oid.clone(),
+                judged: None,
+            },
+            None => problem(BINARY_MESSAGE),
+        };
     }
     match (&blob.text, blob.is_truncated) {
         (Some(text), Some(false) | None) => FileContent::Bytes(text.clone().into_bytes()),

@@ -23,7 +23,7 @@ use crate::source::{
 };
 
 /// The blob's fields, as every query asks them.
-const BLOB: &str = "mode object { ... on Blob { byteSize isBinary isTruncated text } }";
+const BLOB: &str = "mode object { ... on Blob { oid byteSize isBinary isTruncated text } }";
 
 /// One repository of the query: where it sits in the batch, and what its
 /// push touched (the paths the current patterns match).

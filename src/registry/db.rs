@@ -121,6 +121,36 @@ impl RegistryDb {
         Ok(judged.into_iter().collect())
     }
 
+    /// Which of `items` (a repository, a path among its several project
+    /// files, and that file's blob id) the registry holds `invalid` with
+    /// that very blob recorded at that path: its judgement of the file
+    /// stands, and the file need not be read again to make it.
+    pub async fn judged_files(
+        &self,
+        items: &[(RepoId, String, String)],
+    ) -> Result<HashSet<(RepoId, String)>, RegistryError> {
+        if items.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let ids: Vec<i64> = items.iter().map(|(id, ..)| id.0).collect();
+        let paths: Vec<&str> = items.iter().map(|(_, path, _)| path.as_str()).collect();
+        let blobs: Vec<&str> = items.iter().map(|(.., blob)| blob.as_str()).collect();
+        let judged: Vec<(i64, String)> = sqlx::query_as(
+            "select r.id, b.path from repositories r
+             join unnest($1::bigint[], $2::text[], $3::text[]) as b(id, path, blob) on b.id = r.id
+             where r.status = 'invalid' and r.file_blobs ->> b.path = b.blob",
+        )
+        .bind(&ids)
+        .bind(&paths)
+        .bind(&blobs)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(judged
+            .into_iter()
+            .map(|(id, path)| (RepoId(id), path))
+            .collect())
+    }
+
     /// The commit each of `ids` is recorded at, for those `synced` or
     /// `no_file` (whose every project file is as of that commit): a push
     /// from there may be read in part.

@@ -11,7 +11,7 @@ use super::free_push::blob_id;
 use crate::source::{FileContent, PathFile, RepoId};
 
 /// Path → Git's blob id of the file (of the reason it could not be read,
-/// for a file that is not usable text).
+/// for a file that is not usable text, unless its blob was judged).
 pub type FileBlobs = BTreeMap<String, String>;
 
 /// The blobs of `files` as a reconcile records them.
@@ -22,6 +22,15 @@ pub fn of(files: &[PathFile]) -> FileBlobs {
             let id = match &file.content {
                 FileContent::Bytes(bytes) => blob_id(bytes),
                 FileContent::Unreadable(message) => blob_id(message.as_bytes()),
+                // A judged blob is remembered as itself, so the next
+                // listing of it reads nothing; else as its problem line.
+                FileContent::Binary {
+                    blob,
+                    judged: Some(_),
+                } => blob.clone(),
+                FileContent::Binary { judged: None, .. } => {
+                    blob_id(FileContent::binary_line(&file.path).as_bytes())
+                }
             };
             (file.path.clone(), id)
         })

@@ -115,6 +115,9 @@ fn parse(file: &PathFile) -> Result<ProjectFile, String> {
             crate::project::parse(&file.path, bytes).map_err(|p| p.to_string())
         }
         FileContent::Unreadable(message) => Err(message.clone()),
+        FileContent::Binary { judged, .. } => Err(judged
+            .clone()
+            .unwrap_or_else(|| FileContent::binary_line(&file.path))),
     }
 }
 
@@ -135,7 +138,7 @@ fn plan_with(
         let parsed = parsed.as_ref().map_err(String::clone).and_then(|parsed| {
             let text = match &file.content {
                 FileContent::Bytes(bytes) => String::from_utf8_lossy(bytes),
-                FileContent::Unreadable(_) => Default::default(),
+                FileContent::Unreadable(_) | FileContent::Binary { .. } => Default::default(),
             };
             let mut failures = owners.failures(&file.path, parsed, &text);
             failures.extend(relations.failures(&file.path, parsed, &text));

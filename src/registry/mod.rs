@@ -26,6 +26,7 @@ pub mod free_push;
 mod guard;
 pub mod handler;
 mod holds;
+mod judged_files;
 mod known;
 mod max_removals;
 mod node_ids;

@@ -14,6 +14,7 @@ use super::entries;
 use super::entry_relations::FileRules;
 use super::file_blobs::{self, FileBlobs};
 use super::file_set::{self, MAX_REPO_ENTRIES};
+use super::judged_files;
 use super::outcome::Decision;
 use super::repos::RepoState;
 use super::{RegistryError, Status};
@@ -22,9 +23,11 @@ use crate::source::{FileState, InstallationId, Observed, PathFile, RepoId, Touch
 
 /// `observed` ready for the decision: a partial read whose base no longer
 /// holds is [`RegistryError::ReadAgain`]; one that leaves no project file
-/// is the definite answer that none is left at its commit; anything else
-/// is returned as it is. Runs in the reconcile's transaction, after the
-/// repository's row was locked (`old`).
+/// is the definite answer that none is left at its commit; a binary file
+/// whose blob the registry judged keeps that judgement
+/// ([`judged_files::settle`]); anything else is returned as it is. Runs in
+/// the reconcile's transaction, after the repository's row was locked
+/// (`old`).
 pub(super) async fn complete(
     conn: &mut PgConnection,
     id: RepoId,
@@ -32,6 +35,7 @@ pub(super) async fn complete(
     fingerprint: &str,
     observed: Observed,
 ) -> Result<Observed, RegistryError> {
+    let observed = judged_files::settle(conn, id, old, observed).await?;
     let Observed::Present {
         repo,
         file: FileState::Touched(touched),

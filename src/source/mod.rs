@@ -131,6 +131,26 @@ pub enum FileContent {
     /// Why it cannot be read as a file (a link, too large): a problem line
     /// naming the path, like `a/project.yaml: file: …`.
     Unreadable(String),
+    /// GitHub's GraphQL calls it binary (no text) though it is within the
+    /// size bound, of Git blob id `blob`: as [`FileState::Binary`] for one
+    /// file, the GitHub source reads its bytes over REST before this is
+    /// applied (then [`FileContent::Bytes`]) unless the registry judged
+    /// this blob already. `judged`: the problem lines that stand for this
+    /// blob (its bytes were read and are not UTF-8 text, or the registry
+    /// judged it before), so the next listing reads nothing; `None`: it is
+    /// applied as binary and read again the next time.
+    Binary {
+        blob: String,
+        judged: Option<String>,
+    },
+}
+
+impl FileContent {
+    /// The problem line of a file at `path` GitHub calls binary, when its
+    /// bytes cannot say better.
+    pub fn binary_line(path: &str) -> String {
+        format!("{path}: file: {BINARY_MESSAGE}")
+    }
 }
 
 /// One observation of a repository, as a storage call returns it.

@@ -20,7 +20,9 @@ use crate::registry::file_blobs;
 use crate::registry::file_set::set_blob_of;
 use crate::registry::touched_files::merge;
 use crate::registry::RegistryError;
-use crate::source::{FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo};
+use crate::source::{
+    FileContent, FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo, BINARY_MESSAGE,
+};
 
 /// The repository and commit the run is about.
 struct At<'a> {
@@ -96,6 +98,7 @@ async fn preview(
                         .unwrap_or(message);
                     HeadFile::Unreadable(reason.to_owned())
                 }
+                Some(FileContent::Binary { .. }) => HeadFile::Unreadable(BINARY_MESSAGE.into()),
             };
             TouchedFile {
                 path: path.clone(),

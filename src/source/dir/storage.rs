@@ -105,6 +105,7 @@ impl DirStorage {
             match &content {
                 FileContent::Bytes(bytes) => digest.update(bytes),
                 FileContent::Unreadable(message) => digest.update(message.as_bytes()),
+                FileContent::Binary { blob, .. } => digest.update(blob.as_bytes()),
             }
             digest.update([0]);
             found.push(PathFile { path, content });
