@@ -1,6 +1,6 @@
 //! What one reconcile costs the database, counted on the wire: each
 //! statement a file's reconcile sends goes through a proxy that counts
-//! them (docs/performance.md, "Where the time after the last page went").
+//! them (docs/performance.md, "GitHub: the full sync beside the listing").
 //! An App's installation reconciles every repository with a project file
 //! this way, so each round trip here is paid thousands of times.
 
