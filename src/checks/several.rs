@@ -142,25 +142,12 @@ impl Several<'_> {
             paths: &paths,
             public: request.public,
         };
-        let files: Vec<CheckedFile> = touched
-            .iter()
-            .map(|t| CheckedFile {
-                path: &t.path,
-                parsed: &t.parsed,
-            })
-            .collect();
+        let files = CheckedFile::all(&touched);
+        let entries = &snapshot.entries;
         reader
-            .add_relation_notes(
-                self.relations,
-                &reading,
-                &files,
-                &snapshot.entries,
-                &mut verdict,
-            )
+            .finish_with_relation_notes(self.relations, &reading, &files, entries, verdict)
             .await
-            .map_err(Failure::db)?;
-        reader.finish().await.map_err(Failure::db)?;
-        Ok(verdict)
+            .map_err(Failure::db)
     }
 }
 

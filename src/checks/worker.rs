@@ -289,18 +289,12 @@ impl ChecksWorker {
             path: &project_file,
             parsed: &parsed,
         }];
+        let registered = &snapshot.entries;
+        let relations = self.relations;
         reader
-            .add_relation_notes(
-                self.relations,
-                &reading,
-                &files,
-                &snapshot.entries,
-                &mut verdict,
-            )
+            .finish_with_relation_notes(relations, &reading, &files, registered, verdict)
             .await
-            .map_err(Failure::db)?;
-        reader.finish().await.map_err(Failure::db)?;
-        Ok(verdict)
+            .map_err(Failure::db)
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::client::Client;
 use super::contents::contents_at;
-use super::graphql::{too_large, GraphqlError};
+use super::graphql::{project_file, too_large, GraphqlError};
 use super::http::{join, CallError, Reply, Request};
 use super::rate_limit::{Bucket, Resource, Who};
 use super::MAX_FILE_BYTES;
@@ -34,27 +34,19 @@ pub const CHECK_NAME: &str = "Roster";
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
 
 /// The project file at one commit, by the commit's sha.
-pub const FILE_AT_COMMIT: &str =
+pub const FILE_AT_COMMIT: &str = concat!(
     "query FileAtCommit($owner: String!, $name: String!, $oid: GitObjectID!, $path: String!) {
   repository(owner: $owner, name: $name) {
     object(oid: $oid) {
       ... on Commit {
-        file(path: $path) {
-          mode
-          object {
-            ... on Blob {
-              byteSize
-              isBinary
-              isTruncated
-              text
-            }
-          }
-        }
-      }
+",
+    project_file!(),
+    "      }
     }
   }
 }
-";
+"
+);
 
 /// Git's mode of a symbolic link (`0o120000`).
 const MODE_SYMLINK: u64 = 0o120_000;

@@ -16,6 +16,57 @@ use super::file_query::{with_fields, FileQuery};
 use super::MAX_FILE_BYTES;
 use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo, BINARY_MESSAGE};
 
+/// A project file (`$path`) inside a commit: one selection for every
+/// query that reads the file by path, so each reads the same fields.
+macro_rules! project_file {
+    () => {
+        "file(path: $path) {
+  mode
+  object {
+    ... on Blob {
+      oid
+      byteSize
+      isBinary
+      isTruncated
+      text
+    }
+  }
+}
+"
+    };
+}
+pub(crate) use project_file;
+
+/// What is read of a repository: its project file at the head commit
+/// itself, so the bytes and the sha they are reported with belong
+/// together. The listing and the batch read ([`super::read_query`]) ask
+/// the same, so both observe a repository alike.
+macro_rules! repository_fields {
+    () => {
+        concat!(
+            "databaseId
+name
+owner {
+  login
+}
+isArchived
+url
+defaultBranchRef {
+  name
+  target {
+    oid
+    ... on Commit {
+",
+            $crate::github::graphql::project_file!(),
+            "    }
+  }
+}
+"
+        )
+    };
+}
+pub(crate) use repository_fields;
+
 /// Repositories of one account (`$owner`), 100 per page, each with its
 /// project file (`$path`) at the head of its default branch.
 ///
@@ -23,7 +74,8 @@ use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo, BINAR
 /// no viewer, and it only sees the repositories the installation was
 /// granted, so this lists exactly those. Ordered by creation so that pages
 /// stay stable while the listing walks them.
-pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $after: String, $path: String!) {
+pub const LIST_REPOSITORIES: &str = concat!(
+    r#"query ListRepositories($owner: String!, $after: String, $path: String!) {
   rateLimit {
     limit
     remaining
@@ -36,37 +88,13 @@ pub const LIST_REPOSITORIES: &str = r#"query ListRepositories($owner: String!, $
         endCursor
       }
       nodes {
-        databaseId
-        name
-        owner {
-          login
-        }
-        isArchived
-        url
-        defaultBranchRef {
-          name
-          target {
-            oid
-            ... on Commit {
-              file(path: $path) {
-                mode
-                object {
-                  ... on Blob {
-                    oid
-                    byteSize
-                    isBinary
-                    isTruncated
-                    text
-                  }
-                }
-              }
-            }
-          }
-        }
-      }
+"#,
+    repository_fields!(),
+    "      }
     }
   }
-}"#;
+}"
+);
 
 /// A GraphQL answer: data, errors, or both.
 #[derive(Debug, Deserialize)]

@@ -17,42 +17,17 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::file_query::{with_fields, FileQuery};
-use super::graphql::{GraphqlError, RepoNode, LIST_REPOSITORIES};
+use super::graphql::{repository_fields, GraphqlError, RepoNode, LIST_REPOSITORIES};
 
-/// The fields read per repository; the file at the head commit itself, so
-/// the bytes and the sha they are reported with belong together.
+/// The fields read per repository, as the listing reads them, and its
+/// node id.
 macro_rules! repository_state {
     () => {
-        "fragment RepositoryState on Repository {
-  id
-  databaseId
-  name
-  owner {
-    login
-  }
-  isArchived
-  url
-  defaultBranchRef {
-    name
-    target {
-      oid
-      ... on Commit {
-        file(path: $path) {
-          mode
-          object {
-            ... on Blob {
-              oid
-              byteSize
-              isBinary
-              isTruncated
-              text
-            }
-          }
-        }
-      }
-    }
-  }
-}"
+        concat!(
+            "fragment RepositoryState on Repository {\nid\n",
+            repository_fields!(),
+            "}"
+        )
     };
 }
 

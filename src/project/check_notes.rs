@@ -18,6 +18,13 @@ pub struct CheckNote<'a> {
     pub failure: bool,
 }
 
+impl<'a> CheckNote<'a> {
+    /// A note of any kind as the summary and annotations show it.
+    pub fn new(problem: &'a Problem, failure: bool) -> Self {
+        CheckNote { problem, failure }
+    }
+}
+
 /// How a kind of note is introduced in the summary and counted in the title.
 #[derive(Debug, Clone, Copy)]
 pub struct NoteSection<'a> {

@@ -91,12 +91,9 @@ pub fn annotate(verdict: &mut Verdict, notes: &[OwnerNote], mode: OwnersMode) {
         "**Owners** (checked against the organisation's teams and members, \
          `ROSTER_OWNERS={mode}`)"
     );
-    let notes: Vec<CheckNote<'_>> = notes
+    let notes: Vec<_> = notes
         .iter()
-        .map(|n| CheckNote {
-            problem: &n.problem,
-            failure: n.failure,
-        })
+        .map(|n| CheckNote::new(&n.problem, n.failure))
         .collect();
     let section = NoteSection {
         heading: &heading,

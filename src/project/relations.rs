@@ -271,12 +271,9 @@ pub fn annotate(verdict: &mut Verdict, notes: &[RelationNote], mode: RelationsMo
         "**Relations** (dependencies checked against the registry, \
          `ROSTER_RELATIONS={mode}`)"
     );
-    let notes: Vec<CheckNote<'_>> = notes
+    let notes: Vec<_> = notes
         .iter()
-        .map(|n| CheckNote {
-            problem: &n.problem,
-            failure: n.failure,
-        })
+        .map(|n| CheckNote::new(&n.problem, n.failure))
         .collect();
     let section = NoteSection {
         heading: &heading,

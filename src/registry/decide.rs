@@ -113,11 +113,7 @@ pub(super) async fn decide_observation(
                     )
                 }
                 Ok(parsed) => {
-                    let texts: Vec<&str> = parsed
-                        .projects
-                        .iter()
-                        .map(|p| p.fields.owner.as_str())
-                        .collect();
+                    let texts = parsed.owner_texts();
                     let context =
                         OwnerContext::load(conn, id, installation, rules.owners, &texts).await?;
                     let paths = [file.to_owned()];

@@ -95,7 +95,7 @@ pub(super) async fn plan_of(
     let texts: Vec<&str> = parsed
         .iter()
         .flatten()
-        .flat_map(|file| file.projects.iter().map(|p| p.fields.owner.as_str()))
+        .flat_map(ProjectFile::owner_texts)
         .collect();
     let (rules, installation) = rules;
     let context = OwnerContext::load(conn, id, installation, rules.owners, &texts).await?;
@@ -159,11 +159,7 @@ fn plan_with(
                 }
             }
             Ok(parsed) => {
-                let texts: Vec<&str> = parsed
-                    .projects
-                    .iter()
-                    .map(|p| p.fields.owner.as_str())
-                    .collect();
+                let texts = parsed.owner_texts();
                 let resolved = owners.resolve(&texts);
                 for (project, owner) in parsed.projects.iter().zip(resolved) {
                     let name = project.name.as_str();

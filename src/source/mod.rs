@@ -9,32 +9,12 @@ pub mod touched_push;
 pub use crate::installation_id::InstallationId;
 pub use partition::{Partition, UnknownPartition};
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
-/// GitHub's numeric repository id: stable across renames and transfers.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-)]
-#[serde(transparent)]
-pub struct RepoId(pub i64);
-
-impl fmt::Display for RepoId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
+crate::numeric_id!(
+    /// GitHub's numeric repository id: stable across renames and transfers.
+    RepoId
+);
 
 impl From<u32> for RepoId {
     fn from(v: u32) -> Self {

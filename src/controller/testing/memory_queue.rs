@@ -113,6 +113,28 @@ where
         }
     }
 
+    /// Ends `claim` while it is still held, the key ready again at
+    /// `not_before` and `change` applied to the rest of it; false (and
+    /// nothing changed) when the claim was lost.
+    fn give_back(
+        &self,
+        claim: &Claim<K>,
+        not_before: Instant,
+        change: impl FnOnce(&mut Item),
+    ) -> bool {
+        let mut state = self.state();
+        if !state.holds(&claim.key, &claim.token) {
+            return false;
+        }
+        state.update(&claim.key, |item| {
+            item.claim = None;
+            item.rerun = false;
+            item.not_before = not_before;
+            change(item);
+        });
+        true
+    }
+
     fn state(&self) -> MutexGuard<'_, State<K>> {
         // A panic while holding the lock cannot leave the indexes half
         // updated (no user code runs under it), so a poisoned lock is usable.
@@ -338,51 +360,26 @@ where
 
     async fn fail(&self, claim: &Claim<K>, error: &str, delay: Duration) -> Result<(), QueueError> {
         let not_before = Instant::now() + delay.min(MAX_DELAY);
-        let mut state = self.state();
-        if !state.holds(&claim.key, &claim.token) {
-            return Ok(());
-        }
         // A trigger that arrived during the attempt does not shorten the
         // delay: the key runs again anyway, and the delay may be a rate limit.
-        state.update(&claim.key, |item| {
-            item.claim = None;
-            item.rerun = false;
+        self.give_back(claim, not_before, |item| {
             item.attempts = item.attempts.saturating_add(1);
             item.last_error = Some(error.to_owned());
-            item.not_before = not_before;
         });
         Ok(())
     }
 
     async fn release(&self, claim: &Claim<K>) -> Result<(), QueueError> {
-        let now = Instant::now();
-        let mut state = self.state();
-        if !state.holds(&claim.key, &claim.token) {
-            return Ok(());
+        if self.give_back(claim, Instant::now(), |_| {}) {
+            self.shared.changed.notify_waiters();
         }
-        state.update(&claim.key, |item| {
-            item.claim = None;
-            item.rerun = false;
-            item.not_before = now;
-        });
-        drop(state);
-        self.shared.changed.notify_waiters();
         Ok(())
     }
 
     async fn defer(&self, claim: &Claim<K>, delay: Duration) -> Result<(), QueueError> {
-        let not_before = Instant::now() + delay.min(MAX_DELAY);
-        let mut state = self.state();
-        if !state.holds(&claim.key, &claim.token) {
-            return Ok(());
-        }
         // Like `fail`, without counting: a trigger during the claim does not
         // shorten the wait either.
-        state.update(&claim.key, |item| {
-            item.claim = None;
-            item.rerun = false;
-            item.not_before = not_before;
-        });
+        self.give_back(claim, Instant::now() + delay.min(MAX_DELAY), |_| {});
         Ok(())
     }
 
@@ -461,119 +458,45 @@ mod tests {
         }
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn dedup_should_claim_a_key_once() {
-        conformance::dedup(&harness()).await;
+    /// One test per property of the conformance suites, so a failure names
+    /// the property it breaks.
+    macro_rules! conformance_tests {
+        ($($name:ident => $check:path;)*) => {$(
+            #[tokio::test(start_paused = true)]
+            async fn $name() {
+                $check(&harness()).await;
+            }
+        )*};
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_claimed_key_should_not_be_claimed_again() {
-        conformance::exclusive(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn concurrent_workers_should_never_hold_a_key_twice() {
-        conformance::exclusive_under_contention(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_key_enqueued_while_claimed_should_run_again() {
-        conformance::no_lost_wakeup(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_failed_key_should_wait_out_its_delay() {
-        conformance::retry(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_expired_lease_should_let_another_worker_claim() {
-        conformance::lease_expiry(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn renewing_should_keep_a_claim_past_its_lease() {
-        conformance::renew_keeps_claim(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_released_key_should_be_ready_at_once() {
-        conformance::release(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_hint_should_be_kept_only_without_a_newer_fresh_trigger() {
-        conformance::hints(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn listing_work_should_wait_behind_other_work_but_one_claim_in_ten() {
-        conformance::claim_order(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_claim_should_carry_the_most_telling_trigger_of_its_run() {
-        conformance::triggers(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn keys_should_outlive_the_handle_that_enqueued_them() {
-        conformance::durability(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn depth_should_count_waiting_and_claimed_keys() {
-        conformance::depth(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_listing_should_be_taken_once_per_interval() {
-        conformance::listing_once_per_interval(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_requested_listing_should_be_taken_at_once() {
-        conformance::listing_on_request(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn changed_should_wake_after_an_enqueue_elsewhere() {
-        conformance::changed_wakes(&harness()).await;
+    conformance_tests! {
+        dedup_should_claim_a_key_once => conformance::dedup;
+        a_claimed_key_should_not_be_claimed_again => conformance::exclusive;
+        concurrent_workers_should_never_hold_a_key_twice => conformance::exclusive_under_contention;
+        a_key_enqueued_while_claimed_should_run_again => conformance::no_lost_wakeup;
+        a_failed_key_should_wait_out_its_delay => conformance::retry;
+        an_expired_lease_should_let_another_worker_claim => conformance::lease_expiry;
+        renewing_should_keep_a_claim_past_its_lease => conformance::renew_keeps_claim;
+        a_released_key_should_be_ready_at_once => conformance::release;
+        a_hint_should_be_kept_only_without_a_newer_fresh_trigger => conformance::hints;
+        listing_work_should_wait_behind_other_work_but_one_claim_in_ten => conformance::claim_order;
+        a_claim_should_carry_the_most_telling_trigger_of_its_run => conformance::triggers;
+        keys_should_outlive_the_handle_that_enqueued_them => conformance::durability;
+        depth_should_count_waiting_and_claimed_keys => conformance::depth;
+        a_listing_should_be_taken_once_per_interval => conformance::listing_once_per_interval;
+        a_requested_listing_should_be_taken_at_once => conformance::listing_on_request;
+        changed_should_wake_after_an_enqueue_elsewhere => conformance::changed_wakes;
+        claim_many_should_take_each_ready_key_once => conformance_batch::claim_many_dedup;
+        batches_on_two_handles_should_never_hold_a_key_twice => conformance_batch::claim_many_exclusive;
+        done_many_should_run_keys_enqueued_while_claimed_again => conformance_batch::done_many_no_lost_wakeup;
+        a_stale_batch_should_not_end_newer_claims => conformance_batch::lost_leases_in_a_batch;
+        renew_many_should_keep_claims_past_their_lease => conformance_batch::renew_many_keeps_claims;
+        defer_should_wait_without_counting_an_attempt => conformance_batch::defer_waits_without_counting;
     }
 
     #[tokio::test(start_paused = true)]
     async fn the_whole_suite_should_pass() {
         conformance::run_all(|| async { harness() }).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn claim_many_should_take_each_ready_key_once() {
-        conformance_batch::claim_many_dedup(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn batches_on_two_handles_should_never_hold_a_key_twice() {
-        conformance_batch::claim_many_exclusive(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn done_many_should_run_keys_enqueued_while_claimed_again() {
-        conformance_batch::done_many_no_lost_wakeup(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_stale_batch_should_not_end_newer_claims() {
-        conformance_batch::lost_leases_in_a_batch(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn renew_many_should_keep_claims_past_their_lease() {
-        conformance_batch::renew_many_keeps_claims(&harness()).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn defer_should_wait_without_counting_an_attempt() {
-        conformance_batch::defer_waits_without_counting(&harness()).await;
     }
 
     #[tokio::test(start_paused = true)]

@@ -27,8 +27,7 @@ impl DirectoryDb {
         teams: &[Team],
         started: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        put_teams_in(&mut conn, org, teams, started).await
+        put_teams_in(&mut *self.pool.acquire().await?, org, teams, started).await
     }
 
     /// Counts teams a read saw but could not write (their name holds a
@@ -56,8 +55,7 @@ impl DirectoryDb {
     /// A read of `org`'s teams finished: teams it did not see are deleted
     /// (kept, flagged), and owner checking is on again.
     pub async fn finish_teams(&self, org: i64, started: DateTime<Utc>) -> Result<(), sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        finish_teams_in(&mut conn, org, started).await
+        finish_teams_in(&mut *self.pool.acquire().await?, org, started).await
     }
 
     /// Writes one page of a read of `org`'s members.
@@ -67,8 +65,7 @@ impl DirectoryDb {
         members: &[Member],
         started: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        put_members_in(&mut conn, org, members, started).await
+        put_members_in(&mut *self.pool.acquire().await?, org, members, started).await
     }
 
     /// A read of `org`'s members finished: members it did not see are gone.
@@ -77,8 +74,7 @@ impl DirectoryDb {
         org: i64,
         started: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        let mut conn = self.pool.acquire().await?;
-        finish_members_in(&mut conn, org, started).await
+        finish_members_in(&mut *self.pool.acquire().await?, org, started).await
     }
 }
 

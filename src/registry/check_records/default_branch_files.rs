@@ -129,13 +129,7 @@ async fn preview(
             paths: &paths,
             public: read_as_public(conn, at.id).await?,
         };
-        let files: Vec<CheckedFile> = touched
-            .iter()
-            .map(|t| CheckedFile {
-                path: &t.path,
-                parsed: &t.parsed,
-            })
-            .collect();
+        let files = CheckedFile::all(&touched);
         let (mode, entries) = (rules.relations, &registry.entries);
         add_relation_notes(conn, mode, &reading, &files, entries, &mut verdict, false).await?;
     }

@@ -54,11 +54,7 @@ pub async fn add_owner_notes(
     if check.mode == OwnersMode::Off {
         return Ok(());
     }
-    let owners: Vec<&str> = file
-        .projects
-        .iter()
-        .map(|p| p.fields.owner.as_str())
-        .collect();
+    let owners = file.owner_texts();
     let Some(directory) = directory_for(conn, check.installation, &owners).await? else {
         return Ok(());
     };

@@ -63,23 +63,21 @@ impl RegistryReader {
     }
 
     /// Adds the relation annotations of `files` to `verdict`, read in the
-    /// same snapshot (see [`super::relation_check`]).
-    pub async fn add_relation_notes(
-        &mut self,
+    /// same snapshot (see [`super::relation_check`]), then ends the
+    /// transaction: the relation notes are always a check's last reading.
+    pub async fn finish_with_relation_notes(
+        mut self,
         mode: RelationsMode,
         reading: &Reading<'_>,
         files: &[CheckedFile<'_>],
         registered: &[RegisteredEntry],
-        verdict: &mut Verdict,
-    ) -> Result<(), RegistryError> {
+        mut verdict: Verdict,
+    ) -> Result<Verdict, RegistryError> {
         let tx = &mut self.tx;
-        add_relation_notes(tx, mode, reading, files, registered, verdict, true).await
-    }
-
-    /// Ends the transaction (it wrote nothing, so nothing is lost).
-    pub async fn finish(self) -> Result<(), RegistryError> {
+        add_relation_notes(tx, mode, reading, files, registered, &mut verdict, true).await?;
+        // It wrote nothing, so nothing is lost.
         self.tx.rollback().await?;
-        Ok(())
+        Ok(verdict)
     }
 }
 

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sqlx::PgConnection;
 
+use crate::project::files_verdict::TouchedFile;
 use crate::project::preview::RegisteredEntry;
 use crate::project::relations::{
     annotate, declared, dependency_names, dependency_notes, removal_notes, Dependents,
@@ -165,6 +166,20 @@ pub(crate) async fn registered_for(
 pub struct CheckedFile<'a> {
     pub path: &'a str,
     pub parsed: &'a Parsed,
+}
+
+impl<'a> CheckedFile<'a> {
+    /// The files of an evaluation of several files, read as one check
+    /// reads them.
+    pub fn all(touched: &'a [TouchedFile]) -> Vec<Self> {
+        touched
+            .iter()
+            .map(|t| CheckedFile {
+                path: &t.path,
+                parsed: &t.parsed,
+            })
+            .collect()
+    }
 }
 
 /// Adds the relation annotations of `files` to `verdict`: dependencies on
