@@ -11,7 +11,6 @@ use support::statement_count::StatementCount;
 use roster::controller::Handler;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, Observed, RepoId};
-use sqlx::postgres::PgPoolOptions;
 
 /// Applies `yaml` at `sha` as `acme/{name}` (id `id`); the statements it took.
 async fn cost(
@@ -40,14 +39,7 @@ async fn a_new_repositorys_first_file_should_cost_eleven_statements() {
         .await
         .expect("test database");
     let proxy = StatementCount::start(&url).await;
-    // One connection, no ping before each use: only the handler's own
-    // statements pass.
-    let counted = PgPoolOptions::new()
-        .max_connections(1)
-        .test_before_acquire(false)
-        .connect(proxy.url())
-        .await
-        .expect("through the proxy");
+    let counted = proxy.pool().await;
     // As the server runs it for an App: the default branch's check
     // previewed with every reconcile.
     let handler = handler(&counted, queue(&pool)).with_default_branch_checks(true);

@@ -14,7 +14,6 @@ use roster::controller::Handler;
 use roster::project::relations::RelationsMode;
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, Observed, RepoId};
-use sqlx::postgres::PgPoolOptions;
 
 /// Applies `yaml` at `sha` as `acme/{name}` (id `id`); the statements it took.
 async fn cost(
@@ -47,14 +46,7 @@ async fn resolving_dependencies_should_add_at_most_one_statement_to_a_reconcile(
         .await
         .expect("test database");
     let proxy = StatementCount::start(&url).await;
-    // One connection, no ping before each use: only the handler's own
-    // statements pass.
-    let counted = PgPoolOptions::new()
-        .max_connections(1)
-        .test_before_acquire(false)
-        .connect(proxy.url())
-        .await
-        .expect("through the proxy");
+    let counted = proxy.pool().await;
     let queue = queue(&pool);
     let targets = handler(&pool, queue.clone());
     for (k, target) in ["stock-api", "checkout-api", "cart-api"].iter().enumerate() {

@@ -41,6 +41,17 @@ impl StatementCount {
         }
     }
 
+    /// A pool of one connection through the proxy that sends no ping
+    /// before each use: only the statements of the code under test pass.
+    pub async fn pool(&self) -> sqlx::PgPool {
+        sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            .connect(&self.url)
+            .await
+            .expect("a connection through the proxy")
+    }
+
     /// The database URL that goes through the proxy.
     pub fn url(&self) -> &str {
         &self.url
