@@ -8,7 +8,7 @@ use crate::support;
 use support::registry::{handler, installed_repo, queue};
 use support::statement_count::StatementCount;
 
-use roster::controller::Handler;
+use roster::controller::{Enqueue, Failure, Handler, WorkQueue};
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, Observed, RepoId};
 
@@ -63,4 +63,114 @@ async fn a_new_repositorys_first_file_should_cost_eleven_statements() {
     // and reads the owners twice (the check's notes, the entries').
     assert!(updated <= 17, "an update: {updated}");
     assert!(unchanged <= 9, "a new commit, the same file: {unchanged}");
+}
+
+/// Every reconcile that registers a project takes the change log's head
+/// until its commit is on disk, so one commit per file puts the files of
+/// an installation in single file at the disk's pace: a batch of new
+/// files the controller claimed shares one commit instead.
+#[tokio::test]
+async fn a_batch_of_new_files_should_share_one_commit() {
+    let (pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let proxy = StatementCount::start(&url).await;
+    let counted = proxy.pool().await;
+    let queue = queue(&pool);
+    let handler = handler(&counted, queue.clone()).with_default_branch_checks(true);
+    let ids: Vec<RepoId> = (1..=20).map(RepoId).collect();
+    queue
+        .enqueue(ids.iter().copied().map(Enqueue::fresh).collect())
+        .await
+        .expect("enqueued");
+    let claims = queue
+        .claim_many("worker", ids.len())
+        .await
+        .expect("claimed");
+    assert_eq!(claims.len(), ids.len());
+    let states: Vec<Result<Observed, Failure>> = claims
+        .iter()
+        .map(|claim| {
+            let name = format!("svc-{}", claim.key.0);
+            Ok(Observed::Present {
+                repo: installed_repo("acme", name.clone(), 1),
+                file: FileState::Found {
+                    sha: "1".repeat(40),
+                    bytes: format!("name: {name}\nowner: team-a\n").into_bytes(),
+                },
+            })
+        })
+        .collect();
+    let before = proxy.commits();
+    let applied = handler.apply_together(&claims, &states).await;
+    let commits = proxy.commits() - before;
+    let outcomes: Vec<_> = applied
+        .iter()
+        .map(|a| a.as_ref().map(|a| a.outcome))
+        .collect();
+    assert_eq!(outcomes, vec![Some("synced"); ids.len()]);
+    assert_eq!(commits, 1, "one commit for the batch's {} files", ids.len());
+    let names: Vec<String> = sqlx::query_scalar("select name from entries order by name")
+        .fetch_all(&pool)
+        .await
+        .expect("the entries");
+    assert_eq!(names.len(), ids.len());
+    let created: i64 = sqlx::query_scalar("select count(*) from changes where kind = 'created'")
+        .fetch_one(&pool)
+        .await
+        .expect("the change log");
+    assert_eq!(created, ids.len() as i64, "each file's change logged");
+}
+
+/// A key whose claim lapsed while its batch ran is rolled back alone:
+/// the others commit, and it is left to be applied (and refused) alone.
+#[tokio::test]
+async fn a_lapsed_claim_in_a_batch_should_leave_only_its_own_key_unwritten() {
+    let (pool, _url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let queue = queue(&pool);
+    let handler = handler(&pool, queue.clone());
+    let ids: Vec<RepoId> = (1..=3).map(RepoId).collect();
+    queue
+        .enqueue(ids.iter().copied().map(Enqueue::fresh).collect())
+        .await
+        .expect("enqueued");
+    let mut claims = queue
+        .claim_many("worker", ids.len())
+        .await
+        .expect("claimed");
+    claims.sort_by_key(|c| c.key.0);
+    claims[1].token = "not-a-live-claim".to_owned();
+    let states: Vec<Result<Observed, Failure>> = claims
+        .iter()
+        .map(|claim| {
+            let name = format!("svc-{}", claim.key.0);
+            Ok(Observed::Present {
+                repo: installed_repo("acme", name.clone(), 1),
+                file: FileState::Found {
+                    sha: "1".repeat(40),
+                    bytes: format!("name: {name}\nowner: team-a\n").into_bytes(),
+                },
+            })
+        })
+        .collect();
+    let applied = handler.apply_together(&claims, &states).await;
+    let outcomes: Vec<_> = applied
+        .iter()
+        .map(|a| a.as_ref().map(|a| a.outcome))
+        .collect();
+    assert_eq!(outcomes, vec![Some("synced"), None, Some("synced")]);
+    let names: Vec<String> = sqlx::query_scalar("select name from entries order by name")
+        .fetch_all(&pool)
+        .await
+        .expect("the entries");
+    assert_eq!(names, vec!["svc-1", "svc-3"]);
+    let alone = handler.apply_claimed(&claims[1], states[1].clone()).await;
+    assert!(alone.is_err(), "a lapsed claim is refused: {alone:?}");
+    let known: i64 = sqlx::query_scalar("select count(*) from repositories where id = 2")
+        .fetch_one(&pool)
+        .await
+        .expect("a count");
+    assert_eq!(known, 0, "nothing written under the lapsed claim");
 }

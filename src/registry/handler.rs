@@ -6,22 +6,19 @@ use std::sync::Arc;
 use sqlx::PgPool;
 
 use super::changes::append;
-use super::changes::record::{self, Cause};
-use super::check_records::default_branch_check as default_branch;
-use super::check_records::default_branch_files::preview_files;
-use super::decide::{decide_observation, no_file_message};
+use super::decide::no_file_message;
 use super::entry_relations::FileRules;
 use super::free_push::Fingerprint;
-use super::guard::{DeletionGuard, Removal};
-use super::{events, holds, touched_files, RegistryError, Status};
-use super::{known, repos, unchanged, Entry};
+use super::guard::DeletionGuard;
+use super::RegistryError;
+use super::{repos, unchanged};
 use crate::controller::{AppliedTogether, Claim, Enqueue, Failure, Handler, WorkQueue};
-use crate::db::fence::{commit_if_held, ClaimFence};
+use crate::db::fence::ClaimFence;
 use crate::db::queue::PgQueue;
 use crate::directory::OwnersMode;
 use crate::project::relations::RelationsMode;
 use crate::project::ProjectFiles;
-use crate::source::{FileState, Observed, RepoId};
+use crate::source::{Observed, RepoId};
 
 /// Applies observations to the registry; see docs/contract.md#repository-statuses for what each
 /// observation does to a repository's status and entries.
@@ -33,21 +30,21 @@ use crate::source::{FileState, Observed, RepoId};
 pub struct RegistryHandler<Q = PgQueue> {
     pub(super) pool: PgPool,
     pub(super) queue: Arc<Q>,
-    project_file: String,
+    pub(super) project_file: String,
     /// The project file patterns, as the fingerprint names them.
     patterns: Vec<String>,
     /// What decides a state under these settings, recorded with it.
     pub(super) fingerprint: Fingerprint,
-    guard: DeletionGuard,
+    pub(super) guard: DeletionGuard,
     /// Whether reconciles record their changes (always, but in the
     /// benchmark that measures what the log costs).
-    change_log: bool,
+    pub(super) change_log: bool,
     /// Whether a reconcile stores the default branch's check run.
-    checks: bool,
+    pub(super) checks: bool,
     /// How the file's owners are checked (`ROSTER_OWNERS`).
-    owners: OwnersMode,
+    pub(super) owners: OwnersMode,
     /// How the file's dependencies are checked (`ROSTER_RELATIONS`).
-    relations: RelationsMode,
+    pub(super) relations: RelationsMode,
     /// Whether a read that changes nothing, or a first read without a
     /// file, is written in one statement (always, but in the tests that
     /// compare those statements with the long way).
@@ -124,7 +121,7 @@ where
     }
 
     /// The rules files are applied under beside their own.
-    fn rules(&self) -> FileRules {
+    pub(super) fn rules(&self) -> FileRules {
         FileRules {
             owners: self.owners,
             relations: self.relations,
@@ -195,152 +192,23 @@ where
             }
         }
         let mut tx = self.pool.begin().await?;
-        let repo = match &observed {
-            Observed::Removed { repo, .. } => repo.as_ref(),
-            Observed::Present { repo, .. } => Some(repo),
-        };
-        let mut locked = repos::lock(&mut tx, id).await?;
-        // Made known by this transaction: it owns no entry yet.
-        let mut fresh = false;
-        if let Some(info) = repo {
-            record_name(Some(info.full_name()));
-            if locked.is_none() {
-                // Inserted as `pending`, locked by the insert.
-                locked = known::insert_locked(&mut tx, id, info).await?;
-                fresh = locked.is_some();
-            }
-            if !locked.as_ref().is_some_and(|l| l.names_match(info)) {
-                // Its names updated: a rename or transfer keeps the id,
-                // hence the entries. Or made known meanwhile by another.
-                known::ensure_known(&mut *tx, &[(id, info.clone())]).await?;
-                if locked.is_none() {
-                    locked = repos::lock(&mut tx, id).await?;
-                }
-            }
-        }
-        let Some(repos::Locked {
-            state: old,
-            hold_id,
-            ..
-        }) = locked
-        else {
-            // Removed, and never known: there is nothing to remove.
-            return Ok(Ended::Committed(
-                Status::Removed.as_str(),
-                Vec::new(),
-                Vec::new(),
-            ));
-        };
-        match &observed {
-            Observed::Present { .. } if hold_id.is_none() => {}
-            Observed::Present { .. } => {
-                // Seen again: whatever held its removal no longer applies.
-                let cleared = holds::detach(&mut tx, &[id]).await?;
-                for hold in cleared {
-                    tracing::info!(repo = %id, hold, "deletion guard: hold {hold} cleared, its repositories came back");
-                }
-            }
-            Observed::Removed { reason, .. } if old.status != Status::Removed => {
-                if let Removal::Held {
-                    hold,
-                    created,
-                    reason: why,
-                } = self.guard.removal(&mut tx, id).await?
-                {
-                    let message = format!("removal held by hold {hold} ({why}): {reason}");
-                    events::record(&mut tx, id, "held", &message).await?;
-                    if !commit_if_held(&*self.queue, tx, claim).await? {
-                        return Ok(Ended::LeaseLost);
-                    }
-                    if created {
-                        tracing::warn!(
-                            repo = %id,
-                            hold,
-                            "deletion guard: {why}; further removals wait until \
-                             POST /api/v1/holds/{hold}/release or the repositories come back",
-                        );
-                    } else {
-                        tracing::info!(repo = %id, hold, "deletion guard: removal held ({why})");
-                    }
-                    return Ok(Ended::Committed("held", Vec::new(), Vec::new()));
-                }
-            }
-            Observed::Removed { .. } => {}
-        }
-        let fingerprint = self.fingerprint.as_str();
-        let observed = touched_files::complete(&mut tx, id, &old, fingerprint, observed).await?;
-        let (cause, sha) = Cause::of(&observed, hold_id.is_some(), claim);
-        let mut before = if self.change_log && !fresh {
-            record::snapshot(&mut tx, id).await?
-        } else {
-            record::Snapshot::new()
-        };
-        let renamed = self.change_log && record::as_logged(&mut tx, id, &mut before).await?;
-        // What the entries were, when read (or none to read).
-        let read = self.change_log || fresh;
-        let owned = read.then(|| before.keys().cloned().collect());
-        let registered: Option<Vec<_>> =
-            read.then(|| before.values().map(Entry::registered).collect());
-        let check = match self.checks {
-            true => {
-                let before = default_branch::Before {
-                    status: old.status.as_str(),
-                    sha: old.synced_sha.as_deref(),
-                    blob: old.file_blob.as_deref(),
-                    entries: registered.as_deref(),
-                };
-                let file = &self.project_file;
-                match &observed {
-                    Observed::Present {
-                        file: FileState::Files { .. } | FileState::Touched(_),
-                        ..
-                    } => preview_files(&mut tx, id, &observed, before, self.rules()).await?,
-                    _ => {
-                        let rules = self.rules();
-                        default_branch::preview(&mut tx, id, &observed, file, before, rules).await?
-                    }
-                }
-            }
-            false => None,
-        };
-        let file = &self.project_file;
-        let rules = self.rules();
-        let decision = decide_observation(&mut tx, file, id, &old, observed, owned, rules).await?;
-        let changes = if (decision.entries_changed || renamed) && self.change_log {
-            let after = record::snapshot(&mut tx, id).await?;
-            let mut changes = record::diff(&before, &after, id, sha.as_deref(), cause);
-            record::add_dependents(&mut tx, &mut changes).await?;
-            changes
-        } else {
-            Vec::new()
-        };
-        let status = decision.state.status;
-        let written = repos::Written {
-            state: &decision.state,
-            synced: decision.synced,
-            fingerprint: Some(self.fingerprint.as_str()),
-            observation: repos::Observation::of(claim),
-            event: &decision.message,
-        };
-        repos::write_state(&mut tx, id, &old, written).await?;
-        if let Some(check) = check {
-            let error = decision.state.error.as_deref();
-            default_branch::record(&mut tx, check, status.as_str(), error).await?;
-        }
-        if !append::commit_with_changes(&*self.queue, tx, claim, &changes).await? {
+        let applied = self.long_way(&mut tx, id, observed, claim).await?;
+        record_name(applied.name.clone());
+        if !append::commit_with_changes(&*self.queue, tx, claim, &applied.changes).await? {
             return Ok(Ended::LeaseLost);
         }
+        applied.log_held(id);
         Ok(Ended::Committed(
-            status.as_str(),
-            decision.released,
-            decision.created,
+            applied.outcome,
+            applied.released,
+            applied.created,
         ))
     }
 
     /// Wakes the repositories left invalid for want of a project this one
     /// just created (under `ROSTER_RELATIONS=require`); their next push or
     /// listing reads them anyway.
-    async fn wake_dependents(&self, id: RepoId, created: &[String]) {
+    pub(super) async fn wake_dependents(&self, id: RepoId, created: &[String]) {
         if created.is_empty() {
             return;
         }
@@ -350,7 +218,7 @@ where
 
     /// Wakes the repositories that wanted a name this one just released;
     /// the next periodic listing reconciles them anyway.
-    async fn wake_waiting(&self, id: RepoId, released: &[String]) {
+    pub(super) async fn wake_waiting(&self, id: RepoId, released: &[String]) {
         if released.is_empty() {
             return;
         }
@@ -455,7 +323,10 @@ where
             return vec![None; claims.len()];
         }
         let no_file = no_file_message(&self.project_file);
-        unchanged::apply(&self.pool, claims, states, self.recorded(&no_file)).await
+        let mut together =
+            unchanged::apply(&self.pool, claims, states, self.recorded(&no_file)).await;
+        self.long_way_together(claims, states, &mut together).await;
+        together
     }
 }
 

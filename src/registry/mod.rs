@@ -28,6 +28,8 @@ pub mod handler;
 mod holds;
 mod judged_files;
 mod known;
+mod long_way;
+mod long_way_together;
 mod max_removals;
 mod node_ids;
 mod not_applied;

@@ -14,10 +14,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+/// What passed the proxy: statements, and the commits among them.
+#[derive(Default)]
+struct Counts {
+    statements: AtomicU64,
+    commits: AtomicU64,
+}
+
 /// A running proxy; stops, closing every connection, when dropped.
 pub struct StatementCount {
     url: String,
-    count: Arc<AtomicU64>,
+    count: Arc<Counts>,
     task: JoinHandle<()>,
 }
 
@@ -32,7 +39,7 @@ impl StatementCount {
     pub async fn start(database_url: &str) -> StatementCount {
         let (listener, upstream, mut url) = crate::pg_proxy::in_front_of(database_url).await;
         url.query_pairs_mut().append_pair("sslmode", "disable");
-        let count = Arc::new(AtomicU64::new(0));
+        let count = Arc::new(Counts::default());
         let task = tokio::spawn(serve(listener, upstream, count.clone()));
         StatementCount {
             url: url.to_string(),
@@ -59,11 +66,17 @@ impl StatementCount {
 
     /// Statements executed through the proxy so far.
     pub fn statements(&self) -> u64 {
-        self.count.load(Ordering::SeqCst)
+        self.count.statements.load(Ordering::SeqCst)
+    }
+
+    /// Transactions committed through the proxy so far (`COMMIT`): each
+    /// one waits for the disk.
+    pub fn commits(&self) -> u64 {
+        self.count.commits.load(Ordering::SeqCst)
     }
 }
 
-async fn serve(listener: TcpListener, upstream: String, count: Arc<AtomicU64>) {
+async fn serve(listener: TcpListener, upstream: String, count: Arc<Counts>) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let Ok((client, _)) = listener.accept().await else {
@@ -86,11 +99,12 @@ async fn serve(listener: TcpListener, upstream: String, count: Arc<AtomicU64>) {
 }
 
 /// Passes the client's messages on, counting `Execute` (`E`) and `Query`
-/// (`Q`): first the startup message (no type byte), then typed messages.
+/// (`Q`), and the queries that are a `COMMIT`: first the startup message
+/// (no type byte), then typed messages.
 async fn relay(
     from: &mut (impl AsyncReadExt + Unpin),
     to: &mut (impl AsyncWriteExt + Unpin),
-    count: &AtomicU64,
+    count: &Counts,
 ) -> std::io::Result<()> {
     let mut length = [0u8; 4];
     from.read_exact(&mut length).await?;
@@ -101,12 +115,15 @@ async fn relay(
     loop {
         let mut head = [0u8; 5];
         from.read_exact(&mut head).await?;
-        if matches!(head[0], b'E' | b'Q') {
-            count.fetch_add(1, Ordering::SeqCst);
-        }
         let length = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
         let mut body = vec![0u8; length.saturating_sub(4)];
         from.read_exact(&mut body).await?;
+        if matches!(head[0], b'E' | b'Q') {
+            count.statements.fetch_add(1, Ordering::SeqCst);
+        }
+        if head[0] == b'Q' && body.len() >= 6 && body[..6].eq_ignore_ascii_case(b"commit") {
+            count.commits.fetch_add(1, Ordering::SeqCst);
+        }
         to.write_all(&head).await?;
         to.write_all(&body).await?;
     }
