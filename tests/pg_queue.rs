@@ -3,17 +3,25 @@
 //! test on a fresh database, with a short lease on the real clock.
 
 use crate::support::registry::queue_with;
+use crate::support::server::eventually;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use roster::controller::testing::conformance::{self, QueueHarness};
 use roster::controller::testing::conformance_batch;
-use roster::controller::{Enqueue, WorkQueue};
+use roster::controller::{
+    Controller, ControllerConfig, Enqueue, Failure, Handler, Listed, Lister, ListingSchedule,
+    Storage, Tracker, WorkQueue,
+};
 use roster::db::queue::PgQueue;
 use roster::db::testing::fresh_database;
-use roster::source::RepoId;
+use roster::source::{Partition, RepoId};
 use sqlx::postgres::PgPoolOptions;
 
 const LEASE: Duration = Duration::from_millis(300);
+/// Far longer than a listing asked for may take to start.
+const LIMIT: Duration = Duration::from_secs(30);
 
 /// Every `open` is a new pool on the same database: another replica, or the
 /// same one after a restart.
@@ -236,4 +244,78 @@ async fn batched_claims_and_done_should_not_leave_enqueues_on_the_connection_uns
         0,
         "done_many took effect"
     );
+}
+
+/// Lists nothing, counting its listings; keeps nothing and handles nothing.
+#[derive(Clone, Default)]
+struct Listings(Arc<AtomicUsize>);
+
+impl Lister for Listings {
+    type Key = RepoId;
+    type Partition = Partition;
+    async fn list(&self) -> Result<Vec<Listed<RepoId, Partition>>, Failure> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(Vec::new())
+    }
+}
+
+impl Tracker for Listings {
+    type Key = RepoId;
+    type Partition = Partition;
+    async fn tracked(&self, _partition: &Partition) -> Result<Vec<RepoId>, Failure> {
+        Ok(Vec::new())
+    }
+}
+
+impl Storage for Listings {
+    type Key = RepoId;
+    type State = ();
+    async fn get(&self, _key: &RepoId, _hint: Option<&[u8]>) -> Result<(), Failure> {
+        Ok(())
+    }
+}
+
+impl Handler for Listings {
+    type Key = RepoId;
+    type State = ();
+    async fn apply(
+        &self,
+        _key: &RepoId,
+        _state: Result<(), Failure>,
+    ) -> Result<&'static str, Failure> {
+        Ok("done")
+    }
+}
+
+/// A listing asked for in this process (an installation's webhook, the
+/// resync API) starts at once, not at the schedule's next check: here a
+/// check an hour away.
+#[tokio::test]
+async fn a_listing_asked_for_should_start_without_waiting_for_the_next_check() {
+    let (pool, _url) = fresh_database().await.expect("a fresh database");
+    let queue = Arc::new(queue_with(&pool, LEASE));
+    let listings = Listings::default();
+    let config = ControllerConfig {
+        workers: 1,
+        listing_check: Duration::from_secs(3600),
+        resync_interval: Duration::from_secs(3600),
+        ..ControllerConfig::default()
+    };
+    let l = Arc::new(listings.clone());
+    let controller =
+        Controller::new(queue.clone(), l.clone(), l.clone(), l.clone(), l).with_config(config);
+    let (_stop, shutdown) = roster::shutdown::channel();
+    let task = tokio::spawn(controller.run(shutdown));
+    let count = || listings.0.load(Ordering::SeqCst);
+    eventually("the listing at start", LIMIT, || async {
+        (count() >= 1).then_some(())
+    })
+    .await;
+    let before = count();
+    queue.request_listing().await.expect("a listing asked for");
+    eventually("the listing asked for", LIMIT, || async {
+        (count() > before).then_some(())
+    })
+    .await;
+    task.abort();
 }

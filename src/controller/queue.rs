@@ -317,4 +317,11 @@ pub trait ListingSchedule: Send + Sync + 'static {
     fn listing_finished(&self) -> impl Future<Output = Result<(), QueueError>> + Send {
         async { Ok(()) }
     }
+
+    /// Resolves when this process asked for a listing, so the replica
+    /// that took the request checks at once rather than at its next
+    /// `listing_check`. Never, by default: the periodic check finds it.
+    fn listing_asked(&self) -> impl Future<Output = ()> + Send {
+        std::future::pending()
+    }
 }

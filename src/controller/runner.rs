@@ -218,7 +218,8 @@ where
         claims
     }
 
-    /// Asks every `listing_check` whether this replica should list now.
+    /// Asks every `listing_check`, and as soon as this process asked for a
+    /// listing, whether this replica should list now.
     async fn listing_loop(&self, stop: Shutdown) {
         while !stop.is_stopped() {
             match self.queue.take_listing(self.config.resync_interval).await {
@@ -233,6 +234,7 @@ where
             }
             tokio::select! {
                 _ = tokio::time::sleep(self.config.listing_check) => {}
+                () = self.queue.listing_asked() => {}
                 () = stop.wait() => {}
             }
         }

@@ -69,6 +69,8 @@ struct Signal {
     connected: AtomicBool,
     /// Holds a permit while a notification to the other replicas is owed.
     owed: Notify,
+    /// Holds a permit once a listing was asked for in this process.
+    listing: Notify,
 }
 
 /// The background tasks, each started when first needed.
@@ -118,6 +120,7 @@ impl PgQueue {
                 notify: Notify::new(),
                 connected: AtomicBool::new(false),
                 owed: Notify::new(),
+                listing: Notify::new(),
             }),
             tasks: Arc::default(),
             adds: None,
@@ -167,8 +170,15 @@ impl PgQueue {
         self.wake();
     }
 
+    /// Tells this process's listing loop that a listing request was
+    /// committed: it takes the request now, not at its next check.
+    pub fn listing_requested(&self) {
+        self.signal.listing.notify_one();
+    }
+
     /// Writes a listing request on `conn`, typically inside the caller's
-    /// transaction: [`ListingSchedule::request_listing`] for one transaction.
+    /// transaction: [`ListingSchedule::request_listing`] for one
+    /// transaction. Once committed, [`Self::listing_requested`] says so.
     pub async fn request_listing_in(&self, conn: &mut PgConnection) -> Result<(), QueueError> {
         sqlx::query(REQUEST_LISTING)
             .execute(conn)

@@ -203,6 +203,9 @@ pub async fn write(
         tx.commit().await?;
     }
     queue.enqueued_and_notified(enqueue.added(), woke);
+    if listing {
+        queue.listing_requested();
+    }
     Ok(intakes)
 }
 

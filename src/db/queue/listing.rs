@@ -20,7 +20,13 @@ impl ListingSchedule for PgQueue {
 
     async fn request_listing(&self) -> Result<(), QueueError> {
         let mut conn = self.pool.acquire().await.map_err(db)?;
-        self.request_listing_in(&mut conn).await
+        self.request_listing_in(&mut conn).await?;
+        self.listing_requested();
+        Ok(())
+    }
+
+    async fn listing_asked(&self) {
+        self.signal.listing.notified().await;
     }
 
     async fn listing_finished(&self) -> Result<(), QueueError> {
