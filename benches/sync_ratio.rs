@@ -14,7 +14,8 @@
 //! latency), so it means the same whichever build runs; the figure is the
 //! sync's time over it (target <= 1.3 x), with the requests by kind.
 //!
-//! `ROSTER_BENCH_REPOS` sets the size; `ROSTER_BENCH_BINARY` runs another
+//! `ROSTER_BENCH_REPOS` sets the size, `ROSTER_BENCH_BUDGET` the
+//! installation's hourly budget; `ROSTER_BENCH_BINARY` runs another
 //! build of `roster` (which migrates its own database), so
 //! `scripts/bench-sync-ratio` can alternate two builds in one sitting.
 
@@ -91,6 +92,14 @@ async fn run(size: usize, full: bool) -> Result<(), Failed> {
             fake.add_repo(INSTALLATION, &name)
         };
         repos.push(Repo::new(id, INSTALLATION, ORG, &name));
+    }
+    // `ROSTER_BENCH_BUDGET`: the installation's hourly budget (GitHub's
+    // smallest, 5,000, unless set; 12,500 for a large organisation).
+    if let Some(budget) = std::env::var("ROSTER_BENCH_BUDGET")
+        .ok()
+        .and_then(|b| b.parse().ok())
+    {
+        fake.set_budget_limit(INSTALLATION, budget);
     }
     fake.set_latency(LATENCY);
     let limit = Duration::from_secs(120).max(Duration::from_millis(size as u64 * 3));

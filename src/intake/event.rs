@@ -25,6 +25,21 @@ use pull_request::{parse_pull_request, parse_rerequest};
 pub use push::{parse_push, MAX_PUSH_COMMITS, MAX_PUSH_PATHS};
 use repository::parse_repository;
 
+/// The most repositories one delivery makes known or enqueues itself.
+///
+/// Making 300,000 repositories known and enqueued in the delivery's
+/// transaction took longer than GitHub waits for an answer, so a delivery
+/// naming more asks for a listing instead, which finds every repository of
+/// every installation (removals included, under the deletion guard). An
+/// uninstall or a suspension names repositories only to have them
+/// reconciled; the ones Roster tracks are enqueued from the registry anyway,
+/// so past the bound the named ones are left out.
+///
+/// An `installation` payload's list is read whole (every entry checked)
+/// but kept only up to one past the bound: past it, the plan asks for a
+/// listing and names none, so 100,000 entries are not held at once.
+pub const MAX_NAMED_REPOS: usize = 1_000;
+
 /// A repository named in a payload, with what the payload says about it.
 ///
 /// Installation payloads list repositories without their default branch or

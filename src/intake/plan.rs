@@ -53,16 +53,7 @@ pub struct ListingSeen {
     pub created_at: Option<i64>,
 }
 
-/// The most repositories one delivery makes known or enqueues itself.
-///
-/// Making 300,000 repositories known and enqueued in the delivery's
-/// transaction took longer than GitHub waits for an answer, so a delivery
-/// naming more asks for a listing instead, which finds every repository of
-/// every installation (removals included, under the deletion guard). An
-/// uninstall or a suspension names repositories only to have them
-/// reconciled; the ones Roster tracks are enqueued from the registry anyway,
-/// so past the bound the named ones are left out.
-pub const MAX_NAMED_REPOS: usize = 1_000;
+pub use super::event::MAX_NAMED_REPOS;
 
 /// The most repositories an `installation_repositories` `added` delivery
 /// has read as they are (one batch read); more ask for a listing.
@@ -104,6 +95,20 @@ pub fn plan(event: &WebhookEvent) -> Plan {
             // that started after it was created, lists all of it: the
             // repositories it was created with are read then, so none is
             // asked for again.
+            // Past the bound the listing alone reads them (below); they
+            // are not copied first, 100,000 of them at a time.
+            InstallationAction::Created | InstallationAction::Unsuspend
+                if repos.len() > MAX_NAMED_REPOS =>
+            {
+                Plan {
+                    listing: true,
+                    listing_seen: (*action == InstallationAction::Created).then_some(ListingSeen {
+                        installation: *installation_id,
+                        created_at: *created_at,
+                    }),
+                    ..Plan::default()
+                }
+            }
             InstallationAction::Created => Plan {
                 known: repos.clone(),
                 listing: true,
@@ -341,6 +346,24 @@ mod tests {
             "{} named",
             bound + 1
         );
+        for action in [InstallationAction::Created, InstallationAction::Unsuspend] {
+            let installed = plan(&WebhookEvent::Installation {
+                action,
+                installation_id: InstallationId(7),
+                repos: many(bound + 1),
+                created_at: Some(1),
+            });
+            let seen = (action == InstallationAction::Created).then_some(ListingSeen {
+                installation: InstallationId(7),
+                created_at: Some(1),
+            });
+            let listing = Plan {
+                listing: true,
+                listing_seen: seen,
+                ..Plan::default()
+            };
+            assert_eq!(installed, listing, "{action:?}, {} named", bound + 1);
+        }
         for event in [
             WebhookEvent::InstallationRepositories {
                 installation_id: InstallationId(7),

@@ -2,10 +2,13 @@
 //! uninstalled, suspended, or given repositories, which those payloads list
 //! without their default branch or URL.
 
+use std::fmt;
+
+use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::payload::{ignored, installation_id, read, repository_id, Account};
-use super::{InstallationAction, PayloadRepo, WebhookEvent};
+use super::{InstallationAction, PayloadRepo, WebhookEvent, MAX_NAMED_REPOS};
 use crate::source::{InstallationId, RepoId, RepoInfo};
 
 pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json::Error> {
@@ -13,7 +16,7 @@ pub(super) fn parse_installation(body: &[u8]) -> Result<WebhookEvent, serde_json
     struct InstallationEvent {
         action: String,
         installation: InstallationWithAccount,
-        #[serde(default)]
+        #[serde(default, deserialize_with = "bounded")]
         repositories: Vec<ListedRepository>,
     }
     let event: InstallationEvent = read(body)?;
@@ -91,6 +94,28 @@ struct ListedRepository {
     node_id: Option<String>,
     name: String,
     full_name: Option<String>,
+}
+
+/// The repositories of a list, each checked, kept up to one past
+/// [`MAX_NAMED_REPOS`] (enough to tell the plan the bound was passed).
+fn bounded<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<ListedRepository>, D::Error> {
+    struct Bounded;
+    impl<'de> Visitor<'de> for Bounded {
+        type Value = Vec<ListedRepository>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of repositories")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut kept = Vec::new();
+            while let Some(repo) = seq.next_element::<ListedRepository>()? {
+                if kept.len() <= MAX_NAMED_REPOS {
+                    kept.push(repo);
+                }
+            }
+            Ok(kept)
+        }
+    }
+    deserializer.deserialize_seq(Bounded)
 }
 
 fn listed(

@@ -417,3 +417,27 @@ fn unknown_event_with_odd_json_should_be_ignored() {
     let parsed = parse("star", br#"[1, 2, 3]"#).map(|p| p.event);
     assert!(matches!(parsed, Ok(WebhookEvent::Ignored { .. })));
 }
+
+/// A large organisation's installation lists every repository: each is
+/// checked, but only one past the bound is kept, since past it the plan
+/// names none and asks for a listing.
+#[test]
+fn an_installation_listing_past_the_bound_should_keep_one_past_it_and_check_all() {
+    let mut payload: Value =
+        serde_json::from_slice(&fixture("installation.created.json")).expect("the fixture");
+    let repo = |id: i64| serde_json::json!({"id": id, "name": format!("r{id}"), "full_name": format!("acme/r{id}")});
+    let many: Vec<Value> = (1..=MAX_NAMED_REPOS as i64 + 50).map(repo).collect();
+    payload["repositories"] = Value::from(many.clone());
+    let body = serde_json::to_vec(&payload).expect("a body");
+    let parsed = parse("installation", &body).expect("parsed");
+    let WebhookEvent::Installation { repos, .. } = parsed.event else {
+        panic!("an installation event: {:?}", parsed.event);
+    };
+    assert_eq!(repos.len(), MAX_NAMED_REPOS + 1);
+    let mut bad = many;
+    bad.push(serde_json::json!({"id": -5, "name": "x"}));
+    payload["repositories"] = Value::from(bad);
+    let body = serde_json::to_vec(&payload).expect("a body");
+    let refused = parse("installation", &body);
+    assert!(refused.is_err(), "an id past the bound is checked too");
+}
