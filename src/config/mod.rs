@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use clap::Args;
 use secrecy::SecretString;
-use url::Url;
 
 mod change_log;
+mod database;
 mod github_app;
 mod parse;
 mod setup;
@@ -30,6 +30,7 @@ use crate::intake::retention::DEFAULT_RETENTION;
 pub use crate::project::ProjectFiles;
 pub use crate::registry::MaxRemovals;
 pub use change_log::{redact_url, NotifySettings};
+pub use database::{DatabaseArgs, DatabaseSettings};
 pub use github_app::{derive_graphql_url, GithubAppSettings};
 use parse::{
     duration_text, parse_batch_size, parse_delivery_retention, parse_lease, parse_listen,
@@ -37,55 +38,6 @@ use parse::{
     parse_webhook_concurrency, parse_workers,
 };
 pub use setup::{derive_web_url, SetupArgs, SetupSettings};
-
-/// Raw database settings, shared by `serve` and `migrate`.
-#[derive(Debug, Clone, Args)]
-pub struct DatabaseArgs {
-    /// PostgreSQL URL; unset: a private PostgreSQL under ROSTER_DATA_DIR.
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: Option<String>,
-
-    /// Where the private database (and other local state) lives.
-    #[arg(long, env = "ROSTER_DATA_DIR", default_value = "./.roster")]
-    pub data_dir: PathBuf,
-}
-
-/// Validated database settings.
-#[derive(Debug, Clone)]
-pub struct DatabaseSettings {
-    /// `None` means: start the embedded PostgreSQL under `data_dir`.
-    pub database_url: Option<SecretString>,
-    pub data_dir: PathBuf,
-}
-
-impl DatabaseArgs {
-    /// Checks the URL scheme; the server itself is only reached later.
-    pub fn validate(self) -> Result<DatabaseSettings, ConfigError> {
-        let database_url = match non_empty(self.database_url) {
-            None => None,
-            Some(raw) => {
-                let scheme_ok = raw.starts_with("postgres://") || raw.starts_with("postgresql://");
-                if !scheme_ok {
-                    return Err(ConfigError::new(
-                        "DATABASE_URL",
-                        "must start with postgres:// or postgresql://",
-                    ));
-                }
-                if Url::parse(&raw).is_err() {
-                    return Err(ConfigError::new("DATABASE_URL", "is not a valid URL"));
-                }
-                Some(SecretString::from(raw))
-            }
-        };
-        if self.data_dir.as_os_str().is_empty() {
-            return Err(ConfigError::new("ROSTER_DATA_DIR", "must not be empty"));
-        }
-        Ok(DatabaseSettings {
-            database_url,
-            data_dir: self.data_dir,
-        })
-    }
-}
 
 /// Raw flags and environment variables of `roster serve`.
 #[derive(Debug, Clone, Args)]

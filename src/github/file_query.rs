@@ -17,11 +17,27 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
 use super::MAX_FILE_BYTES;
 use crate::project::patterns::{too_many_files, MAX_FILES_PER_REPO};
 use crate::project::ProjectFiles;
 use crate::source::{FileContent, FileState, PathFile, BINARY_MESSAGE};
+
+// Why a project file GitHub shows cannot be read, in the words every
+// read of GitHub uses (the listing, the batch read, the REST read).
+
+/// Git's mode of a symbolic link.
+pub const MODE_SYMLINK: u64 = 0o120_000;
+
+/// What a project file that is a symbolic link reads as, on every source:
+/// an edit to its target would never touch its path, so no push could be
+/// trusted to show a change of it.
+pub const SYMLINK_MESSAGE: &str =
+    "the file is a symbolic link; Roster reads only a regular file at this path";
+
+/// The message for a file over the size limit.
+pub fn too_large(size: u64) -> String {
+    format!("the file is {size} bytes, over the limit of {MAX_FILE_BYTES} bytes (256 KiB)")
+}
 
 /// The blob's fields, as every query asks them.
 const BLOB_FIELDS: &str = "... on Blob { oid byteSize isBinary isTruncated text }";

@@ -11,7 +11,7 @@
 
 use serde::Deserialize;
 
-pub use super::file_problems::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
+pub use super::file_query::{too_large, MODE_SYMLINK, SYMLINK_MESSAGE};
 use super::file_query::{with_fields, FileQuery};
 use super::MAX_FILE_BYTES;
 use crate::source::{FileState, InstallationId, Observed, RepoId, RepoInfo, BINARY_MESSAGE};

@@ -16,7 +16,6 @@ mod contents;
 pub mod directory;
 pub mod error;
 pub mod etag;
-mod file_problems;
 pub mod file_query;
 mod files_at_commit;
 pub mod grants;

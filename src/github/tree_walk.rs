@@ -23,8 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use futures_util::stream::{self, StreamExt};
 
 use super::client::Client;
-use super::file_problems::SYMLINK_MESSAGE;
-use super::file_query::{file_content, files_state, BlobFields, FileQuery};
+use super::file_query::{file_content, files_state, BlobFields, FileQuery, SYMLINK_MESSAGE};
 use super::http::CallError;
 use super::walked_trees::{self, Walk, WalkedEntry};
 use crate::controller::Failure;

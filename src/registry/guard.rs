@@ -18,7 +18,7 @@ use sqlx::{PgConnection, PgPool};
 
 use super::holds::{self, HoldState};
 use super::max_removals::MaxRemovals;
-use super::{repos, RegistryError};
+use super::{removal_counts, RegistryError};
 use crate::controller::DEFAULT_RESYNC_INTERVAL;
 use crate::source::{Partition, RepoId};
 
@@ -83,19 +83,19 @@ impl DeletionGuard {
             }
             HoldState::Released(_) => {
                 // An operator allowed it: not counted against the period.
-                repos::set_removed_at(conn, id, false).await?;
+                removal_counts::set_removed_at(conn, id, false).await?;
                 return Ok(Removal::Proceed);
             }
             HoldState::None => {}
         }
-        let partition = repos::partition_of(conn, id).await?;
+        let partition = removal_counts::partition_of(conn, id).await?;
         // Serialises the count-then-remove of one partition across workers
         // and replicas, so concurrent removals cannot overshoot the bound.
         holds::lock_partition(conn, partition).await?;
-        let (removed, total) = repos::removal_counts(conn, partition, self.period).await?;
+        let (removed, total) = removal_counts::removal_counts(conn, partition, self.period).await?;
         let limit = self.max_removals.limit(total);
         if removed < limit {
-            repos::set_removed_at(conn, id, true).await?;
+            removal_counts::set_removed_at(conn, id, true).await?;
             return Ok(Removal::Proceed);
         }
         let reason = format!(

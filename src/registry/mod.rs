@@ -36,6 +36,7 @@ mod not_applied;
 mod outcome;
 pub mod owner_follow;
 pub mod read_models;
+mod removal_counts;
 mod repos;
 mod status;
 #[cfg(any(test, feature = "testing"))]

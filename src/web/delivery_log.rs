@@ -1,10 +1,17 @@
-//! The webhook delivery log as the API and the dashboard read it: the one
+//! The webhook delivery log as the API (`GET /api/v1/deliveries`, newest
+//! first, docs/contract.md#http-routes) and the dashboard read it: the one
 //! place `web` reaches the log (a delivery's JSON shape is
 //! `json::DeliveryJson`, docs/contract.md#a-delivery).
 
+use axum::extract::State;
+use axum::Json;
 use sqlx::PgPool;
 
-use super::error::ApiError;
+use super::error::{ApiError, ErrorJson};
+use super::extract::ApiQuery;
+use super::json::{DeliveryJson, PageJson};
+use super::params::DeliveryParams;
+use super::state::AppState;
 use crate::db::Page;
 use crate::intake::deliveries::{list_deliveries, DeliveriesError};
 
@@ -23,6 +30,7 @@ pub async fn page(
         .map_err(api_error)
 }
 
+/// The API's answer to a failed read of the log.
 fn api_error(error: DeliveriesError) -> ApiError {
     match error {
         DeliveriesError::InvalidCursor => {
@@ -32,4 +40,18 @@ fn api_error(error: DeliveriesError) -> ApiError {
             ApiError::unavailable("delivery log query failed", &detail)
         }
     }
+}
+
+/// Deliveries, optionally only those about one repository (`repo=owner/name`).
+#[utoipa::path(get, path = "/api/v1/deliveries", operation_id = "list_deliveries",
+    tag = "webhooks", params(DeliveryParams),
+    responses((status = 200, description = "A page of deliveries, newest first", body = PageJson<DeliveryJson>),
+              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<DeliveryParams>,
+) -> Result<Json<PageJson<DeliveryJson>>, ApiError> {
+    let limit = params.limit()?;
+    let page = page(&state.pool, limit, params.cursor(), params.repo()).await?;
+    Ok(Json(PageJson::of(page)))
 }

@@ -8,7 +8,6 @@
 //! reads it) return.
 
 pub mod api_changes;
-mod api_deliveries;
 mod api_holds;
 mod api_owners;
 mod api_projects;

@@ -13,8 +13,8 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    api_changes, api_deliveries, api_holds, api_owners, api_projects, api_relations, api_repos,
-    api_write, backstage,
+    api_changes, api_holds, api_owners, api_projects, api_relations, api_repos, api_write,
+    backstage, delivery_log,
 };
 
 /// Every `/api/v1` route with its parameters, answers and their schemas.
@@ -37,7 +37,7 @@ use super::{
         api_changes::history,
         api_changes::feed,
         api_changes::notify_targets,
-        api_deliveries::list,
+        delivery_log::list,
         api_holds::list,
         api_holds::release,
         api_owners::list,

@@ -21,8 +21,8 @@ use super::dashboard::{
 };
 use super::state::AppState;
 use super::{
-    api_deliveries, api_holds, api_owners, api_projects, api_relations, api_repos, api_write,
-    assets, backstage, error, health, metrics_route, openapi,
+    api_holds, api_owners, api_projects, api_relations, api_repos, api_write, assets, backstage,
+    delivery_log, error, health, metrics_route, openapi,
 };
 use crate::intake::admission::Admission;
 use crate::intake::{self, WebhookState};
@@ -64,7 +64,7 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/api/v1/graph", get(api_relations::graph))
         .route("/api/v1/systems", get(api_relations::systems))
         .route("/api/v1/notify", get(api_changes::notify_targets))
-        .route("/api/v1/deliveries", get(api_deliveries::list))
+        .route("/api/v1/deliveries", get(delivery_log::list))
         .route("/api/v1/holds", get(api_holds::list))
         .route("/api/v1/owners", get(api_owners::list))
         .route("/api/v1/holds/{id}/release", post(api_holds::release))
