@@ -525,10 +525,13 @@ async fn a_missing_or_wrong_token_should_be_refused_and_store_nothing() {
     assert_eq!(stored_apps(&pool).await, 0);
 }
 
-/// A state issued by this Roster for `acme`, and the manifest it came with.
-async fn issued_state(roster: &Roster, token: &str) -> (String, Value) {
+/// A state issued by this Roster for `acme`, and the manifest it came
+/// with; `token` is used up and replaced by the one the page hands on.
+async fn issued_state(roster: &Roster, token: &mut String) -> (String, Value) {
     let (answer, form) = submit(roster, token, "acme").await;
     let (action, manifest) = form.unwrap_or_else(|| panic!("no form: {}", answer.body));
+    *token = setup_flow::next_token(&answer.body)
+        .unwrap_or_else(|| panic!("no next token: {}", answer.body));
     (
         state_of(&action),
         serde_json::from_str(&manifest).expect("manifest"),
@@ -540,8 +543,8 @@ async fn a_forged_replayed_or_expired_state_should_be_refused_and_store_nothing(
     let fake = FakeGithub::start().await;
     let (pool, url) = database().await;
     let logs = logs_dir();
-    let (roster, token) = setup_flow::start(&fake, &url, logs.path()).await;
-    let (state, manifest) = issued_state(&roster, &token).await;
+    let (roster, mut token) = setup_flow::start(&fake, &url, logs.path()).await;
+    let (state, manifest) = issued_state(&roster, &mut token).await;
 
     let expect_400 = |answer: support::http::Answer, says: &'static str| {
         assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
@@ -576,7 +579,7 @@ async fn a_forged_replayed_or_expired_state_should_be_refused_and_store_nothing(
     expect_400(callback(&roster, &code, &state).await, "already used");
 
     // Expired: issued more than an hour ago.
-    let (old, _) = issued_state(&roster, &token).await;
+    let (old, _) = issued_state(&roster, &mut token).await;
     let (old_nonce, _) = old.split_once('.').expect("nonce");
     roster::setup::store::testing::age_state(&pool, old_nonce, 61)
         .await
@@ -584,7 +587,7 @@ async fn a_forged_replayed_or_expired_state_should_be_refused_and_store_nothing(
     expect_400(callback(&roster, &code, &old).await, "expired");
     assert_eq!(stored_apps(&pool).await, 0);
     // The flow still works with a fresh state afterwards.
-    let (fresh, _) = issued_state(&roster, &token).await;
+    let (fresh, _) = issued_state(&roster, &mut token).await;
     assert_eq!(
         callback(&roster, &code, &fresh).await.status,
         StatusCode::SEE_OTHER
@@ -597,10 +600,10 @@ async fn a_bad_callback_should_store_nothing_and_github_down_should_be_retryable
     let fake = FakeGithub::start().await;
     let (pool, url) = database().await;
     let logs = logs_dir();
-    let (roster, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    let (roster, mut token) = setup_flow::start(&fake, &url, logs.path()).await;
 
     // A code for another App: created for another Roster's address.
-    let (state, manifest) = issued_state(&roster, &token).await;
+    let (state, manifest) = issued_state(&roster, &mut token).await;
     let mut elsewhere = manifest.clone();
     elsewhere["url"] = Value::from("https://evil.example");
     let code = fake.manifest_code(elsewhere, "acme");
@@ -608,14 +611,14 @@ async fn a_bad_callback_should_store_nothing_and_github_down_should_be_retryable
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
     assert!(answer.body.contains("another App"), "{}", answer.body);
     // … or owned by another organisation.
-    let (state, manifest) = issued_state(&roster, &token).await;
+    let (state, manifest) = issued_state(&roster, &mut token).await;
     let code = fake.manifest_code(manifest.clone(), "globex");
     let answer = callback(&roster, &code, &state).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
     assert!(answer.body.contains("another App"), "{}", answer.body);
 
     // GitHub answers 404 (unknown or used code) and 422.
-    let (state, _) = issued_state(&roster, &token).await;
+    let (state, _) = issued_state(&roster, &mut token).await;
     let answer = callback(&roster, "c0de00000bad", &state).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
     assert!(
@@ -624,7 +627,7 @@ async fn a_bad_callback_should_store_nothing_and_github_down_should_be_retryable
         answer.body
     );
     fake.fail_conversions(Some(ConversionFailure::Status(422)));
-    let (state, manifest) = issued_state(&roster, &token).await;
+    let (state, manifest) = issued_state(&roster, &mut token).await;
     let code = fake.manifest_code(manifest, "acme");
     let answer = callback(&roster, &code, &state).await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{}", answer.body);
@@ -632,7 +635,7 @@ async fn a_bad_callback_should_store_nothing_and_github_down_should_be_retryable
 
     // GitHub down (5xx, a dropped connection): nothing stored, and the same
     // callback works once GitHub is back.
-    let (state, manifest) = issued_state(&roster, &token).await;
+    let (state, manifest) = issued_state(&roster, &mut token).await;
     let code = fake.manifest_code(manifest, "acme");
     for failure in [ConversionFailure::Status(502), ConversionFailure::Close] {
         fake.fail_conversions(Some(failure));
@@ -840,4 +843,66 @@ async fn a_restart_should_retire_the_token_and_wrong_tokens_be_throttled() {
     );
     let wait: u64 = locked.header(header::RETRY_AFTER).parse().unwrap_or(0);
     assert!(wait > 0, "Retry-After: {wait}");
+}
+
+async fn states(pool: &PgPool) -> i64 {
+    sqlx::query_scalar("select count(*) from setup_states")
+        .fetch_one(pool)
+        .await
+        .expect("count the states")
+}
+
+/// The address in the log opens one setup: the request that uses it gets
+/// the next token, and the token itself is refused from then on, on the
+/// page and on the form, with no state issued.
+#[tokio::test]
+async fn a_used_setup_token_should_answer_403_and_issue_nothing() {
+    let fake = FakeGithub::start().await;
+    let (pool, url) = database().await;
+    let logs = logs_dir();
+    let (roster, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    let (answer, form) = submit(&roster, &token, "acme").await;
+    assert!(form.is_some(), "the first use: {}", answer.body);
+    let next = setup_flow::next_token(&answer.body).expect("the next token");
+    assert_ne!(next, token);
+    assert!(
+        !roster.logs().contains(&next),
+        "the next token goes to the browser alone"
+    );
+    let issued = states(&pool).await;
+    let page = get(&roster.url(&format!("/setup?token={token}")))
+        .await
+        .expect("setup page");
+    assert_eq!(page.status, StatusCode::FORBIDDEN, "{}", page.body);
+    assert!(page.body.contains("it was used"), "{}", page.body);
+    let (again, form) = submit(&roster, &token, "acme").await;
+    assert_eq!(again.status, StatusCode::FORBIDDEN, "{}", again.body);
+    assert!(form.is_none());
+    assert_eq!(states(&pool).await, issued, "no state for a used token");
+    // The token handed on opens the form in its place.
+    let page = get(&roster.url(&format!("/setup?token={next}")))
+        .await
+        .expect("setup page");
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+}
+
+/// Two uses of one token at once: exactly one gets the form.
+#[tokio::test]
+async fn two_uses_of_one_setup_token_at_once_should_give_one_form() {
+    let fake = FakeGithub::start().await;
+    let (pool, url) = database().await;
+    let logs = logs_dir();
+    let (roster, token) = setup_flow::start(&fake, &url, logs.path()).await;
+    let (one, two) = tokio::join!(
+        submit(&roster, &token, "acme"),
+        submit(&roster, &token, "acme")
+    );
+    let mut answers = [one.0.status, two.0.status];
+    answers.sort();
+    assert_eq!(answers, [StatusCode::OK, StatusCode::FORBIDDEN]);
+    assert_eq!(
+        usize::from(one.1.is_some()) + usize::from(two.1.is_some()),
+        1
+    );
+    assert_eq!(states(&pool).await, 1, "one state issued");
 }

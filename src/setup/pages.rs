@@ -42,6 +42,8 @@ pub struct GithubPage {
     pub manifest: String,
     pub owner: String,
     pub public_url: String,
+    /// The setup form again, under the token that replaced the one used.
+    pub again: String,
 }
 
 /// Why a step was refused, and what to do.

@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 use url::Url;
 
 use super::conversion::{self, ExchangeError, Expected};
-use super::key::SecretKey;
+use super::key::{random_hex, SecretKey};
 use super::manifest::{check_org, manifest_json, PublicUrl};
 use super::pages::{page, problem, GithubPage, SetupPage};
 use super::state;
@@ -115,7 +115,7 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
         Some(problem(
             StatusCode::FORBIDDEN,
             message,
-            "Open the setup address exactly as Roster's log prints it last.",
+            "Open the setup address the last setup page gave you, or the one Roster's log prints last (a restart prints a fresh one).",
         ))
     };
     let token = token.filter(|t| !t.is_empty());
@@ -142,8 +142,21 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
     match (token, valid) {
         (_, true) => None,
         (None, false) => refused("The setup address needs its token."),
-        (Some(_), false) => refused("This setup token is not valid (a restart retires it)."),
+        (Some(_), false) => refused(NOT_VALID),
     }
+}
+
+/// Why a token is refused: a wrong one reads the same as a spent one.
+const NOT_VALID: &str =
+    "This setup token is not valid: it was used, or a newer setup address retired it.";
+
+/// The answer to a token used up by another request meanwhile.
+fn used_up() -> Response {
+    problem(
+        StatusCode::FORBIDDEN,
+        NOT_VALID,
+        "Open the setup address exactly as Roster's log prints it last.",
+    )
 }
 
 #[derive(Deserialize)]
@@ -221,6 +234,16 @@ pub async fn submit(
             return problem(StatusCode::INTERNAL_SERVER_ERROR, message, RESTART_HINT);
         }
     };
+    // The token is used up here, and its successor goes to this browser
+    // alone: the address in the log (or a browser's history) opens setup
+    // no more.
+    let next_token = random_hex(32);
+    let used = form.token.as_deref().unwrap_or_default();
+    match store::use_token(&state.pool, used, &next_token).await {
+        Ok(true) => {}
+        Ok(false) => return used_up(),
+        Err(e) => return database_down(&e),
+    }
     let (signed, nonce) = state::issue(&state.key);
     if let Err(e) = store::add_state(&state.pool, &nonce, &org, public.base()).await {
         return database_down(&e);
@@ -240,6 +263,7 @@ pub async fn submit(
             format!("The organisation {org}")
         },
         public_url: public.base().to_owned(),
+        again: format!("/setup?token={next_token}"),
     };
     page(StatusCode::OK, &next, &state.github_origin())
 }

@@ -151,6 +151,29 @@ pub async fn add_token(pool: &PgPool, token: &str) -> Result<(), sqlx::Error> {
     tx.commit().await
 }
 
+/// Uses `token` up: it opens setup no more, and `next`, handed to the
+/// browser that used it (and to no log), opens it in its place. One
+/// statement decides: of two uses of one token, only one gets `true`.
+pub async fn use_token(pool: &PgPool, token: &str, next: &str) -> Result<bool, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let used = sqlx::query("delete from setup_tokens where token_hash = $1")
+        .bind(token_hash(token))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+        == 1;
+    if !used {
+        tx.rollback().await?;
+        return Ok(false);
+    }
+    sqlx::query("insert into setup_tokens (token_hash) values ($1)")
+        .bind(token_hash(next))
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
 /// Whether `token` is a setup token still valid.
 pub async fn token_valid(pool: &PgPool, token: &str) -> Result<bool, sqlx::Error> {
     let row: Option<(i32,)> = sqlx::query_as("select 1 from setup_tokens where token_hash = $1")

@@ -110,6 +110,17 @@ pub fn unescape(text: &str) -> String {
         .replace("&amp;", "&")
 }
 
+/// The token a manifest page hands on in place of the one its request
+/// used up (its "start over" link, `/setup?token=NEXT`).
+pub fn next_token(html: &str) -> Option<String> {
+    let href = regex::Regex::new(r#"<a href="/setup\?token=([0-9a-f]+)" id="start-over""#)
+        .expect("regex")
+        .captures(html)?
+        .get(1)?
+        .as_str();
+    Some(href.to_owned())
+}
+
 /// The `state` of a form target (`…?state=STATE`).
 pub fn state_of(action: &str) -> String {
     url::Url::parse(action)
