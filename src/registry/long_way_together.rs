@@ -4,13 +4,17 @@
 //! its commit is on disk (`changes::append`), so reconciles that each
 //! commit alone go one at a time, at the disk's pace. Here the keys a
 //! batch could not write in one statement share a commit: each is applied
-//! under its own savepoint and its claim checked and locked, then all
-//! their changes are appended at once. A key that fails in any way is
-//! rolled back to its savepoint and left to the controller, which applies
-//! it alone (and so records its failure, reads it again, or says its lease
-//! was lost) as it would have without this.
+//! under its own savepoint, then every claim is checked and locked, then
+//! all their changes are appended at once. A key that fails is rolled
+//! back to its savepoint and left to the controller, which applies it
+//! alone (and so records its failure or reads it again) as it would have
+//! without this; a claim found lapsed leaves the whole batch to it.
+//!
+//! Rows are locked in the order the webhook intake locks them: the
+//! repositories by ascending id, then their queue rows by ascending id, so
+//! the two never wait on each other in a circle.
 
-use sqlx::{PgConnection, Postgres, Transaction};
+use sqlx::{Postgres, Transaction};
 
 use super::changes::append;
 use super::changes::record::Pending;
@@ -37,7 +41,7 @@ where
         states: &[Result<Observed, Failure>],
         together: &mut [Option<AppliedTogether>],
     ) {
-        let rest: Vec<(usize, &Claim<RepoId>, &Observed)> = claims
+        let mut rest: Vec<(usize, &Claim<RepoId>, &Observed)> = claims
             .iter()
             .zip(states)
             .enumerate()
@@ -47,6 +51,7 @@ where
         if rest.len() < FEWEST {
             return;
         }
+        rest.sort_by_key(|(_, claim, _)| claim.key.0);
         let applied = match self.apply_rest(&rest).await {
             Ok(applied) => applied,
             Err(error) => {
@@ -82,16 +87,21 @@ where
     ) -> Result<Vec<(usize, Applied)>, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         let mut applied = Vec::new();
+        let mut held = Vec::new();
         for (n, claim, observed) in rest {
             sqlx::query("savepoint one_key").execute(&mut *tx).await?;
-            match self.one_of_many(&mut tx, claim, observed).await {
-                Some(one) => {
+            match self
+                .long_way(&mut tx, claim.key, (*observed).clone(), Some(claim))
+                .await
+            {
+                Ok(one) => {
                     sqlx::query("release savepoint one_key")
                         .execute(&mut *tx)
                         .await?;
                     applied.push((*n, one));
+                    held.push(*claim);
                 }
-                None => {
+                Err(_) => {
                     sqlx::query("rollback to savepoint one_key")
                         .execute(&mut *tx)
                         .await?;
@@ -102,31 +112,20 @@ where
             tx.rollback().await?;
             return Ok(applied);
         }
+        // Locked until the commit, after every repository row: no other
+        // worker claims these keys first.
+        for claim in held {
+            if !self.queue.holds(&mut tx, claim).await? {
+                tx.rollback().await?;
+                return Ok(Vec::new());
+            }
+        }
         let changes: Vec<_> = applied
             .iter()
             .flat_map(|(_, one)| one.changes.iter().cloned())
             .collect();
         commit(tx, &changes).await?;
         Ok(applied)
-    }
-
-    /// One key's long way with its claim checked and locked after it;
-    /// `None` when it must be rolled back and left to the controller.
-    async fn one_of_many(
-        &self,
-        tx: &mut PgConnection,
-        claim: &Claim<RepoId>,
-        observed: &Observed,
-    ) -> Option<Applied> {
-        let applied = self
-            .long_way(tx, claim.key, observed.clone(), Some(claim))
-            .await
-            .ok()?;
-        // Locked until the commit: no other worker claims the key first.
-        match self.queue.holds(tx, claim).await {
-            Ok(true) => Some(applied),
-            Ok(false) | Err(_) => None,
-        }
     }
 }
 
