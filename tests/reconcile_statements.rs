@@ -8,7 +8,7 @@ use crate::support;
 use support::registry::{handler, installed_repo, queue};
 use support::statement_count::StatementCount;
 
-use roster::controller::{Enqueue, Failure, Handler, WorkQueue};
+use roster::controller::{Claim, Enqueue, Failure, Handler, Trigger, WorkQueue};
 use roster::registry::RegistryHandler;
 use roster::source::{FileState, Observed, RepoId};
 
@@ -65,30 +65,17 @@ async fn a_new_repositorys_first_file_should_cost_eleven_statements() {
     assert!(unchanged <= 9, "a new commit, the same file: {unchanged}");
 }
 
-/// Every reconcile that registers a project takes the change log's head
-/// until its commit is on disk, so one commit per file puts the files of
-/// an installation in single file at the disk's pace: a batch of new
-/// files the controller claimed shares one commit instead.
-#[tokio::test]
-async fn a_batch_of_new_files_should_share_one_commit() {
-    let (pool, url) = roster::db::testing::fresh_database()
-        .await
-        .expect("test database");
-    let proxy = StatementCount::start(&url).await;
-    let counted = proxy.pool().await;
-    let queue = queue(&pool);
-    let handler = handler(&counted, queue.clone()).with_default_branch_checks(true);
-    let ids: Vec<RepoId> = (1..=20).map(RepoId).collect();
-    queue
-        .enqueue(ids.iter().copied().map(Enqueue::fresh).collect())
-        .await
-        .expect("enqueued");
-    let claims = queue
-        .claim_many("worker", ids.len())
-        .await
-        .expect("claimed");
-    assert_eq!(claims.len(), ids.len());
-    let states: Vec<Result<Observed, Failure>> = claims
+/// `ids` as a listing enqueues them.
+fn listed(ids: &[RepoId]) -> Vec<Enqueue<RepoId>> {
+    ids.iter()
+        .map(|id| Enqueue::because(*id, Trigger::Listing))
+        .collect()
+}
+
+/// What a first read of each claimed repository finds: `acme/svc-ID`
+/// with a project file naming `svc-ID`.
+fn first_files(claims: &[Claim<RepoId>]) -> Vec<Result<Observed, Failure>> {
+    claims
         .iter()
         .map(|claim| {
             let name = format!("svc-{}", claim.key.0);
@@ -100,7 +87,31 @@ async fn a_batch_of_new_files_should_share_one_commit() {
                 },
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Every reconcile that registers a project takes the change log's head
+/// until its commit is on disk, so one commit per file puts the files of
+/// an installation in single file at the disk's pace: a batch of new
+/// files a listing handed over shares one commit instead; files a push
+/// asked for keep one each.
+#[tokio::test]
+async fn a_batch_of_new_files_should_share_one_commit() {
+    let (pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let proxy = StatementCount::start(&url).await;
+    let counted = proxy.pool().await;
+    let queue = queue(&pool);
+    let handler = handler(&counted, queue.clone()).with_default_branch_checks(true);
+    let ids: Vec<RepoId> = (1..=20).map(RepoId).collect();
+    queue.enqueue(listed(&ids)).await.expect("enqueued");
+    let claims = queue
+        .claim_many("worker", ids.len())
+        .await
+        .expect("claimed");
+    assert_eq!(claims.len(), ids.len());
+    let states = first_files(&claims);
     let before = proxy.commits();
     let applied = handler.apply_together(&claims, &states).await;
     let commits = proxy.commits() - before;
@@ -120,6 +131,19 @@ async fn a_batch_of_new_files_should_share_one_commit() {
         .await
         .expect("the change log");
     assert_eq!(created, ids.len() as i64, "each file's change logged");
+
+    // Pushed: each file commits on its own, its change shown at once.
+    let pushed: Vec<RepoId> = (21..=23).map(RepoId).collect();
+    let pushes = pushed
+        .iter()
+        .map(|id| Enqueue::because(*id, Trigger::Push))
+        .collect();
+    queue.enqueue(pushes).await.expect("enqueued");
+    let claims = queue.claim_many("worker", 3).await.expect("claimed");
+    assert_eq!(claims.len(), 3);
+    let states = first_files(&claims);
+    let applied = handler.apply_together(&claims, &states).await;
+    assert!(applied.iter().all(Option::is_none), "{applied:?}");
 }
 
 /// A claim that lapsed while its batch ran lets nothing commit together:
@@ -133,29 +157,14 @@ async fn a_lapsed_claim_in_a_batch_should_leave_only_its_own_key_unwritten() {
     let queue = queue(&pool);
     let handler = handler(&pool, queue.clone());
     let ids: Vec<RepoId> = (1..=3).map(RepoId).collect();
-    queue
-        .enqueue(ids.iter().copied().map(Enqueue::fresh).collect())
-        .await
-        .expect("enqueued");
+    queue.enqueue(listed(&ids)).await.expect("enqueued");
     let mut claims = queue
         .claim_many("worker", ids.len())
         .await
         .expect("claimed");
     claims.sort_by_key(|c| c.key.0);
     claims[1].token = "not-a-live-claim".to_owned();
-    let states: Vec<Result<Observed, Failure>> = claims
-        .iter()
-        .map(|claim| {
-            let name = format!("svc-{}", claim.key.0);
-            Ok(Observed::Present {
-                repo: installed_repo("acme", name.clone(), 1),
-                file: FileState::Found {
-                    sha: "1".repeat(40),
-                    bytes: format!("name: {name}\nowner: team-a\n").into_bytes(),
-                },
-            })
-        })
-        .collect();
+    let states = first_files(&claims);
     let applied = handler.apply_together(&claims, &states).await;
     assert!(applied.iter().all(Option::is_none), "{applied:?}");
     let mut alone = Vec::new();

@@ -2,8 +2,12 @@
 //!
 //! Every reconcile that writes a change takes the change log's head until
 //! its commit is on disk (`changes::append`), so reconciles that each
-//! commit alone go one at a time, at the disk's pace. Here the keys a
-//! batch could not write in one statement share a commit: each is applied
+//! commit alone go one at a time, at the disk's pace. A listing hands
+//! over thousands at once (an App's installation), so here the keys of a
+//! listing's batch that could not be written in one statement share a
+//! commit. Keys anything else asked for (a push) keep a commit each: their
+//! change shows as soon as it is applied, not when the batch ends. Each
+//! is applied
 //! under its own savepoint, then every claim is checked and locked, then
 //! all their changes are appended at once. A key that fails is rolled
 //! back to its savepoint and left to the controller, which applies it
@@ -32,9 +36,9 @@ impl<Q> RegistryHandler<Q>
 where
     Q: WorkQueue<Key = RepoId> + ClaimFence,
 {
-    /// Applies, in one transaction, the keys of `claims` that `together`
-    /// leaves unapplied and whose read succeeded, filling in `together`
-    /// for those committed.
+    /// Applies, in one transaction, the keys of `claims` that only a
+    /// listing asked for, that `together` leaves unapplied and whose read
+    /// succeeded, filling in `together` for those committed.
     pub(super) async fn long_way_together(
         &self,
         claims: &[Claim<RepoId>],
@@ -46,6 +50,7 @@ where
             .zip(states)
             .enumerate()
             .filter(|(n, _)| together.get(*n).is_some_and(Option::is_none))
+            .filter(|(_, (claim, _))| claim.trigger.is_listing())
             .filter_map(|(n, (claim, state))| state.as_ref().ok().map(|o| (n, claim, o)))
             .collect();
         if rest.len() < FEWEST {

@@ -1,7 +1,7 @@
 use sqlx::PgPool;
 
 use super::*;
-use crate::controller::{Enqueue, Handler, WorkQueue};
+use crate::controller::{Enqueue, Handler, Trigger, WorkQueue};
 use crate::registry::testing::clock;
 use crate::registry::{known, RegistryHandler};
 use crate::testing;
@@ -98,7 +98,7 @@ async fn prepare(pool: &PgPool, long: &RegistryHandler, id: RepoId, name: &str, 
     }
 }
 
-/// Every case twice: one repository through the batch (one statement, or
+/// Every case twice: one repository through a listing's batch (one statement, or
 /// the long way in the batch's transaction), its twin through the long
 /// way alone; both must be left alike, and the batch must have applied
 /// every one of them.
@@ -121,7 +121,11 @@ async fn a_batch_should_leave_each_repository_as_the_long_way_leaves_it() {
     let since = clock(&pool).await.expect("the time");
     let ids: Vec<RepoId> = (0..cases.len()).map(batch_id).collect();
     queue
-        .enqueue(ids.iter().copied().map(Enqueue::fresh).collect())
+        .enqueue(
+            ids.iter()
+                .map(|id| Enqueue::because(*id, Trigger::Listing))
+                .collect(),
+        )
         .await
         .expect("enqueued");
     let claims = queue
