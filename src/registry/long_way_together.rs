@@ -6,13 +6,14 @@
 //! over thousands at once (an App's installation), so here the keys of a
 //! listing's batch that could not be written in one statement share a
 //! commit. Keys anything else asked for (a push) keep a commit each: their
-//! change shows as soon as it is applied, not when the batch ends. Each
-//! is applied
-//! under its own savepoint, then every claim is checked and locked, then
-//! all their changes are appended at once. A key that fails is rolled
-//! back to its savepoint and left to the controller, which applies it
-//! alone (and so records its failure or reads it again) as it would have
-//! without this; a claim found lapsed leaves the whole batch to it.
+//! change shows as soon as it is applied, not when the batch ends.
+//!
+//! Each key is applied under its own savepoint, then every claim is
+//! checked and locked, then all their changes are appended at once. A key
+//! that fails is rolled back to its savepoint and left to the controller,
+//! which applies it alone (and so records its failure or reads it again)
+//! as it would have without this; a claim found lapsed leaves the whole
+//! batch to it.
 //!
 //! Rows are locked in the order the webhook intake locks them: the
 //! repositories by ascending id, then their queue rows by ascending id, so
