@@ -112,16 +112,11 @@ impl GithubStorage {
     }
 }
 
-/// One of several project files to read: where it sits, and what to read.
+/// One of several project files to read: the observation's read, and
+/// the file's path in it.
 struct FileToRead {
-    index: usize,
-    id: RepoId,
-    installation: InstallationId,
-    owner: String,
-    name: String,
-    sha: String,
+    read: ToRead,
     path: String,
-    blob: String,
 }
 
 /// The files of an observation of several project files (all of them, or
@@ -161,14 +156,16 @@ impl GithubStorage {
             for file in files.iter() {
                 if let FileContent::Binary { blob, judged: None } = &file.content {
                     asked.push(FileToRead {
-                        index,
-                        id: *id,
-                        installation,
-                        owner: owner.clone(),
-                        name: name.clone(),
-                        sha: sha.to_owned(),
+                        read: ToRead {
+                            index,
+                            id: *id,
+                            installation,
+                            owner: owner.clone(),
+                            name: name.clone(),
+                            sha: sha.to_owned(),
+                            blob: blob.clone(),
+                        },
                         path: file.path.clone(),
-                        blob: blob.clone(),
                     });
                 }
             }
@@ -178,26 +175,33 @@ impl GithubStorage {
         }
         let items: Vec<(RepoId, String, String)> = asked
             .iter()
-            .map(|a| (a.id, a.path.clone(), a.blob.clone()))
+            .map(|a| (a.read.id, a.path.clone(), a.read.blob.clone()))
             .collect();
         match self.client.registry.judged_files(&items).await {
-            Ok(judged) => asked.retain(|a| !judged.contains(&(a.id, a.path.clone()))),
+            Ok(judged) => asked.retain(|a| !judged.contains(&(a.read.id, a.path.clone()))),
             Err(error) => {
                 tracing::warn!(%error, "cannot tell which binary files were judged; reading them");
             }
         }
         let reads = stream::iter(asked)
             .map(|a| async move {
-                let repo = (a.owner.as_str(), a.name.as_str());
+                let ToRead {
+                    installation,
+                    owner,
+                    name,
+                    sha,
+                    ..
+                } = &a.read;
+                let repo = (owner.as_str(), name.as_str());
                 let read =
-                    contents_at(&self.client, a.installation, repo, &a.path, a.sha.clone()).await;
+                    contents_at(&self.client, *installation, repo, &a.path, sha.clone()).await;
                 (a, read)
             })
             .buffer_unordered(CONCURRENCY)
             .collect::<Vec<_>>()
             .await;
         for (asked, read) in reads {
-            let Some((_, files)) = files_of(&mut states[asked.index]) else {
+            let Some((_, files)) = files_of(&mut states[asked.read.index]) else {
                 continue;
             };
             let Some(file) = files.iter_mut().find(|f| f.path == asked.path) else {
@@ -209,15 +213,15 @@ impl GithubStorage {
                 }
                 Ok(FileState::Found { .. }) => {
                     file.content = FileContent::Binary {
-                        blob: asked.blob,
+                        blob: asked.read.blob,
                         judged: Some(FileContent::binary_line(&asked.path)),
                     };
                 }
                 Ok(other) => {
-                    tracing::warn!(repo = %asked.id, path = %asked.path, answer = ?other, "a file GitHub calls binary was not read as a file");
+                    tracing::warn!(repo = %asked.read.id, path = %asked.path, answer = ?other, "a file GitHub calls binary was not read as a file");
                 }
                 Err(error) => {
-                    tracing::warn!(repo = %asked.id, path = %asked.path, %error, "could not read a file GitHub calls binary; applied as binary");
+                    tracing::warn!(repo = %asked.read.id, path = %asked.path, %error, "could not read a file GitHub calls binary; applied as binary");
                 }
             }
         }
