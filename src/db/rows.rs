@@ -48,6 +48,39 @@ macro_rules! from_row {
     };
 }
 
+/// Declares a struct read from rows: the struct as written, and its
+/// [`from_row!`] from the same field list, so each field is named once. A
+/// field read other than from its own column says how after its type:
+///
+/// ```ignore
+/// roster::row! {
+///     pub struct Entry {
+///         pub name: String,
+///         pub fields: Fields as flatten,
+///         pub links: Vec<Link> as json,
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! row {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $ty:ident {
+            $(
+                $(#[$field_meta:meta])*
+                $field_vis:vis $field:ident : $field_ty:ty $(as $how:ident)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $ty {
+            $($(#[$field_meta])* $field_vis $field: $field_ty,)*
+        }
+
+        $crate::from_row!($ty { $($field $(: $how)?),* });
+    };
+}
+
 /// Makes a one-field tuple struct a column value of its field's type, as
 /// `#[derive(sqlx::Type)] #[sqlx(transparent)]` would (arrays of it too).
 macro_rules! transparent_type {

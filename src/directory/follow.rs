@@ -5,39 +5,32 @@
 //! registry once it has followed it.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgPool, Row};
+use sqlx::PgPool;
 
 use crate::installation_id::InstallationId;
 
-/// An account whose owners are to be followed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Changed {
-    pub org_id: i64,
-    /// Its installation; `None` for the local folder.
-    pub installation_id: Option<InstallationId>,
-    /// The change followed: marked as followed once done.
-    pub changed_at: DateTime<Utc>,
+crate::row! {
+    /// An account whose owners are to be followed.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Changed {
+        pub org_id: i64,
+        /// Its installation; `None` for the local folder.
+        pub installation_id: Option<InstallationId>,
+        /// The change followed: marked as followed once done.
+        pub changed_at: DateTime<Utc>,
+    }
 }
 
 /// Accounts changed since their owners were followed, oldest change first.
 pub async fn changed(pool: &PgPool, limit: i64) -> Result<Vec<Changed>, sqlx::Error> {
-    let rows = sqlx::query(
+    sqlx::query_as(
         "select org_id, installation_id, changed_at from directory_orgs
          where owners_followed_at is null or owners_followed_at < changed_at
          order by changed_at limit $1",
     )
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    rows.iter()
-        .map(|row| {
-            Ok(Changed {
-                org_id: row.try_get("org_id")?,
-                installation_id: row.try_get("installation_id")?,
-                changed_at: row.try_get("changed_at")?,
-            })
-        })
-        .collect()
+    .await
 }
 
 /// Records that `changed` was followed (a later change is followed again).

@@ -8,13 +8,12 @@
 //! read of 10,000 teams, while resolving exactly as the whole directory
 //! would ([`super::resolve`]).
 
-use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection, Row};
 
 use crate::installation_id::InstallationId;
 
 use super::resolve::{Resolution, Resolver};
-use super::{Directory, KnownTeam, Member, Team, Unchecked};
+use super::{Directory, KnownTeam, Member, Unchecked};
 
 /// The part of the directory of `installation`'s account that resolving
 /// `owners` needs; `None` when Roster keeps no directory for it (never
@@ -70,7 +69,7 @@ pub async fn directory_of(
     // The slugs with their teams in one read: a team that had several of
     // them is kept once.
     let named = sqlx::query(
-        "select s.slug_lower, s.team_id, t.team_id is not null as known,
+        "select s.slug_lower, s.team_id as id, t.team_id is not null as known,
                 t.slug, t.name, t.parent_id, t.secret, t.deleted_at is not null as deleted
          from directory_team_slugs s
          left join directory_teams t on t.org_id = s.org_id and t.team_id = s.team_id
@@ -81,11 +80,11 @@ pub async fn directory_of(
     .fetch_all(&mut *conn)
     .await?;
     for row in &named {
-        let id: i64 = row.try_get("team_id")?;
+        let id: i64 = row.try_get("id")?;
         directory.slugs.push((row.try_get("slug_lower")?, id));
         let known: bool = row.try_get("known")?;
         if known && !directory.teams.iter().any(|t| t.team.id == id) {
-            directory.teams.push(known_team(row)?);
+            directory.teams.push(KnownTeam::from_row(row)?);
         }
     }
     directory.teams.sort_by_key(|t| t.team.id);
@@ -145,29 +144,10 @@ pub(crate) async fn teams(
     filter: &'static str,
 ) -> Result<Vec<KnownTeam>, sqlx::Error> {
     let sql = format!(
-        "select team_id, slug, name, parent_id, secret, deleted_at is not null as deleted
+        "select team_id as id, slug, name, parent_id, secret, deleted_at is not null as deleted
          from directory_teams where org_id = $1 and {filter} order by team_id"
     );
-    sqlx::query(&sql)
-        .bind(org)
-        .fetch_all(&mut *conn)
-        .await?
-        .iter()
-        .map(known_team)
-        .collect()
-}
-
-fn known_team(row: &PgRow) -> Result<KnownTeam, sqlx::Error> {
-    Ok(KnownTeam {
-        team: Team {
-            id: row.try_get("team_id")?,
-            slug: row.try_get("slug")?,
-            name: row.try_get("name")?,
-            parent_id: row.try_get("parent_id")?,
-            secret: row.try_get("secret")?,
-        },
-        deleted: row.try_get("deleted")?,
-    })
+    sqlx::query_as(&sql).bind(org).fetch_all(&mut *conn).await
 }
 
 #[cfg(test)]

@@ -26,16 +26,18 @@ pub const LOCAL_ORG_ID: i64 = 0;
 /// The local folder's account login: the owner of its repositories.
 pub const LOCAL_LOGIN: &str = "local";
 
-/// One team, as the directory keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Team {
-    /// GitHub's numeric id (a stable hash of the slug for the local folder).
-    pub id: i64,
-    pub slug: String,
-    pub name: String,
-    pub parent_id: Option<i64>,
-    /// A secret team is only shown to the API token or a signed-in session.
-    pub secret: bool,
+crate::row! {
+    /// One team, as the directory keeps it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Team {
+        /// GitHub's numeric id (a stable hash of the slug for the local folder).
+        pub id: i64,
+        pub slug: String,
+        pub name: String,
+        pub parent_id: Option<i64>,
+        /// A secret team is only shown to the API token or a signed-in session.
+        pub secret: bool,
+    }
 }
 
 /// One member of the organisation.
@@ -55,11 +57,13 @@ pub enum Unchecked {
     Off(String),
 }
 
-/// A team the directory still remembers, current or not.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KnownTeam {
-    pub team: Team,
-    pub deleted: bool,
+crate::row! {
+    /// A team the directory still remembers, current or not.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct KnownTeam {
+        pub team: Team as flatten,
+        pub deleted: bool,
+    }
 }
 
 /// What the resolver reads: one account's directory, loaded at once.

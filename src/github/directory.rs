@@ -33,7 +33,7 @@ use crate::source::InstallationId;
 mod page;
 mod team_read;
 
-use page::Refused;
+use page::{Part, Refused};
 pub use page::{READ_MEMBERS, READ_TEAMS};
 pub use team_read::READ_TEAM;
 
@@ -198,12 +198,12 @@ impl DirectoryReader {
         // teams' read finishing is what turns it on.
         let both = self.db().is_off(account.org_id).await?;
         if members || both {
-            if let Err(refused) = self.read_members(installation, account).await {
+            if let Err(refused) = self.read_part(Part::Members, installation, account).await {
                 return self.refused(account, installation, refused).await;
             }
         }
         if teams || both {
-            if let Err(refused) = self.read_teams(installation, account).await {
+            if let Err(refused) = self.read_part(Part::Teams, installation, account).await {
                 return self.refused(account, installation, refused).await;
             }
         }
@@ -229,70 +229,48 @@ impl DirectoryReader {
         Ok(())
     }
 
-    async fn read_teams(
+    /// Reads one part of `account`'s directory, every page: each page is
+    /// written as it comes, and only the read's end marks what it did not
+    /// see.
+    async fn read_part(
         &self,
+        part: Part,
         installation: InstallationId,
         account: &Account,
     ) -> Result<(), Refused> {
-        let started = self
-            .db()
-            .read_started()
-            .await
-            .map_err(DirectoryError::from)?;
+        let (db, org) = (self.db(), account.org_id);
+        let started = db.read_started().await.map_err(DirectoryError::from)?;
         let mut after: Option<String> = None;
         for _ in 0..MAX_PAGES {
             self.take_share(installation)?;
-            let page = page::teams(&self.client, installation, account, after).await?;
-            self.db()
-                .put_teams(account.org_id, &page.teams, started)
-                .await
-                .map_err(DirectoryError::from)?;
-            self.db()
-                .touch_teams(account.org_id, &page.skipped, started)
-                .await
-                .map_err(DirectoryError::from)?;
-            match page.next {
-                Some(cursor) => after = Some(cursor),
-                None => {
-                    self.db()
-                        .finish_teams(account.org_id, started)
+            let next = match part {
+                Part::Teams => {
+                    let page = page::teams(&self.client, installation, account, after).await?;
+                    db.put_teams(org, &page.teams, started)
                         .await
                         .map_err(DirectoryError::from)?;
-                    return Ok(());
-                }
-            }
-        }
-        Err(too_many(account))
-    }
-
-    async fn read_members(
-        &self,
-        installation: InstallationId,
-        account: &Account,
-    ) -> Result<(), Refused> {
-        let started = self
-            .db()
-            .read_started()
-            .await
-            .map_err(DirectoryError::from)?;
-        let mut after: Option<String> = None;
-        for _ in 0..MAX_PAGES {
-            self.take_share(installation)?;
-            let (members, next) = page::members(&self.client, installation, account, after).await?;
-            self.db()
-                .put_members(account.org_id, &members, started)
-                .await
-                .map_err(DirectoryError::from)?;
-            match next {
-                Some(cursor) => after = Some(cursor),
-                None => {
-                    self.db()
-                        .finish_members(account.org_id, started)
+                    db.touch_teams(org, &page.skipped, started)
                         .await
                         .map_err(DirectoryError::from)?;
-                    return Ok(());
+                    page.next
                 }
+                Part::Members => {
+                    let (members, next) =
+                        page::members(&self.client, installation, account, after).await?;
+                    db.put_members(org, &members, started)
+                        .await
+                        .map_err(DirectoryError::from)?;
+                    next
+                }
+            };
+            if next.is_none() {
+                let finished = match part {
+                    Part::Teams => db.finish_teams(org, started).await,
+                    Part::Members => db.finish_members(org, started).await,
+                };
+                return finished.map_err(|e| DirectoryError::from(e).into());
             }
+            after = next;
         }
         Err(too_many(account))
     }

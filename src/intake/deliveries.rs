@@ -13,29 +13,21 @@ use crate::db::Page;
 /// The most items one page holds (docs/contract.md#http-routes).
 pub const MAX_LIMIT: u32 = 1000;
 
-/// One recorded delivery.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeliveryRecord {
-    /// GitHub's `X-GitHub-Delivery`.
-    pub id: String,
-    pub event: String,
-    pub action: Option<String>,
-    /// `owner/name`, when the payload names a repository.
-    pub repo: Option<String>,
-    pub outcome: String,
-    pub at: DateTime<Utc>,
-    pub redelivery_requested: bool,
+crate::row! {
+    /// One recorded delivery.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct DeliveryRecord {
+        /// GitHub's `X-GitHub-Delivery`.
+        pub id: String,
+        pub event: String,
+        pub action: Option<String>,
+        /// `owner/name`, when the payload names a repository.
+        pub repo: Option<String>,
+        pub outcome: String,
+        pub at: DateTime<Utc>,
+        pub redelivery_requested: bool,
+    }
 }
-
-crate::from_row!(DeliveryRecord {
-    id,
-    event,
-    action,
-    repo,
-    outcome,
-    at,
-    redelivery_requested
-});
 
 /// A delivery about to be recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -184,38 +184,27 @@ pub async fn release(pool: &PgPool, url: &str, owner: &str) -> Result<(), sqlx::
     Ok(())
 }
 
-/// One target as the API and the dashboard show it.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct TargetStatus {
-    /// The URL's scheme, host and port (see [`super::labels`]).
-    pub target: String,
-    /// Changes written but not acknowledged yet.
-    pub backlog: i64,
-    pub cursor: i64,
-    pub attempts: i32,
-    pub last_error: Option<String>,
-    pub last_error_at: Option<DateTime<Utc>>,
-    pub last_sent_at: Option<DateTime<Utc>>,
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    /// Whether a replica delivers to it now (a live lease).
-    pub active: bool,
-    /// Whether it fell more than the log's size bound behind and has not
-    /// acknowledged its `gap` notification yet.
-    pub stalled: bool,
+crate::row! {
+    /// One target as the API and the dashboard show it.
+    #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+    pub struct TargetStatus {
+        /// The URL's scheme, host and port (see [`super::labels`]).
+        pub target: String,
+        /// Changes written but not acknowledged yet.
+        pub backlog: i64,
+        pub cursor: i64,
+        pub attempts: i32,
+        pub last_error: Option<String>,
+        pub last_error_at: Option<DateTime<Utc>>,
+        pub last_sent_at: Option<DateTime<Utc>>,
+        pub next_attempt_at: Option<DateTime<Utc>>,
+        /// Whether a replica delivers to it now (a live lease).
+        pub active: bool,
+        /// Whether it fell more than the log's size bound behind and has not
+        /// acknowledged its `gap` notification yet.
+        pub stalled: bool,
+    }
 }
-
-crate::from_row!(TargetStatus {
-    target,
-    backlog,
-    cursor,
-    attempts,
-    last_error,
-    last_error_at,
-    last_sent_at,
-    next_attempt_at,
-    active,
-    stalled
-});
 
 /// Every configured target (those removed from the configuration are
 /// dropped at start), by URL.

@@ -155,34 +155,25 @@ pub fn resolved_columns() -> String {
         .join(", ")
 }
 
-/// What a project file declares for one project, beside its name.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(default)]
-pub struct Fields {
-    /// Who owns it, as the file says it (a team slug, `@org/slug` or `@login`).
-    pub owner: String,
-    pub description: Option<String>,
-    /// One of [`LIFECYCLES`].
-    pub lifecycle: Option<String>,
-    pub tags: Vec<String>,
-    pub links: Vec<Link>,
-    pub labels: BTreeMap<String, String>,
-    /// The projects it depends on, by name, resolved when read (docs/contract.md#relations).
-    pub depends_on: Vec<String>,
-    /// The product it is part of: projects sharing a system make one.
-    pub system: Option<String>,
+crate::row! {
+    /// What a project file declares for one project, beside its name.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(default)]
+    pub struct Fields {
+        /// Who owns it, as the file says it (a team slug, `@org/slug` or `@login`).
+        pub owner: String,
+        pub description: Option<String>,
+        /// One of [`LIFECYCLES`].
+        pub lifecycle: Option<String>,
+        pub tags: Vec<String>,
+        pub links: Vec<Link> as json,
+        pub labels: BTreeMap<String, String> as json,
+        /// The projects it depends on, by name, resolved when read (docs/contract.md#relations).
+        pub depends_on: Vec<String>,
+        /// The product it is part of: projects sharing a system make one.
+        pub system: Option<String>,
+    }
 }
-
-crate::from_row!(Fields {
-    owner,
-    description,
-    lifecycle,
-    tags,
-    links: json,
-    labels: json,
-    depends_on,
-    system
-});
 
 /// A titled link (runbook, dashboard, docs); `url` is http or https.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -191,23 +182,19 @@ pub struct Link {
     pub url: String,
 }
 
-/// What the owner was found to be in the organisation's directory, stored
-/// beside the file's text (which never changes because of it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(default)]
-pub struct ResolvedOwner {
-    pub owner_status: OwnerStatus,
-    /// GitHub's id of the team the owner names (current, renamed or deleted).
-    pub owner_team_id: Option<i64>,
-    /// That team's slug now (a renamed team's new slug), or the member's login.
-    pub owner_slug: Option<String>,
+crate::row! {
+    /// What the owner was found to be in the organisation's directory, stored
+    /// beside the file's text (which never changes because of it).
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(default)]
+    pub struct ResolvedOwner {
+        pub owner_status: OwnerStatus as text,
+        /// GitHub's id of the team the owner names (current, renamed or deleted).
+        pub owner_team_id: Option<i64>,
+        /// That team's slug now (a renamed team's new slug), or the member's login.
+        pub owner_slug: Option<String>,
+    }
 }
-
-crate::from_row!(ResolvedOwner {
-    owner_status: text,
-    owner_team_id,
-    owner_slug
-});
 
 /// What an entry's owner names now.
 #[derive(

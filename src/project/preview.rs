@@ -7,20 +7,16 @@ use std::collections::BTreeMap;
 use super::fields::shown_fields;
 use super::Project;
 
-/// An entry as registered now, with the fields a preview compares.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegisteredEntry {
-    pub name: String,
-    /// The project file it came from.
-    pub path: String,
-    pub fields: super::fields::Fields,
+crate::row! {
+    /// An entry as registered now, with the fields a preview compares.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RegisteredEntry {
+        pub name: String,
+        /// The project file it came from.
+        pub path: String,
+        pub fields: super::fields::Fields as flatten,
+    }
 }
-
-crate::from_row!(RegisteredEntry {
-    name,
-    path,
-    fields: flatten
-});
 
 /// A name another repository owns.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,28 +12,22 @@ use super::tracker::{remembered_installations, tracked_ids};
 use super::{record_node_ids, RegistryError};
 use crate::source::{InstallationId, Partition, RepoId};
 
-/// Where the registry last saw a repository: the installation, the name
-/// and default branch its head is most likely found under, and the node id
-/// GitHub's GraphQL API knows it by.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RepoRecord {
-    /// The installation that saw it (`None`: the local folder).
-    pub installation: Option<InstallationId>,
-    pub owner: String,
-    pub name: String,
-    /// Empty when not known yet.
-    pub default_branch: String,
-    /// GitHub's GraphQL node id, when learnt.
-    pub node_id: Option<String>,
+crate::row! {
+    /// Where the registry last saw a repository: the installation, the name
+    /// and default branch its head is most likely found under, and the node id
+    /// GitHub's GraphQL API knows it by.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    pub struct RepoRecord {
+        /// The installation that saw it (`None`: the local folder).
+        pub installation: Option<InstallationId>,
+        pub owner: String,
+        pub name: String,
+        /// Empty when not known yet.
+        pub default_branch: String,
+        /// GitHub's GraphQL node id, when learnt.
+        pub node_id: Option<String>,
+    }
 }
-
-crate::from_row!(RepoRecord {
-    installation,
-    owner,
-    name,
-    default_branch,
-    node_id
-});
 
 /// A handle on the registry for the sources; cheap to clone.
 #[derive(Debug, Clone)]
@@ -52,15 +46,12 @@ impl RegistryDb {
         &self,
         ids: &[RepoId],
     ) -> Result<HashMap<RepoId, RepoRecord>, RegistryError> {
-        struct Row {
-            id: RepoId,
-            record: RepoRecord,
+        crate::row! {
+            struct Row {
+                id: RepoId,
+                record: RepoRecord as flatten,
+            }
         }
-
-        crate::from_row!(Row {
-            id,
-            record: flatten
-        });
         let ids: Vec<i64> = ids.iter().map(|id| id.0).collect();
         let rows: Vec<Row> = sqlx::query_as(
             "select id, installation_id as installation, owner, name,

@@ -240,21 +240,15 @@ pub(crate) async fn clear_empty(
     .await
 }
 
-struct HoldRow {
-    id: i64,
-    partition: Partition,
-    since: DateTime<Utc>,
-    reason: String,
-    repos: Vec<String>,
+crate::row! {
+    struct HoldRow {
+        id: i64,
+        partition: Partition,
+        since: DateTime<Utc>,
+        reason: String,
+        repos: Vec<String>,
+    }
 }
-
-crate::from_row!(HoldRow {
-    id,
-    partition,
-    since,
-    reason,
-    repos
-});
 
 /// Every active hold, oldest first, with the repositories it holds.
 pub async fn active_holds(pool: &PgPool) -> Result<Vec<ActiveHold>, RegistryError> {

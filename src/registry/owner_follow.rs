@@ -52,20 +52,15 @@ pub async fn follow_changes(pool: &PgPool, mode: OwnersMode) -> Result<usize, Re
     Ok(moved)
 }
 
-/// An entry's owner as stored.
-struct OwnedEntry {
-    repo_id: RepoId,
-    name: String,
-    owner: String,
-    resolved: ResolvedOwner,
+crate::row! {
+    /// An entry's owner as stored.
+    struct OwnedEntry {
+        repo_id: RepoId,
+        name: String,
+        owner: String,
+        resolved: ResolvedOwner as flatten,
+    }
 }
-
-crate::from_row!(OwnedEntry {
-    repo_id,
-    name,
-    owner,
-    resolved: flatten
-});
 
 /// An entry whose owner resolves to something else now.
 struct Moved {

@@ -10,26 +10,19 @@ use super::clip::{clip, MAX_ERROR_BYTES, MAX_EVENT_BYTES};
 use super::{events, RegistryError, Status};
 use crate::source::{InstallationId, RepoId, RepoInfo};
 
-/// The fields a reconcile decides, as locked at its start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct RepoState {
-    pub status: Status,
-    pub error: Option<String>,
-    pub synced_sha: Option<String>,
-    pub attempts: i32,
-    pub conflicts: Vec<String>,
-    /// Git's blob id of the project file the last reconcile read.
-    pub file_blob: Option<String>,
+crate::row! {
+    /// The fields a reconcile decides, as locked at its start.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(crate) struct RepoState {
+        pub status: Status,
+        pub error: Option<String>,
+        pub synced_sha: Option<String>,
+        pub attempts: i32,
+        pub conflicts: Vec<String>,
+        /// Git's blob id of the project file the last reconcile read.
+        pub file_blob: Option<String>,
+    }
 }
-
-crate::from_row!(RepoState {
-    status,
-    error,
-    synced_sha,
-    attempts,
-    conflicts,
-    file_blob
-});
 
 /// Which of `ids` the registry knows, on the caller's transaction.
 pub async fn known_ids(
@@ -110,29 +103,21 @@ pub(crate) async fn waiting_for_projects(
     .await
 }
 
-/// A locked row with what a reconcile needs besides the state it decides:
-/// the names as stored, and the hold on its removal, so that writes which
-/// would change nothing can be skipped.
-#[derive(Debug)]
-pub(crate) struct Locked {
-    pub state: RepoState,
-    pub owner: String,
-    pub name: String,
-    pub installation_id: Option<InstallationId>,
-    pub default_branch: String,
-    pub html_url: Option<String>,
-    pub hold_id: Option<i64>,
+crate::row! {
+    /// A locked row with what a reconcile needs besides the state it decides:
+    /// the names as stored, and the hold on its removal, so that writes which
+    /// would change nothing can be skipped.
+    #[derive(Debug)]
+    pub(crate) struct Locked {
+        pub state: RepoState as flatten,
+        pub owner: String,
+        pub name: String,
+        pub installation_id: Option<InstallationId>,
+        pub default_branch: String,
+        pub html_url: Option<String>,
+        pub hold_id: Option<i64>,
+    }
 }
-
-crate::from_row!(Locked {
-    state: flatten,
-    owner,
-    name,
-    installation_id,
-    default_branch,
-    html_url,
-    hold_id
-});
 
 impl Locked {
     /// Whether the stored names are those of `info`.

@@ -4,35 +4,39 @@
 //! teams, and their status as the dashboard and the API show it.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use super::DirectoryDb;
 use crate::installation_id::InstallationId;
 
-/// An account whose directory Roster reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Account {
-    /// GitHub's account id ([`LOCAL_ORG_ID`](crate::directory::LOCAL_ORG_ID) for the local folder).
-    pub org_id: i64,
-    pub login: String,
-    pub installation_id: Option<InstallationId>,
-    /// A personal account: no teams to read.
-    pub personal: bool,
+crate::row! {
+    /// An account whose directory Roster reads.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Account {
+        /// GitHub's account id ([`LOCAL_ORG_ID`](crate::directory::LOCAL_ORG_ID) for the local folder).
+        pub org_id: i64,
+        pub login: String,
+        pub installation_id: Option<InstallationId>,
+        /// A personal account: no teams to read.
+        pub personal: bool,
+    }
 }
 
-/// What the dashboard and the API show about an account's directory.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct AccountStatus {
-    pub org_id: i64,
-    pub login: String,
-    pub installation_id: Option<InstallationId>,
-    pub personal: bool,
-    /// Why owners of this account are not checked, when they are not.
-    pub off_reason: Option<String>,
-    /// The last read that failed, or a `teams.yaml` that was refused.
-    pub read_error: Option<String>,
-    pub teams_read_at: Option<DateTime<Utc>>,
-    pub members_read_at: Option<DateTime<Utc>>,
+crate::row! {
+    /// What the dashboard and the API show about an account's directory.
+    #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+    pub struct AccountStatus {
+        pub org_id: i64,
+        pub login: String,
+        pub installation_id: Option<InstallationId>,
+        pub personal: bool,
+        /// Why owners of this account are not checked, when they are not.
+        pub off_reason: Option<String>,
+        /// The last read that failed, or a `teams.yaml` that was refused.
+        pub read_error: Option<String>,
+        pub teams_read_at: Option<DateTime<Utc>>,
+        pub members_read_at: Option<DateTime<Utc>>,
+    }
 }
 
 impl DirectoryDb {
@@ -83,27 +87,13 @@ impl DirectoryDb {
 
     /// Every account's status, by login.
     pub async fn accounts(&self) -> Result<Vec<AccountStatus>, sqlx::Error> {
-        let rows = sqlx::query(
+        sqlx::query_as(
             "select org_id, login, installation_id, personal, off_reason, read_error,
                     teams_read_at, members_read_at
              from directory_orgs order by lower(login), org_id",
         )
         .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(AccountStatus {
-                    org_id: row.try_get("org_id")?,
-                    login: row.try_get("login")?,
-                    installation_id: row.try_get("installation_id")?,
-                    personal: row.try_get("personal")?,
-                    off_reason: row.try_get("off_reason")?,
-                    read_error: row.try_get("read_error")?,
-                    teams_read_at: row.try_get("teams_read_at")?,
-                    members_read_at: row.try_get("members_read_at")?,
-                })
-            })
-            .collect()
+        .await
     }
 }
 

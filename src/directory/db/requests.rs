@@ -6,16 +6,16 @@
 
 use std::time::Duration;
 
-use sqlx::Row;
-
 use super::{Account, DirectoryDb};
 
-/// A re-read a webhook asked for, claimed by one replica.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requested {
-    pub account: Account,
-    pub teams: bool,
-    pub members: bool,
+crate::row! {
+    /// A re-read a webhook asked for, claimed by one replica.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Requested {
+        pub account: Account as flatten,
+        pub teams: bool,
+        pub members: bool,
+    }
 }
 
 impl DirectoryDb {
@@ -26,7 +26,7 @@ impl DirectoryDb {
         limit: i64,
         lease: Duration,
     ) -> Result<Vec<Requested>, sqlx::Error> {
-        let rows = sqlx::query(
+        sqlx::query_as(
             "update directory_orgs o set claimed_until = now() + make_interval(secs => $2)
              from (select org_id from directory_orgs
                    where (teams_requested_at is not null or members_requested_at is not null)
@@ -41,21 +41,7 @@ impl DirectoryDb {
         .bind(limit)
         .bind(lease.as_secs_f64())
         .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(Requested {
-                    account: Account {
-                        org_id: row.try_get("org_id")?,
-                        login: row.try_get("login")?,
-                        installation_id: row.try_get("installation_id")?,
-                        personal: row.try_get("personal")?,
-                    },
-                    teams: row.try_get("teams")?,
-                    members: row.try_get("members")?,
-                })
-            })
-            .collect()
+        .await
     }
 
     /// Ends a claim; a request that is still there (it came during the

@@ -7,22 +7,23 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::Row;
 
 use super::changes::changed_in;
 use super::DirectoryDb;
 use crate::directory::Team;
 use crate::installation_id::InstallationId;
 
-/// A team to read from GitHub on its own, claimed by one replica.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TeamToRead {
-    pub org_id: i64,
-    pub team_id: i64,
-    pub node_id: Option<String>,
-    pub installation_id: Option<InstallationId>,
-    /// Consecutive failed reads of it so far.
-    pub failures: i32,
+crate::row! {
+    /// A team to read from GitHub on its own, claimed by one replica.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TeamToRead {
+        pub org_id: i64,
+        pub team_id: i64,
+        pub node_id: Option<String>,
+        pub installation_id: Option<InstallationId>,
+        /// Consecutive failed reads of it so far.
+        pub failures: i32,
+    }
 }
 
 /// What a team's own read found.
@@ -42,7 +43,7 @@ impl DirectoryDb {
         limit: i64,
         lease: Duration,
     ) -> Result<Vec<TeamToRead>, sqlx::Error> {
-        let rows = sqlx::query(
+        sqlx::query_as(
             "update directory_changes c set claimed_until = now() + make_interval(secs => $2)
              from (select c.org_id, c.kind, c.subject_id from directory_changes c
                    where c.applied and c.needs_read and not c.gone
@@ -51,23 +52,12 @@ impl DirectoryDb {
                   directory_orgs o
              where (c.org_id, c.kind, c.subject_id) = (due.org_id, due.kind, due.subject_id)
                and o.org_id = c.org_id
-             returning c.org_id, c.subject_id, c.node_id, c.failures, o.installation_id",
+             returning c.org_id, c.subject_id as team_id, c.node_id, c.failures, o.installation_id",
         )
         .bind(limit)
         .bind(lease.as_secs_f64())
         .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(TeamToRead {
-                    org_id: row.try_get("org_id")?,
-                    team_id: row.try_get("subject_id")?,
-                    node_id: row.try_get("node_id")?,
-                    installation_id: row.try_get("installation_id")?,
-                    failures: row.try_get("failures")?,
-                })
-            })
-            .collect()
+        .await
     }
 
     /// Writes what a read started at `started` found of a team, and ends

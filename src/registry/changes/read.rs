@@ -33,38 +33,24 @@ pub enum FeedError {
     Registry(#[from] RegistryError),
 }
 
-pub(super) struct ChangeRow {
-    seq: i64,
-    at: DateTime<Utc>,
-    kind: String,
-    name: String,
-    repo: String,
-    repo_id: i64,
-    sha: Option<String>,
-    cause: String,
-    before: Option<Value>,
-    after: Option<Value>,
-    dependents: Option<Vec<String>>,
-    dependents_total: Option<i32>,
-    /// How many changes matched before the byte bound cut the page.
-    matched: i64,
+crate::row! {
+    pub(super) struct ChangeRow {
+        seq: i64,
+        at: DateTime<Utc>,
+        kind: String,
+        name: String,
+        repo: String,
+        repo_id: i64,
+        sha: Option<String>,
+        cause: String,
+        before: Option<Value>,
+        after: Option<Value>,
+        dependents: Option<Vec<String>>,
+        dependents_total: Option<i32>,
+        /// How many changes matched before the byte bound cut the page.
+        matched: i64,
+    }
 }
-
-crate::from_row!(ChangeRow {
-    seq,
-    at,
-    kind,
-    name,
-    repo,
-    repo_id,
-    sha,
-    cause,
-    before,
-    after,
-    dependents,
-    dependents_total,
-    matched
-});
 
 impl ChangeRow {
     fn into_change(self) -> Result<Change, RegistryError> {

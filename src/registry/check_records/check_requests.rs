@@ -38,33 +38,22 @@ impl CheckRequest {
     }
 }
 
-/// A request claimed by an evaluator.
-#[derive(Debug, Clone)]
-pub struct ClaimedRequest {
-    pub repo_id: RepoId,
-    pub key: String,
-    pub pull_request: Option<i32>,
-    pub head_sha: String,
-    pub installation_id: InstallationId,
-    pub owner: String,
-    pub name: String,
-    pub requested_at: DateTime<Utc>,
-    pub attempts: i32,
-    pub public: bool,
+crate::row! {
+    /// A request claimed by an evaluator.
+    #[derive(Debug, Clone)]
+    pub struct ClaimedRequest {
+        pub repo_id: RepoId,
+        pub key: String,
+        pub pull_request: Option<i32>,
+        pub head_sha: String,
+        pub installation_id: InstallationId,
+        pub owner: String,
+        pub name: String,
+        pub requested_at: DateTime<Utc>,
+        pub attempts: i32,
+        pub public: bool,
+    }
 }
-
-crate::from_row!(ClaimedRequest {
-    repo_id,
-    key,
-    pull_request,
-    head_sha,
-    installation_id,
-    owner,
-    name,
-    requested_at,
-    attempts,
-    public
-});
 
 /// Stores the requests (the latest head wins) on the caller's transaction,
 /// and wakes the evaluators when it commits.

@@ -31,39 +31,25 @@ pub struct CheckIntent {
     pub annotations: serde_json::Value,
 }
 
-/// An intent claimed for posting, with what is known of its run.
-#[derive(Debug, Clone)]
-pub struct DuePost {
-    pub repo_id: RepoId,
-    pub sha: String,
-    pub installation_id: InstallationId,
-    pub owner: String,
-    pub name: String,
-    pub conclusion: String,
-    pub title: String,
-    pub summary: String,
-    pub annotations: sqlx::types::Json<serde_json::Value>,
-    pub version: i32,
-    pub run_id: Option<i64>,
-    pub create_sent: bool,
-    pub attempts: i32,
+crate::row! {
+    /// An intent claimed for posting, with what is known of its run.
+    #[derive(Debug, Clone)]
+    pub struct DuePost {
+        pub repo_id: RepoId,
+        pub sha: String,
+        pub installation_id: InstallationId,
+        pub owner: String,
+        pub name: String,
+        pub conclusion: String,
+        pub title: String,
+        pub summary: String,
+        pub annotations: sqlx::types::Json<serde_json::Value>,
+        pub version: i32,
+        pub run_id: Option<i64>,
+        pub create_sent: bool,
+        pub attempts: i32,
+    }
 }
-
-crate::from_row!(DuePost {
-    repo_id,
-    sha,
-    installation_id,
-    owner,
-    name,
-    conclusion,
-    title,
-    summary,
-    annotations,
-    version,
-    run_id,
-    create_sent,
-    attempts
-});
 
 /// Runs kept per repository once posted: the newest are what people look at.
 const KEPT_PER_REPO: i64 = 50;
@@ -298,19 +284,15 @@ pub async fn clear_denied<'e, E: PgExecutor<'e>>(
     Ok(())
 }
 
-/// An installation that refused the checks permission, for the dashboard.
-#[derive(Debug, Clone)]
-pub struct ChecksDenied {
-    pub installation_id: InstallationId,
-    pub denied_at: DateTime<Utc>,
-    pub message: String,
+crate::row! {
+    /// An installation that refused the checks permission, for the dashboard.
+    #[derive(Debug, Clone)]
+    pub struct ChecksDenied {
+        pub installation_id: InstallationId,
+        pub denied_at: DateTime<Utc>,
+        pub message: String,
+    }
 }
-
-crate::from_row!(ChecksDenied {
-    installation_id,
-    denied_at,
-    message
-});
 
 /// Every installation that refused the checks permission.
 pub async fn denied_installations(pool: &PgPool) -> Result<Vec<ChecksDenied>, RegistryError> {
@@ -321,35 +303,26 @@ pub async fn denied_installations(pool: &PgPool) -> Result<Vec<ChecksDenied>, Re
     .await?)
 }
 
-/// One recent evaluation of a commit and what became of its post.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecentCheck {
-    pub sha: String,
-    pub pull_request: Option<i32>,
-    /// The conclusion GitHub shows: `None` until GitHub has accepted the
-    /// run, so a run it refused is never reported as what it refused.
-    pub conclusion: Option<String>,
-    /// What Roster decided, posted or not.
-    pub decided: String,
-    pub title: String,
-    pub at: DateTime<Utc>,
-    /// Whether GitHub has accepted what this evaluation says: false while
-    /// the post waits, and when GitHub refused it (then `post_error` says
-    /// why).
-    pub posted: bool,
-    pub post_error: Option<String>,
+crate::row! {
+    /// One recent evaluation of a commit and what became of its post.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RecentCheck {
+        pub sha: String,
+        pub pull_request: Option<i32>,
+        /// The conclusion GitHub shows: `None` until GitHub has accepted the
+        /// run, so a run it refused is never reported as what it refused.
+        pub conclusion: Option<String>,
+        /// What Roster decided, posted or not.
+        pub decided: String,
+        pub title: String,
+        pub at: DateTime<Utc>,
+        /// Whether GitHub has accepted what this evaluation says: false while
+        /// the post waits, and when GitHub refused it (then `post_error` says
+        /// why).
+        pub posted: bool,
+        pub post_error: Option<String>,
+    }
 }
-
-crate::from_row!(RecentCheck {
-    sha,
-    pull_request,
-    conclusion,
-    decided,
-    title,
-    at,
-    posted,
-    post_error
-});
 
 /// Most checks shown with a repository.
 pub const RECENT_CHECKS: i64 = 20;

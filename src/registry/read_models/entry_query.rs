@@ -38,31 +38,20 @@ impl Default for ProjectFilter {
     }
 }
 
-pub(in crate::registry) struct EntryRow {
-    name: String,
-    fields: Fields,
-    resolved: ResolvedOwner,
-    repo_owner: String,
-    repo_name: String,
-    repo_id: RepoId,
-    path: String,
-    source_sha: String,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
+crate::row! {
+    pub(in crate::registry) struct EntryRow {
+        name: String,
+        fields: Fields as flatten,
+        resolved: ResolvedOwner as flatten,
+        repo_owner: String,
+        repo_name: String,
+        repo_id: RepoId,
+        path: String,
+        source_sha: String,
+        created_at: DateTime<Utc>,
+        updated_at: DateTime<Utc>,
+    }
 }
-
-crate::from_row!(EntryRow {
-    name,
-    fields: flatten,
-    resolved: flatten,
-    repo_owner,
-    repo_name,
-    repo_id,
-    path,
-    source_sha,
-    created_at,
-    updated_at
-});
 
 impl From<EntryRow> for Entry {
     fn from(row: EntryRow) -> Self {
@@ -101,17 +90,14 @@ pub(crate) async fn entries_of(
     Ok(rows.into_iter().map(Entry::from).collect())
 }
 
-/// An entry of a page, with how many entries matched before the byte
-/// bound cut the page.
-struct PagedEntryRow {
-    entry: EntryRow,
-    matched: i64,
+crate::row! {
+    /// An entry of a page, with how many entries matched before the byte
+    /// bound cut the page.
+    struct PagedEntryRow {
+        entry: EntryRow as flatten,
+        matched: i64,
+    }
 }
-
-crate::from_row!(PagedEntryRow {
-    entry: flatten,
-    matched
-});
 
 /// About the bytes of an entry `e` as JSON, from its stored columns: what
 /// a page is cut by before it is read (then measured exactly).

@@ -28,17 +28,13 @@ pub struct ExportEntry {
     pub html_url: Option<String>,
 }
 
-struct ExportRow {
-    entry: EntryRow,
-    default_branch: Option<String>,
-    html_url: Option<String>,
+crate::row! {
+    struct ExportRow {
+        entry: EntryRow as flatten,
+        default_branch: Option<String>,
+        html_url: Option<String>,
+    }
 }
-
-crate::from_row!(ExportRow {
-    entry: flatten,
-    default_branch,
-    html_url
-});
 
 /// The entries after `after` (all from the first when `None`), by name, at
 /// most [`EXPORT_PAGE`].

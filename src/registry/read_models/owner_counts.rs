@@ -5,19 +5,15 @@ use sqlx::PgPool;
 
 use crate::registry::RegistryError;
 
-/// Entries of repositories of `account` whose `owner` is `owner` (as written).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnerCount {
-    pub account: String,
-    pub owner: String,
-    pub entries: i64,
+crate::row! {
+    /// Entries of repositories of `account` whose `owner` is `owner` (as written).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct OwnerCount {
+        pub account: String,
+        pub owner: String,
+        pub entries: i64,
+    }
 }
-
-crate::from_row!(OwnerCount {
-    account,
-    owner,
-    entries
-});
 
 /// Every (account, owner text) with its number of entries.
 pub async fn owner_counts(pool: &PgPool) -> Result<Vec<OwnerCount>, RegistryError> {
@@ -30,28 +26,22 @@ pub async fn owner_counts(pool: &PgPool) -> Result<Vec<OwnerCount>, RegistryErro
     .await?)
 }
 
-/// An owner text's entries, for the owners page: how many, and the first
-/// few by name with their repositories.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OwnerProjects {
-    /// The repositories' account.
-    pub account: String,
-    /// The owner as the files write it.
-    pub owner: String,
-    pub entries: i64,
-    /// At most the `shown` asked for, by name.
-    pub names: Vec<String>,
-    /// `owner/name` of each of `names`' repository.
-    pub repos: Vec<String>,
+crate::row! {
+    /// An owner text's entries, for the owners page: how many, and the first
+    /// few by name with their repositories.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct OwnerProjects {
+        /// The repositories' account.
+        pub account: String,
+        /// The owner as the files write it.
+        pub owner: String,
+        pub entries: i64,
+        /// At most the `shown` asked for, by name.
+        pub names: Vec<String>,
+        /// `owner/name` of each of `names`' repository.
+        pub repos: Vec<String>,
+    }
 }
-
-crate::from_row!(OwnerProjects {
-    account,
-    owner,
-    entries,
-    names,
-    repos
-});
 
 /// Every (account, owner text) with its number of entries and the first
 /// `shown` of them: one row per distinct owner, however many entries.

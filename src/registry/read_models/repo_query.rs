@@ -43,38 +43,24 @@ impl Default for RepoFilter {
     }
 }
 
-struct RepoRow {
-    id: RepoId,
-    owner: String,
-    name: String,
-    status: Status,
-    synced_sha: Option<String>,
-    last_synced_at: Option<DateTime<Utc>>,
-    error: Option<String>,
-    attempts: i32,
-    projects: Vec<String>,
-    warnings: i64,
-    /// The active hold on its removal, if any (all three or none).
-    hold_id: Option<i64>,
-    hold_since: Option<DateTime<Utc>>,
-    hold_reason: Option<String>,
+crate::row! {
+    struct RepoRow {
+        id: RepoId,
+        owner: String,
+        name: String,
+        status: Status,
+        synced_sha: Option<String>,
+        last_synced_at: Option<DateTime<Utc>>,
+        error: Option<String>,
+        attempts: i32,
+        projects: Vec<String>,
+        warnings: i64,
+        /// The active hold on its removal, if any (all three or none).
+        hold_id: Option<i64>,
+        hold_since: Option<DateTime<Utc>>,
+        hold_reason: Option<String>,
+    }
 }
-
-crate::from_row!(RepoRow {
-    id,
-    owner,
-    name,
-    status,
-    synced_sha,
-    last_synced_at,
-    error,
-    attempts,
-    projects,
-    warnings,
-    hold_id,
-    hold_since,
-    hold_reason
-});
 
 impl RepoRow {
     fn into_repo(self) -> Repo {

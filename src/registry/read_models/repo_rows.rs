@@ -59,20 +59,15 @@ pub struct RepoDetail {
     pub entries: Vec<Entry>,
 }
 
-/// One reconcile of a repository, or several in a row that said the same.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RepoEvent {
-    /// The time of the latest of them.
-    pub at: DateTime<Utc>,
-    pub kind: String,
-    pub message: String,
-    /// How many reconciles in a row recorded this kind and message.
-    pub count: i64,
+crate::row! {
+    /// One reconcile of a repository, or several in a row that said the same.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RepoEvent {
+        /// The time of the latest of them.
+        pub at: DateTime<Utc>,
+        pub kind: String,
+        pub message: String,
+        /// How many reconciles in a row recorded this kind and message.
+        pub count: i64,
+    }
 }
-
-crate::from_row!(RepoEvent {
-    at,
-    kind,
-    message,
-    count
-});

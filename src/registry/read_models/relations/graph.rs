@@ -31,38 +31,27 @@ pub struct Node {
     pub distance: u8,
 }
 
-/// What a graph shows of an entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeEntry {
-    pub owner: String,
-    pub resolved: ResolvedOwner,
-    pub system: Option<String>,
-    pub lifecycle: Option<String>,
-    /// `owner/name` of its repository.
-    pub repo: String,
-    pub path: String,
-    pub depends_on: Vec<String>,
+crate::row! {
+    /// What a graph shows of an entry.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct NodeEntry {
+        pub owner: String,
+        pub resolved: ResolvedOwner as flatten,
+        pub system: Option<String>,
+        pub lifecycle: Option<String>,
+        /// `owner/name` of its repository.
+        pub repo: String,
+        pub path: String,
+        pub depends_on: Vec<String>,
+    }
 }
 
-crate::from_row!(NodeEntry {
-    owner,
-    resolved: flatten,
-    system,
-    lifecycle,
-    repo,
-    path,
-    depends_on
-});
-
-struct NodeRow {
-    name: String,
-    entry: NodeEntry,
+crate::row! {
+    struct NodeRow {
+        name: String,
+        entry: NodeEntry as flatten,
+    }
 }
-
-crate::from_row!(NodeRow {
-    name,
-    entry: flatten
-});
 
 /// Nodes in the order they were reached (the root first), and the edges
 /// between them.

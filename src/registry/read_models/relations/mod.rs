@@ -21,17 +21,17 @@ pub use systems::{system_cursor, systems, System, SystemOwner, MAX_SYSTEM_PROJEC
 /// The most dependents an entry's answer names; the rest are counted.
 pub const MAX_DEPENDENTS: usize = 1000;
 
-/// An entry that depends on another: where to find it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Dependent {
-    pub name: String,
-    /// `owner/name` of its repository.
-    pub repo: String,
-    /// The project file that declares it.
-    pub path: String,
+crate::row! {
+    /// An entry that depends on another: where to find it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Dependent {
+        pub name: String,
+        /// `owner/name` of its repository.
+        pub repo: String,
+        /// The project file that declares it.
+        pub path: String,
+    }
 }
-
-crate::from_row!(Dependent { name, repo, path });
 
 /// The entries that depend on a project: the first [`MAX_DEPENDENTS`] by
 /// name, and how many there are.
@@ -41,15 +41,12 @@ pub struct Dependents {
     pub total: usize,
 }
 
-struct DependentRow {
-    dependent: Dependent,
-    total: i64,
+crate::row! {
+    struct DependentRow {
+        dependent: Dependent as flatten,
+        total: i64,
+    }
 }
-
-crate::from_row!(DependentRow {
-    dependent: flatten,
-    total
-});
 
 /// Who depends on `name` now (the index on `depends_on` answers it).
 pub async fn dependents_of(pool: &PgPool, name: &str) -> Result<Dependents, RegistryError> {

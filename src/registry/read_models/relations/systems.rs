@@ -26,41 +26,30 @@ pub struct System {
     pub owners: Vec<SystemOwner>,
 }
 
-/// An owner of some of a system's projects, as resolved.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SystemOwner {
-    pub owner: String,
-    pub resolved: ResolvedOwner,
-    pub projects: i64,
+crate::row! {
+    /// An owner of some of a system's projects, as resolved.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct SystemOwner {
+        pub owner: String,
+        pub resolved: ResolvedOwner as flatten,
+        pub projects: i64,
+    }
 }
 
-crate::from_row!(SystemOwner {
-    owner,
-    resolved: flatten,
-    projects
-});
-
-struct SystemRow {
-    system: String,
-    projects: Vec<String>,
-    project_count: i64,
+crate::row! {
+    struct SystemRow {
+        system: String,
+        projects: Vec<String>,
+        project_count: i64,
+    }
 }
 
-crate::from_row!(SystemRow {
-    system,
-    projects,
-    project_count
-});
-
-struct OwnerRow {
-    system: String,
-    owner: SystemOwner,
+crate::row! {
+    struct OwnerRow {
+        system: String,
+        owner: SystemOwner as flatten,
+    }
 }
-
-crate::from_row!(OwnerRow {
-    system,
-    owner: flatten
-});
 
 /// At most `limit` systems after `cursor` (a [`system_cursor`]).
 pub async fn systems(
