@@ -15,6 +15,7 @@ use sqlx::error::BoxDynError;
 use sqlx::postgres::PgArguments;
 use sqlx::Arguments;
 
+use super::known::RepoColumns;
 use crate::db::one_statement::Part;
 use crate::db::queue::SETTLED;
 use crate::directory::OwnersMode;
@@ -78,15 +79,9 @@ pub struct FreePush<'a> {
 /// ids it moved under the name [`SETTLED`], so that the same statement's
 /// enqueue leaves out exactly those.
 pub struct FreePushRows<'a> {
-    ids: Vec<i64>,
+    columns: RepoColumns<'a>,
     befores: Vec<&'a str>,
     afters: Vec<&'a str>,
-    owners: Vec<&'a str>,
-    names: Vec<&'a str>,
-    installations: Vec<Option<i64>>,
-    branches: Vec<&'a str>,
-    urls: Vec<Option<&'a str>>,
-    nodes: Vec<Option<&'a str>>,
     fingerprint: &'a str,
     /// Every row the statement writes in `repositories`, locked first in
     /// id order (as every writer locks them), so that two statements never
@@ -99,25 +94,14 @@ impl<'a> FreePushRows<'a> {
     pub fn new(pushes: &[FreePush<'a>], fingerprint: &'a Fingerprint) -> Self {
         let mut pushes = pushes.to_vec();
         pushes.sort_by_key(|p| p.id);
+        let mut columns = RepoColumns::default();
+        for push in &pushes {
+            columns.push(push.id, push.info, push.node_id);
+        }
         Self {
-            ids: pushes.iter().map(|p| p.id.0).collect(),
+            columns,
             befores: pushes.iter().map(|p| p.before).collect(),
             afters: pushes.iter().map(|p| p.after).collect(),
-            owners: pushes.iter().map(|p| p.info.owner.as_str()).collect(),
-            names: pushes.iter().map(|p| p.info.name.as_str()).collect(),
-            installations: pushes
-                .iter()
-                .map(|p| p.info.installation_id.map(|i| i.0))
-                .collect(),
-            branches: pushes
-                .iter()
-                .map(|p| p.info.default_branch.as_str())
-                .collect(),
-            urls: pushes.iter().map(|p| p.info.html_url.as_deref()).collect(),
-            nodes: pushes
-                .iter()
-                .map(|p| p.node_id.filter(|n| !n.is_empty()))
-                .collect(),
             fingerprint: fingerprint.as_str(),
             locked: pushes.iter().map(|p| p.id.0).collect(),
         }
@@ -137,7 +121,7 @@ impl<'a> FreePushRows<'a> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.columns.is_empty()
     }
 }
 
@@ -147,10 +131,10 @@ impl Part for FreePushRows<'_> {
         // read. The rows the statement writes are locked first, in id order.
         "update repositories r set synced_sha = f.after, last_synced_at = now(), observed_at = now(),
              node_id = coalesce(f.node_id, r.node_id)
-         from unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[],
-                     $6::bigint[], $7::text[], $8::text[], $9::text[])
-             as f(id, before, after, owner, name, installation_id, default_branch,
-                  html_url, node_id)
+         from unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                     $6::text[], $7::text[], $8::text[], $9::text[])
+             as f(id, owner, name, installation_id, default_branch, html_url, node_id,
+                  before, after)
          where r.id = f.id
            and r.id in (select id from repositories where id = any($11)
                         order by id for update)
@@ -163,15 +147,9 @@ impl Part for FreePushRows<'_> {
     }
 
     fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
-        args.add(&self.ids)?;
+        self.columns.add_to(args)?;
         args.add(&self.befores)?;
         args.add(&self.afters)?;
-        args.add(&self.owners)?;
-        args.add(&self.names)?;
-        args.add(&self.installations)?;
-        args.add(&self.branches)?;
-        args.add(&self.urls)?;
-        args.add(&self.nodes)?;
         args.add(self.fingerprint)?;
         args.add(&self.locked)?;
         Ok(())

@@ -89,12 +89,12 @@ pub(crate) async fn insert_locked(
     .await
 }
 
-/// The upsert behind [`ensure_known`], as a [`Part`] so that a webhook
-/// group writes it in the same statement as its enqueue and its records.
-pub struct KnownRows<'a> {
-    /// Leave out the rows an earlier part of the statement settled
-    /// ([`crate::db::queue::SETTLED`]): they are written there.
-    except_settled: bool,
+/// A repository's stored names as the columns of an `unnest`, one array
+/// per column, in the order `id, owner, name, installation_id,
+/// default_branch, html_url, node_id` ($1 to $7 of the statement part that
+/// binds them first); an empty node id counts as none.
+#[derive(Default)]
+pub(super) struct RepoColumns<'a> {
     ids: Vec<i64>,
     owners: Vec<&'a str>,
     names: Vec<&'a str>,
@@ -104,38 +104,62 @@ pub struct KnownRows<'a> {
     nodes: Vec<Option<&'a str>>,
 }
 
-impl<'a> KnownRows<'a> {
-    /// One row per id (the last one wins), in id order so that concurrent
-    /// writers lock rows in the same order; an empty node id counts as none.
-    pub fn new(repos: &[(RepoId, &'a RepoInfo, Option<&'a str>)]) -> Self {
-        let unique: BTreeMap<RepoId, (&RepoInfo, Option<&str>)> = repos
-            .iter()
-            .map(|(id, info, node)| (*id, (*info, node.filter(|n| !n.is_empty()))))
-            .collect();
-        let mut rows = Self {
-            except_settled: false,
-            ids: Vec::with_capacity(unique.len()),
-            owners: Vec::with_capacity(unique.len()),
-            names: Vec::with_capacity(unique.len()),
-            installations: Vec::with_capacity(unique.len()),
-            branches: Vec::with_capacity(unique.len()),
-            urls: Vec::with_capacity(unique.len()),
-            nodes: Vec::with_capacity(unique.len()),
-        };
-        for (id, (info, node)) in unique {
-            rows.ids.push(id.0);
-            rows.owners.push(&info.owner);
-            rows.names.push(&info.name);
-            rows.installations.push(info.installation_id.map(|i| i.0));
-            rows.branches.push(&info.default_branch);
-            rows.urls.push(info.html_url.as_deref());
-            rows.nodes.push(node);
-        }
-        rows
+impl<'a> RepoColumns<'a> {
+    pub fn push(&mut self, id: RepoId, info: &'a RepoInfo, node: Option<&'a str>) {
+        self.ids.push(id.0);
+        self.owners.push(&info.owner);
+        self.names.push(&info.name);
+        self.installations.push(info.installation_id.map(|i| i.0));
+        self.branches.push(&info.default_branch);
+        self.urls.push(info.html_url.as_deref());
+        self.nodes.push(node.filter(|n| !n.is_empty()));
     }
 
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    pub fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
+        args.add(&self.ids)?;
+        args.add(&self.owners)?;
+        args.add(&self.names)?;
+        args.add(&self.installations)?;
+        args.add(&self.branches)?;
+        args.add(&self.urls)?;
+        args.add(&self.nodes)?;
+        Ok(())
+    }
+}
+
+/// The upsert behind [`ensure_known`], as a [`Part`] so that a webhook
+/// group writes it in the same statement as its enqueue and its records.
+pub struct KnownRows<'a> {
+    /// Leave out the rows an earlier part of the statement settled
+    /// ([`crate::db::queue::SETTLED`]): they are written there.
+    except_settled: bool,
+    columns: RepoColumns<'a>,
+}
+
+impl<'a> KnownRows<'a> {
+    /// One row per id (the last one wins), in id order so that concurrent
+    /// writers lock rows in the same order.
+    pub fn new(repos: &[(RepoId, &'a RepoInfo, Option<&'a str>)]) -> Self {
+        let unique: BTreeMap<RepoId, (&RepoInfo, Option<&str>)> = repos
+            .iter()
+            .map(|(id, info, node)| (*id, (*info, *node)))
+            .collect();
+        let mut columns = RepoColumns::default();
+        for (id, (info, node)) in unique {
+            columns.push(id, info, node);
+        }
+        Self {
+            except_settled: false,
+            columns,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
     }
 
     /// Leaves out the rows that the part named [`crate::db::queue::SETTLED`],
@@ -190,14 +214,7 @@ impl Part for KnownRows<'_> {
     }
 
     fn add_to(&self, args: &mut PgArguments) -> Result<(), BoxDynError> {
-        args.add(&self.ids)?;
-        args.add(&self.owners)?;
-        args.add(&self.names)?;
-        args.add(&self.installations)?;
-        args.add(&self.branches)?;
-        args.add(&self.urls)?;
-        args.add(&self.nodes)?;
-        Ok(())
+        self.columns.add_to(args)
     }
 }
 
