@@ -52,7 +52,7 @@ pub async fn record(pool: &PgPool, installations: &[Installation]) -> Result<(),
         .execute(&mut *tx)
         .await?;
     }
-    let listed: Vec<i64> = installations.iter().map(|i| i.id.0).collect();
+    let listed: Vec<InstallationId> = installations.iter().map(|i| i.id).collect();
     sqlx::query("delete from installation_grants where installation_id <> all($1)")
         .bind(&listed)
         .execute(&mut *tx)

@@ -10,7 +10,6 @@
 //! one ([`admission`]), and the delivery log is pruned ([`retention`]).
 
 pub mod admission;
-mod answer;
 pub mod body;
 pub mod deliveries;
 pub mod delivery_writer;

@@ -13,10 +13,9 @@ use axum::Json;
 use tokio::sync::oneshot;
 
 use super::admission::Admission;
-use super::answer;
 use super::group::{GroupCommit, GroupError, GroupLimits, Job};
 use super::state::{Route, WebhookState};
-use super::verified::VerifiedDelivery;
+use super::verified::{self, VerifiedDelivery};
 
 /// Where GitHub sends deliveries.
 pub const PATH: &str = "/webhooks/github";
@@ -81,7 +80,7 @@ pub async fn receive(
             tracing::error!(delivery = %delivery_id, event, error,
                 "webhook not persisted; GitHub will show it failed");
             route.state.metrics.webhook(&event, "error");
-            return answer::error(
+            return verified::error_answer(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "could not persist the delivery; redeliver it later",
             );

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use axum::extract::{FromRequest, Request};
 use axum::http::header::CONTENT_LENGTH;
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use secrecy::SecretString;
 use sqlx::PgPool;
 
-use super::answer;
+use super::admission::Busy;
 use super::body::{self, BodyError, MAX_BODY_BYTES};
 use super::deliveries::{self, NewDelivery};
 use super::event::{self, Accepted};
@@ -53,7 +53,7 @@ impl FromRequest<Arc<Route>> for VerifiedDelivery {
             Ok(turn) => turn,
             Err(busy) => {
                 state.metrics.webhook(OTHER_EVENT, "busy");
-                return Err(answer::busy(busy));
+                return Err(busy_answer(busy));
             }
         };
         let decided = match body::read(body, declared.length).await {
@@ -61,7 +61,7 @@ impl FromRequest<Arc<Route>> for VerifiedDelivery {
             Err(BodyError::TooLarge) => Err(too_large()),
             Err(e @ BodyError::Broken(_)) => {
                 state.metrics.webhook(OTHER_EVENT, "rejected");
-                return Err(answer::error(StatusCode::BAD_REQUEST, &e.to_string()));
+                return Err(error_answer(StatusCode::BAD_REQUEST, &e.to_string()));
             }
         };
         drop(turn);
@@ -80,7 +80,7 @@ async fn refuse(state: &WebhookState, refusal: Refusal) -> Response {
     if let Some((id, event)) = &refusal.record {
         reject(&state.pool, id, event).await;
     }
-    answer::error(refusal.status, &refusal.message)
+    error_answer(refusal.status, &refusal.message)
 }
 
 async fn reject(pool: &PgPool, id: &str, event: &str) {
@@ -273,6 +273,22 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// still handled, and logged under a made-up id that GitHub's log never has.
 fn unidentified_delivery() -> String {
     format!("unidentified-{:016x}", fastrand::u64(..))
+}
+
+/// `{"error": message}` with `status`: every webhook answer but 202.
+pub(super) fn error_answer(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({ "error": message });
+    (status, axum::Json(body)).into_response()
+}
+
+/// 503 with `Retry-After`: every turn to read a body stayed taken.
+fn busy_answer(busy: Busy) -> Response {
+    let mut answer = error_answer(StatusCode::SERVICE_UNAVAILABLE, &busy.to_string());
+    answer.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from(busy.retry_after.as_secs()),
+    );
+    answer
 }
 
 #[cfg(test)]

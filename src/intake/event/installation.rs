@@ -90,7 +90,7 @@ fn unix_seconds(value: &serde_json::Value) -> Option<i64> {
 #[derive(Deserialize)]
 struct ListedRepository {
     #[serde(deserialize_with = "repository_id")]
-    id: i64,
+    id: RepoId,
     node_id: Option<String>,
     name: String,
     full_name: Option<String>,
@@ -133,7 +133,7 @@ fn listed(
                 .or_else(|| installation.account.as_ref().map(|a| a.login.clone()))
                 .unwrap_or_default();
             PayloadRepo {
-                id: RepoId(repo.id),
+                id: repo.id,
                 info: RepoInfo {
                     owner,
                     name: repo.name,

@@ -26,8 +26,10 @@ fn positive<'de, D: Deserializer<'de>>(what: &str, deserializer: D) -> Result<i6
     }
 }
 
-pub(super) fn repository_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
-    positive("repository", deserializer)
+pub(super) fn repository_id<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<RepoId, D::Error> {
+    positive("repository", deserializer).map(RepoId)
 }
 
 pub(super) fn positive_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
@@ -50,7 +52,7 @@ pub(super) fn ignored(reason: impl Into<String>) -> WebhookEvent {
 #[derive(Deserialize)]
 pub(super) struct Repository {
     #[serde(deserialize_with = "repository_id")]
-    id: i64,
+    id: RepoId,
     node_id: Option<String>,
     pub(super) name: String,
     owner: Account,
@@ -64,7 +66,7 @@ pub(super) struct Repository {
 impl Repository {
     pub(super) fn into_payload_repo(self, installation: Option<Installation>) -> PayloadRepo {
         PayloadRepo {
-            id: RepoId(self.id),
+            id: self.id,
             info: RepoInfo {
                 owner: self.owner.login,
                 name: self.name,

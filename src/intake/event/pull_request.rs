@@ -18,7 +18,7 @@ use crate::source::{InstallationId, RepoId};
 #[derive(Deserialize)]
 struct Repository {
     #[serde(deserialize_with = "super::payload::repository_id")]
-    id: i64,
+    id: RepoId,
     name: String,
     owner: Owner,
     default_branch: String,
@@ -69,7 +69,7 @@ impl Repository {
         sha: &str,
     ) -> CheckRequest {
         CheckRequest {
-            repo_id: RepoId(self.id),
+            repo_id: self.id,
             pull_request: number,
             head_sha: sha.to_owned(),
             installation_id: installation,
