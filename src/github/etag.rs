@@ -2,52 +2,44 @@
 //! repeated read can send `If-None-Match` and, on `304 Not Modified`, reuse
 //! the body. GitHub does not count a 304 against the rate limit.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
+use hashlink::LruCache;
+
 /// A bounded map of URL → (ETag, body); the least recently used entry goes
-/// first when full.
+/// first when full, in constant time (`hashlink`'s linked map, which sqlx
+/// already brings for its statement cache).
 #[derive(Debug)]
 pub struct EtagCache {
     capacity: usize,
-    inner: Mutex<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    clock: u64,
-    entries: HashMap<String, Entry>,
+    entries: Mutex<LruCache<String, Entry>>,
 }
 
 #[derive(Debug)]
 struct Entry {
     etag: String,
     body: String,
-    used: u64,
 }
 
 impl EtagCache {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            inner: Mutex::new(Inner::default()),
+            entries: Mutex::new(LruCache::new(capacity)),
         }
     }
 
-    /// The ETag to send for `url`, if an answer is remembered.
+    /// The ETag to send for `url`, if an answer is remembered; the answer
+    /// counts as used.
     pub fn etag(&self, url: &str) -> Option<String> {
-        let mut inner = self.inner.lock().ok()?;
-        inner.clock += 1;
-        let clock = inner.clock;
-        let entry = inner.entries.get_mut(url)?;
-        entry.used = clock;
-        Some(entry.etag.clone())
+        let mut entries = self.entries.lock().ok()?;
+        entries.get(url).map(|entry| entry.etag.clone())
     }
 
     /// The remembered body for `url`, if its ETag is still `etag`.
     pub fn body(&self, url: &str, etag: &str) -> Option<String> {
-        let inner = self.inner.lock().ok()?;
-        let entry = inner.entries.get(url)?;
+        let entries = self.entries.lock().ok()?;
+        let entry = entries.peek(url)?;
         (entry.etag == etag).then(|| entry.body.clone())
     }
 
@@ -56,35 +48,21 @@ impl EtagCache {
         if self.capacity == 0 {
             return;
         }
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
-        inner.clock += 1;
-        let clock = inner.clock;
-        if !inner.entries.contains_key(url) && inner.entries.len() >= self.capacity {
-            let oldest = inner
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.used)
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                inner.entries.remove(&oldest);
-            }
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.insert(
+                url.to_owned(),
+                Entry {
+                    etag: etag.to_owned(),
+                    body: body.to_owned(),
+                },
+            );
         }
-        inner.entries.insert(
-            url.to_owned(),
-            Entry {
-                etag: etag.to_owned(),
-                body: body.to_owned(),
-                used: clock,
-            },
-        );
     }
 
     /// Forgets `url` (its answer was not what the cache promised).
     pub fn forget(&self, url: &str) {
-        if let Ok(mut inner) = self.inner.lock() {
-            inner.entries.remove(url);
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.remove(url);
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Watches the local folder and enqueues the repositories whose files change.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use notify::{RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 use crate::controller::{Enqueue, WorkQueue};
 use crate::shutdown::Shutdown;
@@ -28,12 +28,21 @@ pub fn watch<Q>(source: DirSource, queue: Arc<Q>, shutdown: &Shutdown) -> Result
 where
     Q: WorkQueue<Key = RepoId>,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel::<notify::Event>();
+    // The changed folders gather in one set until the task takes them:
+    // however many events a storm brings, what waits is at most one name
+    // per repository, and an editor's save (several events) is one enqueue.
+    let changed: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let wake = Arc::new(Notify::new());
+    let (gathered, woken, of) = (changed.clone(), wake.clone(), source.clone());
     let handler = move |event: notify::Result<notify::Event>| match event {
         // Reading a file is an event too (access); only changes matter, or
         // every reconcile would trigger the next one.
         Ok(event) if !matches!(event.kind, notify::EventKind::Access(_)) => {
-            let _ = tx.send(event);
+            let folders = event.paths.iter().filter_map(|p| of.folder_of(p));
+            if let Ok(mut set) = gathered.lock() {
+                set.extend(folders);
+            }
+            woken.notify_one();
         }
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "folder watch error"),
@@ -60,20 +69,14 @@ where
         let _watcher = watcher;
         tokio::pin!(stopped);
         loop {
-            let first = tokio::select! {
-                received = rx.recv() => match received {
-                    Some(first) => first,
-                    None => return,
-                },
+            tokio::select! {
+                () = wake.notified() => {}
                 () = &mut stopped => return,
-            };
-            // Take whatever else arrived at once: an editor's save is several events.
-            let mut folders = BTreeSet::new();
-            let mut event = Some(first);
-            while let Some(e) = event {
-                folders.extend(e.paths.iter().filter_map(|p| source.folder_of(p)));
-                event = rx.try_recv().ok();
             }
+            let folders = match changed.lock() {
+                Ok(mut set) => std::mem::take(&mut *set),
+                Err(_) => return,
+            };
             let items: Vec<_> = folders.iter().map(|f| Enqueue::fresh(repo_id(f))).collect();
             if items.is_empty() {
                 continue;
