@@ -42,16 +42,17 @@ pub async fn post(
     let sent = send(pool, api, budget, due, &mut run_id, &mut requests).await;
     match sent {
         Ok(id) => {
-            check_runs::mark_posted(pool, due.repo_id, &due.sha, due.version, id).await?;
+            check_runs::mark_posted(pool, due.intent.repo_id, &due.intent.sha, due.version, id)
+                .await?;
             Ok(Posted::Done {
                 run_id: id,
                 requests,
             })
         }
         Err(PostError::Denied(message)) => {
-            if check_runs::record_denied(pool, due.installation_id, &message).await? {
+            if check_runs::record_denied(pool, due.intent.installation_id, &message).await? {
                 tracing::warn!(
-                    installation = %due.installation_id,
+                    installation = %due.intent.installation_id,
                     "GitHub refused to let the App write checks: {message}; no check run is \
                      posted for this installation until its permissions change \
                      (grant `checks: write`)"
@@ -67,8 +68,15 @@ pub async fn post(
             // GitHub refuses this run for good (a commit it no longer has):
             // trying again would change nothing.
             let message = format!("GitHub refused the check run (422): {message}");
-            tracing::warn!(repo = %due.repo_id, sha = %due.sha, %message, "check run not posted");
-            check_runs::mark_refused(pool, due.repo_id, &due.sha, due.version, &message).await?;
+            tracing::warn!(repo = %due.intent.repo_id, sha = %due.intent.sha, %message, "check run not posted");
+            check_runs::mark_refused(
+                pool,
+                due.intent.repo_id,
+                &due.intent.sha,
+                due.version,
+                &message,
+            )
+            .await?;
             Ok(Posted::Retry(message))
         }
         Err(PostError::Call(error)) => {
@@ -77,8 +85,16 @@ pub async fn post(
                 _ => backoff.delay(u32::try_from(due.attempts).unwrap_or(0).saturating_add(1)),
             };
             let message = error.to_string();
-            tracing::warn!(repo = %due.repo_id, sha = %due.sha, %message, retry_in = ?wait, "check run not posted");
-            check_runs::mark_failed(pool, due.repo_id, &due.sha, run_id, &message, wait).await?;
+            tracing::warn!(repo = %due.intent.repo_id, sha = %due.intent.sha, %message, retry_in = ?wait, "check run not posted");
+            check_runs::mark_failed(
+                pool,
+                due.intent.repo_id,
+                &due.intent.sha,
+                run_id,
+                &message,
+                wait,
+            )
+            .await?;
             Ok(Posted::Retry(message))
         }
     }
@@ -94,13 +110,22 @@ async fn send(
     run_id: &mut Option<i64>,
     requests: &mut usize,
 ) -> Result<i64, PostError> {
-    let (inst, owner, name) = (due.installation_id, due.owner.as_str(), due.name.as_str());
-    let annotations: Vec<Value> = due.annotations.0.as_array().cloned().unwrap_or_default();
+    let (inst, owner, name) = (
+        due.intent.installation_id,
+        due.intent.owner.as_str(),
+        due.intent.name.as_str(),
+    );
+    let annotations: Vec<Value> = due
+        .intent
+        .annotations
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut batches = annotations.chunks(ANNOTATIONS_PER_REQUEST);
     let first = batches.next().map(<[Value]>::to_vec).unwrap_or_default();
     let body = json!({
         "status": "completed",
-        "conclusion": due.conclusion,
+        "conclusion": due.intent.conclusion,
         "completed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "output": output(due, first),
     });
@@ -124,7 +149,7 @@ async fn send(
         // A create may have reached GitHub before a crash: look first.
         spend(requests)?;
         *requests += 1;
-        *run_id = api.find_run(inst, owner, name, &due.sha).await?;
+        *run_id = api.find_run(inst, owner, name, &due.intent.sha).await?;
     }
     let turn = || async {
         budget
@@ -144,13 +169,15 @@ async fn send(
             id
         }
         None => {
-            check_runs::mark_create_sent(pool, due.repo_id, &due.sha)
+            check_runs::mark_create_sent(pool, due.intent.repo_id, &due.intent.sha)
                 .await
                 .map_err(|e| CallError::unexpected("recording a create", e))?;
             spend(requests)?;
             turn().await?;
             *requests += 1;
-            let id = api.create_run(inst, owner, name, &due.sha, body).await?;
+            let id = api
+                .create_run(inst, owner, name, &due.intent.sha, body)
+                .await?;
             *run_id = Some(id);
             id
         }
@@ -170,8 +197,8 @@ async fn send(
 /// would refuse, or that would read other than it is, is sent.
 fn output(due: &DuePost, annotations: Vec<Value>) -> Value {
     json!({
-        "title": escape_invisible(&due.title),
-        "summary": clip_summary(escape_invisible(&due.summary).into_owned()),
+        "title": escape_invisible(&due.intent.title),
+        "summary": clip_summary(escape_invisible(&due.intent.summary).into_owned()),
         "annotations": annotations.into_iter().map(escape_annotation).collect::<Vec<_>>(),
     })
 }

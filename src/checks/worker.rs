@@ -154,7 +154,7 @@ impl ChecksWorker {
     }
 
     async fn post_bounded(&self, due: &check_runs::DuePost) {
-        if let Some(until) = self.held(due.installation_id, Resource::Core).await {
+        if let Some(until) = self.held(due.intent.installation_id, Resource::Core).await {
             let wait = until_then(until);
             if let Err(error) = check_runs::defer_post(&self.pool, due, wait).await {
                 tracing::warn!(%error, "could not put a check run's post off");
@@ -169,7 +169,7 @@ impl ChecksWorker {
         match posted {
             Ok(Ok(Posted::Done { .. } | Posted::Denied | Posted::Retry(_))) => {}
             Ok(Err(error)) => tracing::warn!(%error, "could not record a check run's post"),
-            Err(_) => tracing::warn!(repo = %due.repo_id, "posting a check run timed out"),
+            Err(_) => tracing::warn!(repo = %due.intent.repo_id, "posting a check run timed out"),
         }
     }
 

@@ -14,36 +14,30 @@ use sqlx::{PgConnection, PgExecutor, PgPool};
 use crate::registry::RegistryError;
 use crate::source::{InstallationId, RepoId};
 
-/// What an evaluation says about one commit, to be shown on GitHub.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckIntent {
-    pub repo_id: RepoId,
-    pub sha: String,
-    pub pull_request: Option<i32>,
-    pub installation_id: InstallationId,
-    pub owner: String,
-    pub name: String,
-    /// `success`, `failure` or `neutral`.
-    pub conclusion: String,
-    pub title: String,
-    pub summary: String,
-    /// GitHub's annotation objects, all of them (the poster sends 50 at a time).
-    pub annotations: serde_json::Value,
+crate::row! {
+    /// What an evaluation says about one commit, to be shown on GitHub.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct CheckIntent {
+        pub repo_id: RepoId,
+        pub sha: String,
+        pub pull_request: Option<i32>,
+        pub installation_id: InstallationId,
+        pub owner: String,
+        pub name: String,
+        /// `success`, `failure` or `neutral`.
+        pub conclusion: String,
+        pub title: String,
+        pub summary: String,
+        /// GitHub's annotation objects, all of them (the poster sends 50 at a time).
+        pub annotations: serde_json::Value as json,
+    }
 }
 
 crate::row! {
     /// An intent claimed for posting, with what is known of its run.
     #[derive(Debug, Clone)]
     pub struct DuePost {
-        pub repo_id: RepoId,
-        pub sha: String,
-        pub installation_id: InstallationId,
-        pub owner: String,
-        pub name: String,
-        pub conclusion: String,
-        pub title: String,
-        pub summary: String,
-        pub annotations: sqlx::types::Json<serde_json::Value>,
+        pub intent: CheckIntent as flatten,
         pub version: i32,
         pub run_id: Option<i64>,
         pub create_sent: bool,
@@ -119,7 +113,7 @@ pub async fn claim_posts(
                  and installation_id not in (select installation_id from check_permissions)
                order by not_before limit $1 for update skip locked) due
          where c.repo_id = due.repo_id and c.sha = due.sha
-         returning c.repo_id, c.sha, c.installation_id, c.owner, c.name, c.conclusion, c.title,
+         returning c.repo_id, c.sha, c.pull_request, c.installation_id, c.owner, c.name, c.conclusion, c.title,
                    c.summary, c.annotations, c.version, c.run_id, c.create_sent, c.attempts",
     )
     .bind(limit)
@@ -144,7 +138,7 @@ pub async fn claim_post_of(
                  and installation_id not in (select installation_id from check_permissions)
                for update skip locked) due
          where c.repo_id = due.repo_id and c.sha = due.sha
-         returning c.repo_id, c.sha, c.installation_id, c.owner, c.name, c.conclusion, c.title,
+         returning c.repo_id, c.sha, c.pull_request, c.installation_id, c.owner, c.name, c.conclusion, c.title,
                    c.summary, c.annotations, c.version, c.run_id, c.create_sent, c.attempts",
     )
     .bind(repo)
@@ -219,8 +213,8 @@ pub async fn defer_post(pool: &PgPool, due: &DuePost, wait: Duration) -> Result<
         "update check_runs set not_before = now() + make_interval(secs => $3)
          where repo_id = $1 and sha = $2",
     )
-    .bind(due.repo_id)
-    .bind(&due.sha)
+    .bind(due.intent.repo_id)
+    .bind(&due.intent.sha)
     .bind(wait.as_secs_f64())
     .execute(pool)
     .await?;
