@@ -41,6 +41,14 @@ struct Asked {
     slot: Slot,
 }
 
+/// A batch being read: its keys with their hints, what the registry
+/// recorded of them, and each key's state once a read has decided it.
+pub(super) struct Reading<'a> {
+    pub items: &'a [(RepoId, Option<&'a [u8]>)],
+    pub records: HashMap<RepoId, Recorded>,
+    pub states: Vec<Option<Result<Observed, Failure>>>,
+}
+
 impl GithubStorage {
     /// See the module documentation; the states come in the order of `items`.
     pub(super) async fn read_many(
@@ -60,13 +68,15 @@ impl GithubStorage {
             let ids: Vec<RepoId> = unhinted.iter().map(|&i| items[i].0).collect();
             match self.records(&ids).await {
                 Ok(records) => {
-                    let unread = self
-                        .read_touched(items, &unhinted, &records, &mut states)
-                        .await;
-                    let open = self
-                        .read_recorded(items, &unread, &records, &mut states)
-                        .await;
-                    self.read_each(items, open, &mut states).await;
+                    let mut reading = Reading {
+                        items,
+                        records,
+                        states,
+                    };
+                    let unread = self.read_touched(&mut reading, &unhinted).await;
+                    let open = self.read_recorded(&mut reading, &unread).await;
+                    self.read_each(items, open, &mut reading.states).await;
+                    states = reading.states;
                 }
                 Err(failure) => {
                     for index in unhinted {
@@ -87,13 +97,8 @@ impl GithubStorage {
     /// Reads every key whose installation the registry knows with one query
     /// per installation and 100 keys (the queries run side by side); puts
     /// what they decide in `states` and returns the indexes left open.
-    async fn read_recorded(
-        &self,
-        items: &[(RepoId, Option<&[u8]>)],
-        unhinted: &[usize],
-        records: &HashMap<RepoId, Recorded>,
-        states: &mut [Option<Result<Observed, Failure>>],
-    ) -> Vec<usize> {
+    async fn read_recorded(&self, reading: &mut Reading<'_>, unhinted: &[usize]) -> Vec<usize> {
+        let (items, records, states) = (reading.items, &reading.records, &mut reading.states);
         let mut open = Vec::new();
         let mut groups: BTreeMap<InstallationId, Vec<usize>> = BTreeMap::new();
         for &index in unhinted {

@@ -12,11 +12,11 @@ use futures_util::future::join_all;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use super::batch_read::Reading;
 use super::file_query::{file_answer, FileQuery};
 use super::graphql::RepoNode;
 use super::read_query::MAX_PER_QUERY;
 use super::storage::{GithubStorage, Recorded};
-use crate::controller::Failure;
 use crate::source::touched_push::TouchedPush;
 use crate::source::{
     FileState, InstallationId, Observed, PathFile, RepoId, RepoInfo, TouchedFiles,
@@ -44,11 +44,10 @@ impl GithubStorage {
     /// partial read: the full one costs the same).
     pub(super) async fn read_touched(
         &self,
-        items: &[(RepoId, Option<&[u8]>)],
+        reading: &mut Reading<'_>,
         unhinted: &[usize],
-        records: &HashMap<RepoId, Recorded>,
-        states: &mut [Option<Result<Observed, Failure>>],
     ) -> Vec<usize> {
+        let (items, records, states) = (reading.items, &reading.records, &mut reading.states);
         let Some(files) = self.client.file_query.as_ref() else {
             return unhinted.to_vec();
         };
