@@ -7,9 +7,8 @@
 //! lease: every wait is a condition polled until a deadline (instant under a
 //! paused clock), never a fixed sleep that hopes the work is done.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -102,14 +101,11 @@ pub async fn exclusive_under_contention<H: QueueHarness>(h: &H) {
     let items = (0..KEYS).map(fresh).collect();
     ok(handles[0].enqueue(items).await, "enqueue");
 
-    // Key -> when its current holder started to claim it.
-    let held: Arc<Mutex<HashMap<KeyOf<H>, Instant>>> = Arc::default();
-    let handled: Arc<Mutex<Vec<KeyOf<H>>>> = Arc::default();
-    let lease = h.lease();
+    let holders = Arc::new(Holders::new(h.lease()));
     let mut workers = JoinSet::new();
     for w in 0..WORKERS {
         let q = Arc::clone(&handles[w % handles.len()]);
-        let (held, handled) = (Arc::clone(&held), Arc::clone(&handled));
+        let holders = Arc::clone(&holders);
         workers.spawn(async move {
             let name = format!("worker-{w}");
             loop {
@@ -117,33 +113,16 @@ pub async fn exclusive_under_contention<H: QueueHarness>(h: &H) {
                 let Some(claim) = ok(q.claim(&name).await, "claim") else {
                     break;
                 };
-                {
-                    let mut held = lock(&held);
-                    if let Some(other) = held.get(&claim.key) {
-                        // A second claim is legitimate only once the first
-                        // holder's lease may have run out.
-                        assert!(
-                            other.elapsed() > lease,
-                            "key {} claimed by two workers at once",
-                            claim.key
-                        );
-                    }
-                    held.insert(claim.key.clone(), started);
-                }
+                let claims = [claim];
+                holders.take(&claims, started);
                 // Nobody may have taken the key over while we held it.
-                let kept = ok(q.renew(&claim).await, "renew");
-                assert!(
-                    kept || started.elapsed() > lease,
-                    "the claim on {} was lost within its lease",
-                    claim.key
-                );
-                lock(&held).remove(&claim.key);
-                lock(&handled).push(claim.key.clone());
-                ok(q.done(&claim).await, "done");
+                let kept = ok(q.renew(&claims[0]).await, "renew");
+                holders.done(&claims, &[kept], started);
+                ok(q.done(&claims[0]).await, "done");
             }
         });
     }
-    assert_all_handled(workers, &handled, KEYS, &*handles[1]).await;
+    assert_all_handled(workers, &holders, KEYS, &*handles[1]).await;
 }
 
 /// A key enqueued while claimed is ready again once the claim is done, with

@@ -6,16 +6,16 @@
 //! A batch is many ordinary claims: every key in it must behave exactly as
 //! if it had been claimed and ended alone.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use super::conformance_kit::{
-    assert_all_handled, fresh, hinted, key, lock, ok, KeyOf, QueueHarness, FOREVER, PATIENCE, POLL,
+    assert_all_handled, fresh, hinted, key, ok, Holders, KeyOf, QueueHarness, FOREVER, PATIENCE,
+    POLL,
 };
 use crate::controller::queue::{Claim, WorkQueue};
 
@@ -90,14 +90,11 @@ pub async fn claim_many_exclusive<H: QueueHarness>(h: &H) {
         handles[0].enqueue((0..KEYS).map(fresh).collect()).await,
         "enqueue",
     );
-    // Key -> when its current holder started to claim it.
-    let held: Arc<Mutex<HashMap<KeyOf<H>, Instant>>> = Arc::default();
-    let handled: Arc<Mutex<Vec<KeyOf<H>>>> = Arc::default();
-    let lease = h.lease();
+    let holders = Arc::new(Holders::new(h.lease()));
     let mut workers = JoinSet::new();
     for w in 0..WORKERS {
         let q = Arc::clone(&handles[w % handles.len()]);
-        let (held, handled) = (Arc::clone(&held), Arc::clone(&handled));
+        let holders = Arc::clone(&holders);
         workers.spawn(async move {
             let name = format!("worker-{w}");
             loop {
@@ -109,40 +106,14 @@ pub async fn claim_many_exclusive<H: QueueHarness>(h: &H) {
                     break;
                 }
                 assert!(claims.len() <= max, "more than max claimed");
-                {
-                    let mut held = lock(&held);
-                    for claim in &claims {
-                        if let Some(other) = held.get(&claim.key) {
-                            assert!(
-                                other.elapsed() > lease,
-                                "key {} claimed by two workers at once",
-                                claim.key
-                            );
-                        }
-                        held.insert(claim.key.clone(), started);
-                    }
-                }
+                holders.take(&claims, started);
                 let kept = ok(q.renew_many(&claims).await, "renew_many");
-                assert_eq!(kept.len(), claims.len());
-                for (claim, kept) in claims.iter().zip(kept) {
-                    assert!(
-                        kept || started.elapsed() > lease,
-                        "the claim on {} was lost within its lease",
-                        claim.key
-                    );
-                }
-                {
-                    let (mut held, mut handled) = (lock(&held), lock(&handled));
-                    for claim in &claims {
-                        held.remove(&claim.key);
-                        handled.push(claim.key.clone());
-                    }
-                }
+                holders.done(&claims, &kept, started);
                 ok(q.done_many(&claims).await, "done_many");
             }
         });
     }
-    assert_all_handled(workers, &handled, KEYS, &*handles[1]).await;
+    assert_all_handled(workers, &holders, KEYS, &*handles[1]).await;
 }
 
 /// `done_many` forgets the keys of the batch, except those enqueued while

@@ -1,7 +1,10 @@
 //! What the queue's conformance checks share: the harness a store plugs
 //! in, the waits, and small helpers to enqueue and claim.
 
+use std::collections::HashMap;
+use std::fmt::Display;
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -87,11 +90,61 @@ pub(crate) async fn assert_nothing_ready<Q: WorkQueue>(q: &Q, when: &str) {
     }
 }
 
+/// What the contention checks share between their workers: which key is
+/// held since when, and every key handled.
+pub(crate) struct Holders<K> {
+    held: Mutex<HashMap<K, Instant>>,
+    handled: Mutex<Vec<K>>,
+    lease: Duration,
+}
+
+impl<K: Clone + Eq + Hash + Display> Holders<K> {
+    pub(crate) fn new(lease: Duration) -> Self {
+        Self {
+            held: Mutex::default(),
+            handled: Mutex::default(),
+            lease,
+        }
+    }
+
+    /// Records `claims` as held since `started`: a key already held may be
+    /// claimed again only once its holder's lease may have run out.
+    pub(crate) fn take(&self, claims: &[Claim<K>], started: Instant) {
+        let mut held = lock(&self.held);
+        for claim in claims {
+            if let Some(other) = held.get(&claim.key) {
+                assert!(
+                    other.elapsed() > self.lease,
+                    "key {} claimed by two workers at once",
+                    claim.key
+                );
+            }
+            held.insert(claim.key.clone(), started);
+        }
+    }
+
+    /// Checks that nobody took `claims` over while they were held (the
+    /// answers of a renewal, in order), then records them handled.
+    pub(crate) fn done(&self, claims: &[Claim<K>], kept: &[bool], started: Instant) {
+        assert_eq!(kept.len(), claims.len());
+        let (mut held, mut handled) = (lock(&self.held), lock(&self.handled));
+        for (claim, kept) in claims.iter().zip(kept) {
+            assert!(
+                *kept || started.elapsed() > self.lease,
+                "the claim on {} was lost within its lease",
+                claim.key
+            );
+            held.remove(&claim.key);
+            handled.push(claim.key.clone());
+        }
+    }
+}
+
 /// Waits for every worker (a worker's panic fails the check), then checks
 /// that each of the `keys` keys was handled and `q` holds none.
 pub(crate) async fn assert_all_handled<Q: WorkQueue>(
     mut workers: JoinSet<()>,
-    handled: &Mutex<Vec<Q::Key>>,
+    holders: &Holders<Q::Key>,
     keys: u32,
     q: &Q,
 ) {
@@ -100,7 +153,7 @@ pub(crate) async fn assert_all_handled<Q: WorkQueue>(
             std::panic::resume_unwind(e.into_panic());
         }
     }
-    let mut handled = lock(handled).clone();
+    let mut handled = lock(&holders.handled).clone();
     handled.sort();
     handled.dedup();
     assert_eq!(handled.len(), keys as usize, "some keys were never handled");
