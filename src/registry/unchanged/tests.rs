@@ -83,29 +83,18 @@ fn rows_sha(observed: &Observed) -> &str {
     }
 }
 
-/// No file again, for one repository.
+/// One repository through `sql`, the statement of no file again
+/// (`NO_FILE_AGAIN`) or of no file at first sight (`NO_FILE_FIRST`).
 async fn settle(
     pool: &PgPool,
+    sql: &str,
     id: RepoId,
     observed: &Observed,
     claim: Option<&Claim<RepoId>>,
     fingerprint: &str,
     message: &str,
 ) -> Result<bool, sqlx::Error> {
-    let sql = absent_only(observed, &NO_FILE_AGAIN);
-    one(pool, sql, id, observed, claim, fingerprint, message).await
-}
-
-/// No file, first sight, for one repository.
-async fn settle_first(
-    pool: &PgPool,
-    id: RepoId,
-    observed: &Observed,
-    claim: Option<&Claim<RepoId>>,
-    fingerprint: &str,
-    message: &str,
-) -> Result<bool, sqlx::Error> {
-    let sql = absent_only(observed, &NO_FILE_FIRST);
+    let sql = absent_only(observed, sql);
     one(pool, sql, id, observed, claim, fingerprint, message).await
 }
 

@@ -61,13 +61,22 @@ async fn a_first_read_without_a_file_should_write_what_the_long_way_writes() {
     drop(conn);
 
     for (id, name) in [(FIRST, "app7"), (NEW, "app9")] {
-        let written = settle_first(&pool, id, &absent(name, "a1"), None, &fingerprint, &message)
-            .await
-            .expect("the statement");
+        let written = settle(
+            &pool,
+            &NO_FILE_FIRST,
+            id,
+            &absent(name, "a1"),
+            None,
+            &fingerprint,
+            &message,
+        )
+        .await
+        .expect("the statement");
         assert!(written, "{id} written in one statement");
     }
-    let long = settle_first(
+    let long = settle(
         &pool,
+        &NO_FILE_FIRST,
         LONG,
         &absent("app8", "a1"),
         None,
@@ -126,8 +135,9 @@ async fn a_repository_reconciled_before_should_be_left_to_the_long_way() {
             .expect("the row")
     };
     let before = version(pool.clone()).await;
-    let again = settle_first(
+    let again = settle(
         &pool,
+        &NO_FILE_FIRST,
         FIRST,
         &absent("app7", "b2"),
         None,
@@ -148,8 +158,9 @@ async fn a_repository_reconciled_before_should_be_left_to_the_long_way() {
         trigger: Default::default(),
         token: "not-a-live-claim".to_owned(),
     };
-    let claimed = settle_first(
+    let claimed = settle(
         &pool,
+        &NO_FILE_FIRST,
         NEW,
         &absent("app9", "a1"),
         Some(&stale),
@@ -173,8 +184,16 @@ async fn a_repository_reconciled_before_should_be_left_to_the_long_way() {
             bytes: b"name: app\nowner: team\n".to_vec(),
         },
     };
-    let found = settle_first(&pool, NEW, &file, None, &fingerprint, &message)
-        .await
-        .expect("the statement");
+    let found = settle(
+        &pool,
+        &NO_FILE_FIRST,
+        NEW,
+        &file,
+        None,
+        &fingerprint,
+        &message,
+    )
+    .await
+    .expect("the statement");
     assert!(!found);
 }

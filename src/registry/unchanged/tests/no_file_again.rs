@@ -45,7 +45,16 @@ async fn a_read_finding_the_recorded_no_file_state_should_only_move_its_times() 
     assert_eq!(events, vec![("no_file".to_owned(), 1)]);
 
     let same = absent("app", "a1");
-    let settled = settle(&pool, ID, &same, None, &fingerprint, &message).await;
+    let settled = settle(
+        &pool,
+        &NO_FILE_AGAIN,
+        ID,
+        &same,
+        None,
+        &fingerprint,
+        &message,
+    )
+    .await;
     assert_eq!(settled.ok(), Some(true));
     let (xmin2, updated2, observed2, events2) = written(&pool).await;
     assert_ne!(xmin2, xmin, "the row was written");
@@ -132,7 +141,16 @@ async fn a_read_that_may_change_more_should_write_nothing_here() {
     ];
     for (why, observed, claim, fingerprint, message) in cases {
         let id = if why == "unknown" { RepoId(8) } else { ID };
-        let settled = settle(&pool, id, &observed, claim, fingerprint, message).await;
+        let settled = settle(
+            &pool,
+            &NO_FILE_AGAIN,
+            id,
+            &observed,
+            claim,
+            fingerprint,
+            message,
+        )
+        .await;
         assert_eq!(settled.ok(), Some(false), "{why}");
         assert_eq!(written(&pool).await, before, "{why}: nothing written");
     }
@@ -150,20 +168,47 @@ async fn a_repository_in_another_state_should_write_nothing_here() {
         .await
         .expect("entries written");
     let before = written(&pool).await;
-    let settled = settle(&pool, ID, &same, None, &fingerprint, &message).await;
+    let settled = settle(
+        &pool,
+        &NO_FILE_AGAIN,
+        ID,
+        &same,
+        None,
+        &fingerprint,
+        &message,
+    )
+    .await;
     assert_eq!(settled.ok(), Some(false), "entries");
     assert_eq!(written(&pool).await, before);
     // The long way removes them, saying so in its event; the next read
     // records its own event the long way, and the one after settles here.
     assert_eq!(handler.apply(&ID, Ok(same.clone())).await, Ok("no_file"));
-    let settled = settle(&pool, ID, &same, None, &fingerprint, &message).await;
+    let settled = settle(
+        &pool,
+        &NO_FILE_AGAIN,
+        ID,
+        &same,
+        None,
+        &fingerprint,
+        &message,
+    )
+    .await;
     assert_eq!(
         settled.ok(),
         Some(false),
         "the newest event names the deleted entry"
     );
     assert_eq!(handler.apply(&ID, Ok(same.clone())).await, Ok("no_file"));
-    let settled = settle(&pool, ID, &same, None, &fingerprint, &message).await;
+    let settled = settle(
+        &pool,
+        &NO_FILE_AGAIN,
+        ID,
+        &same,
+        None,
+        &fingerprint,
+        &message,
+    )
+    .await;
     assert_eq!(settled.ok(), Some(true));
 
     // A failed read since: `error`, whatever the commit.
@@ -171,7 +216,16 @@ async fn a_repository_in_another_state_should_write_nothing_here() {
         .await
         .expect("marked");
     let before = written(&pool).await;
-    let settled = settle(&pool, ID, &same, None, &fingerprint, &message).await;
+    let settled = settle(
+        &pool,
+        &NO_FILE_AGAIN,
+        ID,
+        &same,
+        None,
+        &fingerprint,
+        &message,
+    )
+    .await;
     assert_eq!(settled.ok(), Some(false), "error");
     assert_eq!(written(&pool).await, before);
 }
@@ -191,7 +245,16 @@ async fn a_live_claim_should_let_it_settle() {
         .expect("claimed")
         .expect("a claim");
     let same = absent("app", "a1");
-    let settled = settle(&pool, ID, &same, Some(&claim), &fingerprint, &message).await;
+    let settled = settle(
+        &pool,
+        &NO_FILE_AGAIN,
+        ID,
+        &same,
+        Some(&claim),
+        &fingerprint,
+        &message,
+    )
+    .await;
     assert_eq!(settled.ok(), Some(true));
 }
 
