@@ -9,9 +9,9 @@ use sqlx::PgConnection;
 use super::entries::{self, Changes, Desired};
 use super::entry_owners::OwnerContext;
 use super::entry_relations::{FileRules, RelationContext};
-use super::free_push::blob_id;
 use super::outcome::{invalid, short, Decision};
 use super::repos::RepoState;
+use super::settled_pushes::blob_id;
 use super::{RegistryError, Status};
 use crate::source::{FileState, Observed, RepoId, BINARY_MESSAGE};
 

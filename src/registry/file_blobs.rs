@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use sqlx::types::Json;
 use sqlx::PgConnection;
 
-use super::free_push::blob_id;
+use super::settled_pushes::blob_id;
 use crate::source::{FileContent, PathFile, RepoId};
 
 /// Path → Git's blob id of the file (of the reason it could not be read,

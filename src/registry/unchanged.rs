@@ -32,9 +32,9 @@ use std::collections::{HashMap, HashSet};
 use sqlx::PgPool;
 
 use super::events::KEPT;
-use super::free_push::blob_id;
 use super::outcome::unchanged_message;
 use super::repos::Observation;
+use super::settled_pushes::blob_id;
 use super::Status;
 use crate::controller::{AppliedTogether, Claim, Failure};
 use crate::source::{FileState, Observed, RepoId, RepoInfo};

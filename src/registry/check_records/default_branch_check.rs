@@ -18,7 +18,7 @@ use crate::project::preview::RegisteredEntry;
 use crate::project::relations::RelationsMode;
 use crate::project::verdict::{clip_summary, evaluate, HeadFile, Parsed, Verdict};
 use crate::registry::entry_relations::FileRules;
-use crate::registry::free_push::blob_id;
+use crate::registry::settled_pushes::blob_id;
 use crate::registry::RegistryError;
 use crate::source::{FileState, InstallationId, Observed, RepoId, BINARY_MESSAGE};
 

@@ -127,7 +127,7 @@ fn node(world: &World, repo: &Repo, path: &str, query: &str, entries: &mut usize
                     .symlinks
                     .contains(&(commit.sha.clone(), path.to_owned()));
                 json!({"mode": if link { 40960 } else { 33188 }, "object": {
-                    "oid": roster::registry::free_push::blob_id(bytes),
+                    "oid": roster::registry::settled_pushes::blob_id(bytes),
                     "byteSize": bytes.len(),
                     "isBinary": text.is_none(),
                     "isTruncated": truncated,
@@ -264,7 +264,7 @@ pub(super) fn blob(bytes: &[u8]) -> Value {
         .filter(|t| !t.contains('\0'));
     let truncated = bytes.len() > TEXT_CAP;
     json!({
-        "oid": roster::registry::free_push::blob_id(bytes),
+        "oid": roster::registry::settled_pushes::blob_id(bytes),
         "byteSize": bytes.len(),
         "isBinary": text.is_none(),
         "isTruncated": truncated,
