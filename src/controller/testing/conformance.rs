@@ -19,6 +19,10 @@ use crate::controller::queue::WorkQueue;
 pub use super::conformance_kit::QueueHarness;
 use super::conformance_kit::*;
 
+pub use super::conformance_batch::{
+    claim_many_dedup, claim_many_exclusive, defer_waits_without_counting, done_many_no_lost_wakeup,
+    lost_leases_in_a_batch, renew_many_keeps_claims,
+};
 pub use super::conformance_durability::{depth, durability};
 pub use super::conformance_hints::{hints, triggers};
 pub use super::conformance_listing::{
@@ -26,7 +30,8 @@ pub use super::conformance_listing::{
 };
 pub use super::conformance_order::claim_order;
 
-/// Runs every check, each on a fresh store from `new_harness`.
+/// Runs every check, the batch methods' too, each on a fresh store from
+/// `new_harness`.
 pub async fn run_all<H, F, Fut>(new_harness: F)
 where
     H: QueueHarness,
@@ -49,6 +54,12 @@ where
     listing_on_request(&new_harness().await).await;
     changed_wakes(&new_harness().await).await;
     claim_order(&new_harness().await).await;
+    claim_many_dedup(&new_harness().await).await;
+    claim_many_exclusive(&new_harness().await).await;
+    done_many_no_lost_wakeup(&new_harness().await).await;
+    lost_leases_in_a_batch(&new_harness().await).await;
+    renew_many_keeps_claims(&new_harness().await).await;
+    defer_waits_without_counting(&new_harness().await).await;
 }
 
 /// A key enqueued five times before it is claimed is claimed once.

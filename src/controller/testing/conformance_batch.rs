@@ -6,7 +6,6 @@
 //! A batch is many ordinary claims: every key in it must behave exactly as
 //! if it had been claimed and ended alone.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,21 +17,6 @@ use super::conformance_kit::{
     POLL,
 };
 use crate::controller::queue::{Claim, WorkQueue};
-
-/// Runs every check, each on a fresh store from `new_harness`.
-pub async fn run_all<H, F, Fut>(new_harness: F)
-where
-    H: QueueHarness,
-    F: Fn() -> Fut,
-    Fut: Future<Output = H>,
-{
-    claim_many_dedup(&new_harness().await).await;
-    claim_many_exclusive(&new_harness().await).await;
-    done_many_no_lost_wakeup(&new_harness().await).await;
-    lost_leases_in_a_batch(&new_harness().await).await;
-    renew_many_keeps_claims(&new_harness().await).await;
-    defer_waits_without_counting(&new_harness().await).await;
-}
 
 /// `claim_many` takes each ready key once, at most `max` at a time, and
 /// never a key that waits out a failure.

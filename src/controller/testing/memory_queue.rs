@@ -416,11 +416,6 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_whole_batch_suite_should_pass() {
-        conformance_batch::run_all(|| async { harness() }).await;
-    }
-
-    #[tokio::test(start_paused = true)]
     async fn an_expired_claim_should_not_count_as_claimed() {
         let q = MemoryQueue::<u32>::new(LEASE);
         q.enqueue(vec![Enqueue::fresh(1)]).await.unwrap();
