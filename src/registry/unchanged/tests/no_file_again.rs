@@ -38,6 +38,25 @@ async fn recorded() -> (PgPool, RegistryHandler, String, String) {
     (pool, handler, fingerprint, "no project.yaml".to_owned())
 }
 
+/// [`ID`] through the statement of no file again, without a claim.
+async fn again(
+    pool: &PgPool,
+    observed: &Observed,
+    fingerprint: &str,
+    message: &str,
+) -> Result<bool, sqlx::Error> {
+    settle(
+        pool,
+        &NO_FILE_AGAIN,
+        ID,
+        observed,
+        None,
+        fingerprint,
+        message,
+    )
+    .await
+}
+
 #[tokio::test]
 async fn a_read_finding_the_recorded_no_file_state_should_only_move_its_times() {
     let (pool, handler, fingerprint, message) = recorded().await;
@@ -45,16 +64,7 @@ async fn a_read_finding_the_recorded_no_file_state_should_only_move_its_times() 
     assert_eq!(events, vec![("no_file".to_owned(), 1)]);
 
     let same = absent("app", "a1");
-    let settled = settle(
-        &pool,
-        &NO_FILE_AGAIN,
-        ID,
-        &same,
-        None,
-        &fingerprint,
-        &message,
-    )
-    .await;
+    let settled = again(&pool, &same, &fingerprint, &message).await;
     assert_eq!(settled.ok(), Some(true));
     let (xmin2, updated2, observed2, events2) = written(&pool).await;
     assert_ne!(xmin2, xmin, "the row was written");
@@ -168,47 +178,20 @@ async fn a_repository_in_another_state_should_write_nothing_here() {
         .await
         .expect("entries written");
     let before = written(&pool).await;
-    let settled = settle(
-        &pool,
-        &NO_FILE_AGAIN,
-        ID,
-        &same,
-        None,
-        &fingerprint,
-        &message,
-    )
-    .await;
+    let settled = again(&pool, &same, &fingerprint, &message).await;
     assert_eq!(settled.ok(), Some(false), "entries");
     assert_eq!(written(&pool).await, before);
     // The long way removes them, saying so in its event; the next read
     // records its own event the long way, and the one after settles here.
     assert_eq!(handler.apply(&ID, Ok(same.clone())).await, Ok("no_file"));
-    let settled = settle(
-        &pool,
-        &NO_FILE_AGAIN,
-        ID,
-        &same,
-        None,
-        &fingerprint,
-        &message,
-    )
-    .await;
+    let settled = again(&pool, &same, &fingerprint, &message).await;
     assert_eq!(
         settled.ok(),
         Some(false),
         "the newest event names the deleted entry"
     );
     assert_eq!(handler.apply(&ID, Ok(same.clone())).await, Ok("no_file"));
-    let settled = settle(
-        &pool,
-        &NO_FILE_AGAIN,
-        ID,
-        &same,
-        None,
-        &fingerprint,
-        &message,
-    )
-    .await;
+    let settled = again(&pool, &same, &fingerprint, &message).await;
     assert_eq!(settled.ok(), Some(true));
 
     // A failed read since: `error`, whatever the commit.
@@ -216,16 +199,7 @@ async fn a_repository_in_another_state_should_write_nothing_here() {
         .await
         .expect("marked");
     let before = written(&pool).await;
-    let settled = settle(
-        &pool,
-        &NO_FILE_AGAIN,
-        ID,
-        &same,
-        None,
-        &fingerprint,
-        &message,
-    )
-    .await;
+    let settled = again(&pool, &same, &fingerprint, &message).await;
     assert_eq!(settled.ok(), Some(false), "error");
     assert_eq!(written(&pool).await, before);
 }
