@@ -132,7 +132,9 @@ fn postmasters(data_dir: &Path) -> Vec<u32> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .filter(|&pid| on_cluster(pid))
-        .filter(|&pid| !parent(pid).is_some_and(on_cluster))
+        // A process gone between the two reads (a backend ending) has no
+        // parent left to read: it is no postmaster.
+        .filter(|&pid| parent(pid).is_some_and(|up| !on_cluster(up)))
         .collect();
     found.sort_unstable();
     found
