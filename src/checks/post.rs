@@ -37,22 +37,22 @@ pub async fn post(
     budget: &ChecksBudget,
     due: &DuePost,
 ) -> Result<Posted, RegistryError> {
+    let intent = &due.intent;
     let mut run_id = due.run_id;
     let mut requests = 0;
     let sent = send(pool, api, budget, due, &mut run_id, &mut requests).await;
     match sent {
         Ok(id) => {
-            check_runs::mark_posted(pool, due.intent.repo_id, &due.intent.sha, due.version, id)
-                .await?;
+            check_runs::mark_posted(pool, intent.repo_id, &intent.sha, due.version, id).await?;
             Ok(Posted::Done {
                 run_id: id,
                 requests,
             })
         }
         Err(PostError::Denied(message)) => {
-            if check_runs::record_denied(pool, due.intent.installation_id, &message).await? {
+            if check_runs::record_denied(pool, intent.installation_id, &message).await? {
                 tracing::warn!(
-                    installation = %due.intent.installation_id,
+                    installation = %intent.installation_id,
                     "GitHub refused to let the App write checks: {message}; no check run is \
                      posted for this installation until its permissions change \
                      (grant `checks: write`)"
@@ -68,15 +68,9 @@ pub async fn post(
             // GitHub refuses this run for good (a commit it no longer has):
             // trying again would change nothing.
             let message = format!("GitHub refused the check run (422): {message}");
-            tracing::warn!(repo = %due.intent.repo_id, sha = %due.intent.sha, %message, "check run not posted");
-            check_runs::mark_refused(
-                pool,
-                due.intent.repo_id,
-                &due.intent.sha,
-                due.version,
-                &message,
-            )
-            .await?;
+            tracing::warn!(repo = %intent.repo_id, sha = %intent.sha, %message, "check run not posted");
+            check_runs::mark_refused(pool, intent.repo_id, &intent.sha, due.version, &message)
+                .await?;
             Ok(Posted::Retry(message))
         }
         Err(PostError::Call(error)) => {
@@ -85,16 +79,9 @@ pub async fn post(
                 _ => backoff.delay(u32::try_from(due.attempts).unwrap_or(0).saturating_add(1)),
             };
             let message = error.to_string();
-            tracing::warn!(repo = %due.intent.repo_id, sha = %due.intent.sha, %message, retry_in = ?wait, "check run not posted");
-            check_runs::mark_failed(
-                pool,
-                due.intent.repo_id,
-                &due.intent.sha,
-                run_id,
-                &message,
-                wait,
-            )
-            .await?;
+            tracing::warn!(repo = %intent.repo_id, sha = %intent.sha, %message, retry_in = ?wait, "check run not posted");
+            check_runs::mark_failed(pool, intent.repo_id, &intent.sha, run_id, &message, wait)
+                .await?;
             Ok(Posted::Retry(message))
         }
     }
@@ -110,10 +97,11 @@ async fn send(
     run_id: &mut Option<i64>,
     requests: &mut usize,
 ) -> Result<i64, PostError> {
+    let intent = &due.intent;
     let (inst, owner, name) = (
-        due.intent.installation_id,
-        due.intent.owner.as_str(),
-        due.intent.name.as_str(),
+        intent.installation_id,
+        intent.owner.as_str(),
+        intent.name.as_str(),
     );
     let annotations: Vec<Value> = due
         .intent
@@ -125,7 +113,7 @@ async fn send(
     let first = batches.next().map(<[Value]>::to_vec).unwrap_or_default();
     let body = json!({
         "status": "completed",
-        "conclusion": due.intent.conclusion,
+        "conclusion": intent.conclusion,
         "completed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         "output": output(due, first),
     });
@@ -149,7 +137,7 @@ async fn send(
         // A create may have reached GitHub before a crash: look first.
         spend(requests)?;
         *requests += 1;
-        *run_id = api.find_run(inst, owner, name, &due.intent.sha).await?;
+        *run_id = api.find_run(inst, owner, name, &intent.sha).await?;
     }
     let turn = || async {
         budget
@@ -169,15 +157,13 @@ async fn send(
             id
         }
         None => {
-            check_runs::mark_create_sent(pool, due.intent.repo_id, &due.intent.sha)
+            check_runs::mark_create_sent(pool, intent.repo_id, &intent.sha)
                 .await
                 .map_err(|e| CallError::unexpected("recording a create", e))?;
             spend(requests)?;
             turn().await?;
             *requests += 1;
-            let id = api
-                .create_run(inst, owner, name, &due.intent.sha, body)
-                .await?;
+            let id = api.create_run(inst, owner, name, &intent.sha, body).await?;
             *run_id = Some(id);
             id
         }
@@ -196,9 +182,10 @@ async fn send(
 /// of invisible characters existed get both here too, so nothing GitHub
 /// would refuse, or that would read other than it is, is sent.
 fn output(due: &DuePost, annotations: Vec<Value>) -> Value {
+    let intent = &due.intent;
     json!({
-        "title": escape_invisible(&due.intent.title),
-        "summary": clip_summary(escape_invisible(&due.intent.summary).into_owned()),
+        "title": escape_invisible(&intent.title),
+        "summary": clip_summary(escape_invisible(&intent.summary).into_owned()),
         "annotations": annotations.into_iter().map(escape_annotation).collect::<Vec<_>>(),
     })
 }
