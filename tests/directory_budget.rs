@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use roster::controller::Lister;
-use roster::directory::{resolve, Directory, DirectoryDb, Resolution};
+use roster::directory::{resolve, Directory, DirectoryDb, Part, Resolution, Rows};
 
 const TEAMS: usize = 600;
 
@@ -531,10 +531,10 @@ async fn a_page_fetched_before_a_webhook_should_not_overwrite_what_the_webhook_w
 
     // The read's page, fetched before them, arrives after.
     let page: Vec<_> = stale.teams.iter().map(|t| t.team.clone()).collect();
-    db.put_teams(org_id(ACME), &page, started)
+    db.put(org_id(ACME), Rows::Teams(&page), started)
         .await
         .expect("page");
-    db.finish_teams(org_id(ACME), started)
+    db.finish(org_id(ACME), Part::Teams, started)
         .await
         .expect("finish");
     let dir = directory(&env).await;

@@ -8,7 +8,7 @@ use crate::checks::{env as checks_env, Env, ACME, FILE};
 use crate::support::registry::handler;
 
 use roster::directory::db::Account;
-use roster::directory::{DirectoryDb, Member, OwnersMode, Team};
+use roster::directory::{DirectoryDb, Member, OwnersMode, Part, Rows, Team};
 use roster::source::InstallationId;
 
 const ORG: i64 = 9_001;
@@ -35,12 +35,16 @@ async fn directory(env: &Env, teams: &[Team], members: &[Member]) {
     };
     db.ensure_account(&account).await.expect("account");
     let started = db.read_started().await.expect("start");
-    db.put_teams(ORG, teams, started).await.expect("teams");
-    db.finish_teams(ORG, started).await.expect("finish teams");
-    db.put_members(ORG, members, started)
+    db.put(ORG, Rows::Teams(teams), started)
+        .await
+        .expect("teams");
+    db.finish(ORG, Part::Teams, started)
+        .await
+        .expect("finish teams");
+    db.put(ORG, Rows::Members(members), started)
         .await
         .expect("members");
-    db.finish_members(ORG, started)
+    db.finish(ORG, Part::Members, started)
         .await
         .expect("finish members");
 }

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
 use axum::Router;
 use roster::directory::db::Account;
-use roster::directory::{DirectoryDb, Member, Team};
+use roster::directory::{DirectoryDb, Member, Part, Rows, Team};
 use roster::source::InstallationId;
 use serde_json::Value;
 use support::http::Answer;
@@ -70,33 +70,33 @@ pub(crate) async fn fixture() -> support::router::Fixture {
     .await
     .unwrap();
     let started = db.read_started().await.unwrap();
-    db.put_teams(50, &[team(1, "pay", false)], started)
+    db.put(50, Rows::Teams(&[team(1, "pay", false)]), started)
         .await
         .unwrap();
     let started = db.read_started().await.unwrap();
-    db.put_teams(
+    db.put(
         50,
-        &[
+        Rows::Teams(&[
             team(1, "payments", false),
             team(2, "platform", false),
             team(3, "security", true),
-        ],
+        ]),
         started,
     )
     .await
     .unwrap();
-    db.finish_teams(50, started).await.unwrap();
-    db.put_members(
+    db.finish(50, Part::Teams, started).await.unwrap();
+    db.put(
         50,
-        &[Member {
+        Rows::Members(&[Member {
             id: 9,
             login: "alice".into(),
-        }],
+        }]),
         started,
     )
     .await
     .unwrap();
-    db.finish_members(50, started).await.unwrap();
+    db.finish(50, Part::Members, started).await.unwrap();
     let seed = Seed::new(&f.pool);
     for (id, name, owner) in [
         (1, "a", "pay"),
@@ -182,7 +182,7 @@ async fn a_page_of_ten_thousand_teams_should_stay_under_one_mebibyte() {
         .collect();
     let started = db.read_started().await.unwrap();
     for chunk in teams.chunks(1000) {
-        db.put_teams(50, chunk, started).await.unwrap();
+        db.put(50, Rows::Teams(chunk), started).await.unwrap();
     }
     let mut total = 0;
     let mut uri = "/api/v1/owners?limit=1000".to_owned();

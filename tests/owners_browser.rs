@@ -9,7 +9,7 @@ use crate::browser::{dump_dom, find_chromium, screenshot, screenshot_dir, seed};
 use crate::support;
 
 use roster::directory::db::Account;
-use roster::directory::{DirectoryDb, Team};
+use roster::directory::{DirectoryDb, Part, Rows, Team};
 use roster::source::InstallationId;
 use sqlx::PgPool;
 use support::router::{self, Options};
@@ -38,7 +38,9 @@ async fn teams(pool: &PgPool) {
         team(3, "team-platform", "Platform"),
         team(6, "team-finance", "Finance"),
     ];
-    db.put_teams(7_001, &old, before).await.expect("old teams");
+    db.put(7_001, Rows::Teams(&old), before)
+        .await
+        .expect("old teams");
     let now = db.read_started().await.expect("start");
     let current = [
         team(1, "team-payments", "Payments"),
@@ -48,8 +50,10 @@ async fn teams(pool: &PgPool) {
         team(5, "team-mobility", "Mobility"),
         team(7, "team-security", "Security"),
     ];
-    db.put_teams(7_001, &current, now).await.expect("teams");
-    db.finish_teams(7_001, now).await.expect("finish");
+    db.put(7_001, Rows::Teams(&current), now)
+        .await
+        .expect("teams");
+    db.finish(7_001, Part::Teams, now).await.expect("finish");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -196,7 +196,9 @@ async fn control_characters_in_a_teams_name_should_be_escaped_on_the_page() {
         parent_id: None,
         secret: false,
     };
-    db.put_teams(50, &[team], started).await.expect("teams");
+    db.put(50, roster::directory::Rows::Teams(&[team]), started)
+        .await
+        .expect("teams");
     let seed = Seed::new(&f.pool);
     seed.repo(7, "acme", "bells")
         .await

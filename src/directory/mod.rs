@@ -47,6 +47,21 @@ pub struct Member {
     pub login: String,
 }
 
+/// The two parts of an account's directory, each read on its own and
+/// finished on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    Teams,
+    Members,
+}
+
+/// One page of a read, as it is written: its teams or its members.
+#[derive(Debug, Clone, Copy)]
+pub enum Rows<'a> {
+    Teams(&'a [Team]),
+    Members(&'a [Member]),
+}
+
 /// Why owners of an account are not checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unchecked {

@@ -26,14 +26,14 @@ use super::client::Client;
 use super::http::CallError;
 use super::rate_limit::Resource;
 use crate::controller::Backoff;
-use crate::directory::db::Account;
-use crate::directory::DirectoryDb;
+use crate::directory::db::{Account, Requested};
+use crate::directory::{DirectoryDb, Part, Rows};
 use crate::source::InstallationId;
 
 mod page;
 mod team_read;
 
-use page::{Part, Refused};
+use page::Refused;
 pub use page::{READ_MEMBERS, READ_TEAMS};
 pub use team_read::READ_TEAM;
 
@@ -246,7 +246,7 @@ impl DirectoryReader {
             let next = match part {
                 Part::Teams => {
                     let page = page::teams(&self.client, installation, account, after).await?;
-                    db.put_teams(org, &page.teams, started)
+                    db.put(org, Rows::Teams(&page.teams), started)
                         .await
                         .map_err(DirectoryError::from)?;
                     db.touch_teams(org, &page.skipped, started)
@@ -257,17 +257,14 @@ impl DirectoryReader {
                 Part::Members => {
                     let (members, next) =
                         page::members(&self.client, installation, account, after).await?;
-                    db.put_members(org, &members, started)
+                    db.put(org, Rows::Members(&members), started)
                         .await
                         .map_err(DirectoryError::from)?;
                     next
                 }
             };
             if next.is_none() {
-                let finished = match part {
-                    Part::Teams => db.finish_teams(org, started).await,
-                    Part::Members => db.finish_members(org, started).await,
-                };
+                let finished = db.finish(org, part, started).await;
                 return finished.map_err(|e| DirectoryError::from(e).into());
             }
             after = next;
@@ -296,7 +293,10 @@ impl DirectoryReader {
     pub async fn pass(&self) -> Result<usize, sqlx::Error> {
         let applied = self.db().apply_changes().await?;
         let teams = self.read_teams_alone().await?;
-        let claimed = self.db().claim_requested(CLAIM_LIMIT, CLAIM_LEASE).await?;
+        let claimed = self
+            .db()
+            .claim::<Requested>(CLAIM_LIMIT, CLAIM_LEASE)
+            .await?;
         for requested in &claimed {
             self.read_and_record(&requested.account, requested.teams, requested.members)
                 .await;

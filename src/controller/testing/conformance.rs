@@ -8,10 +8,8 @@
 //! paused clock), never a fixed sleep that hopes the work is done.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use crate::controller::queue::WorkQueue;
@@ -106,34 +104,7 @@ pub async fn exclusive<H: QueueHarness>(h: &H) {
 /// Many workers on two handles claim many keys at once: no key is ever held
 /// by two of them, and every key is handled.
 pub async fn exclusive_under_contention<H: QueueHarness>(h: &H) {
-    const KEYS: u32 = 200;
-    const WORKERS: usize = 8;
-    let handles = [Arc::new(h.open().await), Arc::new(h.open().await)];
-    let items = (0..KEYS).map(fresh).collect();
-    ok(handles[0].enqueue(items).await, "enqueue");
-
-    let holders = Arc::new(Holders::new(h.lease()));
-    let mut workers = JoinSet::new();
-    for w in 0..WORKERS {
-        let q = Arc::clone(&handles[w % handles.len()]);
-        let holders = Arc::clone(&holders);
-        workers.spawn(async move {
-            let name = format!("worker-{w}");
-            loop {
-                let started = Instant::now();
-                let Some(claim) = ok(q.claim(&name).await, "claim") else {
-                    break;
-                };
-                let claims = [claim];
-                holders.take(&claims, started);
-                // Nobody may have taken the key over while we held it.
-                let kept = ok(q.renew(&claims[0]).await, "renew");
-                holders.done(&claims, &[kept], started);
-                ok(q.done(&claims[0]).await, "done");
-            }
-        });
-    }
-    assert_all_handled(workers, &holders, KEYS, &*handles[1]).await;
+    contend(h, 200, 8, |_| Take::One).await;
 }
 
 /// A key enqueued while claimed is ready again once the claim is done, with

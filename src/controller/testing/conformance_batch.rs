@@ -6,15 +6,12 @@
 //! A batch is many ordinary claims: every key in it must behave exactly as
 //! if it had been claimed and ended alone.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
 use super::conformance_kit::{
-    assert_all_handled, fresh, hinted, key, ok, Holders, KeyOf, QueueHarness, FOREVER, PATIENCE,
-    POLL,
+    contend, fresh, hinted, key, ok, KeyOf, QueueHarness, Take, FOREVER, PATIENCE, POLL,
 };
 use crate::controller::queue::{Claim, WorkQueue};
 
@@ -66,38 +63,8 @@ pub async fn claim_many_dedup<H: QueueHarness>(h: &H) {
 /// Workers on two handles claim batches (and single keys) concurrently: no
 /// key is ever held twice, and every key is handled.
 pub async fn claim_many_exclusive<H: QueueHarness>(h: &H) {
-    const KEYS: u32 = 300;
-    const WORKERS: usize = 6;
-    const MAX: usize = 16;
-    let handles = [Arc::new(h.open().await), Arc::new(h.open().await)];
-    ok(
-        handles[0].enqueue((0..KEYS).map(fresh).collect()).await,
-        "enqueue",
-    );
-    let holders = Arc::new(Holders::new(h.lease()));
-    let mut workers = JoinSet::new();
-    for w in 0..WORKERS {
-        let q = Arc::clone(&handles[w % handles.len()]);
-        let holders = Arc::clone(&holders);
-        workers.spawn(async move {
-            let name = format!("worker-{w}");
-            loop {
-                let started = Instant::now();
-                // One worker in three takes single claims beside the batches.
-                let max = if w % 3 == 0 { 1 } else { MAX };
-                let claims = ok(q.claim_many(&name, max).await, "claim_many");
-                if claims.is_empty() {
-                    break;
-                }
-                assert!(claims.len() <= max, "more than max claimed");
-                holders.take(&claims, started);
-                let kept = ok(q.renew_many(&claims).await, "renew_many");
-                holders.done(&claims, &kept, started);
-                ok(q.done_many(&claims).await, "done_many");
-            }
-        });
-    }
-    assert_all_handled(workers, &holders, KEYS, &*handles[1]).await;
+    // One worker in three takes single claims beside the batches.
+    contend(h, 300, 6, |w| Take::Many(if w % 3 == 0 { 1 } else { 16 })).await;
 }
 
 /// `done_many` forgets the keys of the batch, except those enqueued while

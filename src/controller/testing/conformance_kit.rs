@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Display;
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -90,16 +90,88 @@ pub(crate) async fn assert_nothing_ready<Q: WorkQueue>(q: &Q, when: &str) {
     }
 }
 
-/// What the contention checks share between their workers: which key is
-/// held since when, and every key handled.
-pub(crate) struct Holders<K> {
+/// How a worker of [`contend`] takes keys: one claim at a time through the
+/// single-key methods, or batches of at most `n` through the batch ones.
+#[derive(Clone, Copy)]
+pub(crate) enum Take {
+    One,
+    Many(usize),
+}
+
+/// Workers on two handles claim `keys` keys at once, each taking as `take`
+/// says for its number: no key is ever held by two of them within a lease,
+/// no claim is lost within its lease, and every key is handled.
+pub(crate) async fn contend<H: QueueHarness>(
+    h: &H,
+    keys: u32,
+    workers: usize,
+    take: impl Fn(usize) -> Take,
+) {
+    let handles = [Arc::new(h.open().await), Arc::new(h.open().await)];
+    ok(
+        handles[0].enqueue((0..keys).map(fresh).collect()).await,
+        "enqueue",
+    );
+    let holders = Arc::new(Holders::new(h.lease()));
+    let mut running = JoinSet::new();
+    for w in 0..workers {
+        let q = Arc::clone(&handles[w % handles.len()]);
+        let holders = Arc::clone(&holders);
+        let take = take(w);
+        running.spawn(async move {
+            let name = format!("worker-{w}");
+            loop {
+                let started = Instant::now();
+                let claims = match take {
+                    Take::One => match ok(q.claim(&name).await, "claim") {
+                        Some(claim) => vec![claim],
+                        None => break,
+                    },
+                    Take::Many(max) => {
+                        let claims = ok(q.claim_many(&name, max).await, "claim_many");
+                        assert!(claims.len() <= max, "more than max claimed");
+                        claims
+                    }
+                };
+                if claims.is_empty() {
+                    break;
+                }
+                holders.take(&claims, started);
+                // Nobody may have taken a key over while we held it.
+                let kept = match take {
+                    Take::One => vec![ok(q.renew(&claims[0]).await, "renew")],
+                    Take::Many(_) => ok(q.renew_many(&claims).await, "renew_many"),
+                };
+                holders.done(&claims, &kept, started);
+                match take {
+                    Take::One => ok(q.done(&claims[0]).await, "done"),
+                    Take::Many(_) => ok(q.done_many(&claims).await, "done_many"),
+                }
+            }
+        });
+    }
+    while let Some(joined) = running.join_next().await {
+        if let Err(e) = joined {
+            std::panic::resume_unwind(e.into_panic());
+        }
+    }
+    let mut handled = lock(&holders.handled).clone();
+    handled.sort();
+    handled.dedup();
+    assert_eq!(handled.len(), keys as usize, "some keys were never handled");
+    assert_eq!(ok(handles[1].depth().await, "depth"), 0);
+}
+
+/// What the workers of [`contend`] share: which key is held since when,
+/// and every key handled.
+struct Holders<K> {
     held: Mutex<HashMap<K, Instant>>,
     handled: Mutex<Vec<K>>,
     lease: Duration,
 }
 
 impl<K: Clone + Eq + Hash + Display> Holders<K> {
-    pub(crate) fn new(lease: Duration) -> Self {
+    fn new(lease: Duration) -> Self {
         Self {
             held: Mutex::default(),
             handled: Mutex::default(),
@@ -109,7 +181,7 @@ impl<K: Clone + Eq + Hash + Display> Holders<K> {
 
     /// Records `claims` as held since `started`: a key already held may be
     /// claimed again only once its holder's lease may have run out.
-    pub(crate) fn take(&self, claims: &[Claim<K>], started: Instant) {
+    fn take(&self, claims: &[Claim<K>], started: Instant) {
         let mut held = lock(&self.held);
         for claim in claims {
             if let Some(other) = held.get(&claim.key) {
@@ -125,7 +197,7 @@ impl<K: Clone + Eq + Hash + Display> Holders<K> {
 
     /// Checks that nobody took `claims` over while they were held (the
     /// answers of a renewal, in order), then records them handled.
-    pub(crate) fn done(&self, claims: &[Claim<K>], kept: &[bool], started: Instant) {
+    fn done(&self, claims: &[Claim<K>], kept: &[bool], started: Instant) {
         assert_eq!(kept.len(), claims.len());
         let (mut held, mut handled) = (lock(&self.held), lock(&self.handled));
         for (claim, kept) in claims.iter().zip(kept) {
@@ -138,24 +210,4 @@ impl<K: Clone + Eq + Hash + Display> Holders<K> {
             handled.push(claim.key.clone());
         }
     }
-}
-
-/// Waits for every worker (a worker's panic fails the check), then checks
-/// that each of the `keys` keys was handled and `q` holds none.
-pub(crate) async fn assert_all_handled<Q: WorkQueue>(
-    mut workers: JoinSet<()>,
-    holders: &Holders<Q::Key>,
-    keys: u32,
-    q: &Q,
-) {
-    while let Some(joined) = workers.join_next().await {
-        if let Err(e) = joined {
-            std::panic::resume_unwind(e.into_panic());
-        }
-    }
-    let mut handled = lock(&holders.handled).clone();
-    handled.sort();
-    handled.dedup();
-    assert_eq!(handled.len(), keys as usize, "some keys were never handled");
-    assert_eq!(ok(q.depth().await, "depth"), 0);
 }

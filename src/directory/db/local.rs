@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 
 use super::accounts::ensure_account_in;
-use super::pages::{finish_members_in, finish_teams_in, put_members_in, put_teams_in};
+use super::pages::{finish_in, put_in};
 use super::{Account, DirectoryDb};
-use crate::directory::{TeamsFile, LOCAL_LOGIN, LOCAL_ORG_ID};
+use crate::directory::{Part, Rows, TeamsFile, LOCAL_LOGIN, LOCAL_ORG_ID};
 
 /// The local folder as an account.
 pub fn local_account() -> Account {
@@ -29,13 +29,13 @@ impl DirectoryDb {
             .fetch_one(&mut *tx)
             .await?;
         for page in file.teams.chunks(1000) {
-            put_teams_in(&mut tx, LOCAL_ORG_ID, page, started).await?;
+            put_in(&mut tx, LOCAL_ORG_ID, Rows::Teams(page), started).await?;
         }
-        finish_teams_in(&mut tx, LOCAL_ORG_ID, started).await?;
+        finish_in(&mut tx, LOCAL_ORG_ID, Part::Teams, started).await?;
         for page in file.members.chunks(1000) {
-            put_members_in(&mut tx, LOCAL_ORG_ID, page, started).await?;
+            put_in(&mut tx, LOCAL_ORG_ID, Rows::Members(page), started).await?;
         }
-        finish_members_in(&mut tx, LOCAL_ORG_ID, started).await?;
+        finish_in(&mut tx, LOCAL_ORG_ID, Part::Members, started).await?;
         sqlx::query("update directory_orgs set read_error = null where org_id = $1")
             .bind(LOCAL_ORG_ID)
             .execute(&mut *tx)

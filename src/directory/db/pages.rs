@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use super::DirectoryDb;
-use crate::directory::{Member, Team};
+use crate::directory::{Member, Part, Rows, Team};
 
 impl DirectoryDb {
     /// The start of a read: what it did not see is older than this.
@@ -20,14 +20,14 @@ impl DirectoryDb {
             .await
     }
 
-    /// Writes one page of a read of `org`'s teams.
-    pub async fn put_teams(
+    /// Writes one page of a read of `org`'s teams or members.
+    pub async fn put(
         &self,
         org: i64,
-        teams: &[Team],
+        rows: Rows<'_>,
         started: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        put_teams_in(&mut *self.pool.acquire().await?, org, teams, started).await
+        put_in(&mut *self.pool.acquire().await?, org, rows, started).await
     }
 
     /// Counts teams a read saw but could not write (their name holds a
@@ -52,33 +52,68 @@ impl DirectoryDb {
         Ok(())
     }
 
-    /// A read of `org`'s teams finished: teams it did not see are deleted
-    /// (kept, flagged), and owner checking is on again.
-    pub async fn finish_teams(&self, org: i64, started: DateTime<Utc>) -> Result<(), sqlx::Error> {
-        finish_teams_in(&mut *self.pool.acquire().await?, org, started).await
-    }
-
-    /// Writes one page of a read of `org`'s members.
-    pub async fn put_members(
+    /// A read of one part of `org`'s directory finished: teams it did not
+    /// see are deleted (kept, flagged) and owner checking is on again;
+    /// members it did not see are gone.
+    pub async fn finish(
         &self,
         org: i64,
-        members: &[Member],
+        part: Part,
         started: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        put_members_in(&mut *self.pool.acquire().await?, org, members, started).await
-    }
-
-    /// A read of `org`'s members finished: members it did not see are gone.
-    pub async fn finish_members(
-        &self,
-        org: i64,
-        started: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
-        finish_members_in(&mut *self.pool.acquire().await?, org, started).await
+        finish_in(&mut *self.pool.acquire().await?, org, part, started).await
     }
 }
 
-pub(super) async fn put_teams_in(
+pub(super) async fn put_in(
+    conn: &mut PgConnection,
+    org: i64,
+    rows: Rows<'_>,
+    started: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    match rows {
+        Rows::Teams(teams) => put_teams_in(conn, org, teams, started).await,
+        Rows::Members(members) => put_members_in(conn, org, members, started).await,
+    }
+}
+
+/// Forgets what a finished read of `part` did not see, then records the
+/// read: each statement takes the organisation and the read's start.
+pub(super) async fn finish_in(
+    conn: &mut PgConnection,
+    org: i64,
+    part: Part,
+    started: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    let statements = match part {
+        Part::Teams => [
+            "update directory_teams set deleted_at = now()
+             where org_id = $1 and seen_at < $2 and deleted_at is null",
+            "update directory_orgs set teams_read_at = now(), off_reason = null, off_since = null,
+                 read_error = null,
+                 teams_requested_at = case when teams_requested_at <= $2 then null
+                                           else teams_requested_at end
+             where org_id = $1",
+        ],
+        Part::Members => [
+            "delete from directory_members where org_id = $1 and seen_at < $2",
+            "update directory_orgs set members_read_at = now(),
+                 members_requested_at = case when members_requested_at <= $2 then null
+                                             else members_requested_at end
+             where org_id = $1",
+        ],
+    };
+    for sql in statements {
+        sqlx::query(sql)
+            .bind(org)
+            .bind(started)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+async fn put_teams_in(
     conn: &mut PgConnection,
     org: i64,
     teams: &[Team],
@@ -124,34 +159,7 @@ pub(super) async fn put_teams_in(
     Ok(())
 }
 
-pub(super) async fn finish_teams_in(
-    conn: &mut PgConnection,
-    org: i64,
-    started: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "update directory_teams set deleted_at = now()
-         where org_id = $1 and seen_at < $2 and deleted_at is null",
-    )
-    .bind(org)
-    .bind(started)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "update directory_orgs set teams_read_at = now(), off_reason = null, off_since = null,
-             read_error = null,
-             teams_requested_at = case when teams_requested_at <= $2 then null
-                                       else teams_requested_at end
-         where org_id = $1",
-    )
-    .bind(org)
-    .bind(started)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-pub(super) async fn put_members_in(
+async fn put_members_in(
     conn: &mut PgConnection,
     org: i64,
     members: &[Member],
@@ -172,29 +180,6 @@ pub(super) async fn put_members_in(
     .bind(org)
     .bind(&ids)
     .bind(&logins)
-    .bind(started)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-pub(super) async fn finish_members_in(
-    conn: &mut PgConnection,
-    org: i64,
-    started: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("delete from directory_members where org_id = $1 and seen_at < $2")
-        .bind(org)
-        .bind(started)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query(
-        "update directory_orgs set members_read_at = now(),
-             members_requested_at = case when members_requested_at <= $2 then null
-                                         else members_requested_at end
-         where org_id = $1",
-    )
-    .bind(org)
     .bind(started)
     .execute(&mut *conn)
     .await?;

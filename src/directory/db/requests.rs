@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::{Account, DirectoryDb};
+use super::{Account, Claimed, DirectoryDb};
 
 crate::row! {
     /// A re-read a webhook asked for, claimed by one replica.
@@ -18,32 +18,21 @@ crate::row! {
     }
 }
 
-impl DirectoryDb {
-    /// Claims up to `limit` accounts whose re-read a webhook asked for,
-    /// for `lease` (another replica takes them after it).
-    pub async fn claim_requested(
-        &self,
-        limit: i64,
-        lease: Duration,
-    ) -> Result<Vec<Requested>, sqlx::Error> {
-        sqlx::query_as(
-            "update directory_orgs o set claimed_until = now() + make_interval(secs => $2)
-             from (select org_id from directory_orgs
-                   where (teams_requested_at is not null or members_requested_at is not null)
-                     and (claimed_until is null or claimed_until < now())
-                   order by least(teams_requested_at, members_requested_at)
-                   limit $1 for update skip locked) due
-             where o.org_id = due.org_id
-             returning o.org_id, o.login, o.installation_id, o.personal,
-                       o.teams_requested_at is not null as teams,
-                       o.members_requested_at is not null as members",
-        )
-        .bind(limit)
-        .bind(lease.as_secs_f64())
-        .fetch_all(&self.pool)
-        .await
-    }
+impl Claimed for Requested {
+    const CLAIM: &'static str =
+        "update directory_orgs o set claimed_until = now() + make_interval(secs => $2)
+         from (select org_id from directory_orgs
+               where (teams_requested_at is not null or members_requested_at is not null)
+                 and (claimed_until is null or claimed_until < now())
+               order by least(teams_requested_at, members_requested_at)
+               limit $1 for update skip locked) due
+         where o.org_id = due.org_id
+         returning o.org_id, o.login, o.installation_id, o.personal,
+                   o.teams_requested_at is not null as teams,
+                   o.members_requested_at is not null as members";
+}
 
+impl DirectoryDb {
     /// Ends a claim; a request that is still there (it came during the
     /// read, or the read failed) is claimed again after `retry`.
     pub async fn release(&self, org: i64, retry: Duration) -> Result<(), sqlx::Error> {

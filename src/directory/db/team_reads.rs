@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::changes::changed_in;
-use super::DirectoryDb;
-use crate::directory::Team;
+use super::{Claimed, DirectoryDb};
+use crate::directory::{Rows, Team};
 use crate::installation_id::InstallationId;
 
 crate::row! {
@@ -36,30 +36,20 @@ pub enum TeamRead {
     Skipped,
 }
 
-impl DirectoryDb {
-    /// Claims up to `limit` teams to read on their own, for `lease`.
-    pub async fn claim_team_reads(
-        &self,
-        limit: i64,
-        lease: Duration,
-    ) -> Result<Vec<TeamToRead>, sqlx::Error> {
-        sqlx::query_as(
-            "update directory_changes c set claimed_until = now() + make_interval(secs => $2)
-             from (select c.org_id, c.kind, c.subject_id from directory_changes c
-                   where c.applied and c.needs_read and not c.gone
-                     and (c.claimed_until is null or c.claimed_until < now())
-                   order by c.requested_at limit $1 for update skip locked) due,
-                  directory_orgs o
-             where (c.org_id, c.kind, c.subject_id) = (due.org_id, due.kind, due.subject_id)
-               and o.org_id = c.org_id
-             returning c.org_id, c.subject_id as team_id, c.node_id, c.failures, o.installation_id",
-        )
-        .bind(limit)
-        .bind(lease.as_secs_f64())
-        .fetch_all(&self.pool)
-        .await
-    }
+impl Claimed for TeamToRead {
+    const CLAIM: &'static str =
+        "update directory_changes c set claimed_until = now() + make_interval(secs => $2)
+         from (select c.org_id, c.kind, c.subject_id from directory_changes c
+               where c.applied and c.needs_read and not c.gone
+                 and (c.claimed_until is null or c.claimed_until < now())
+               order by c.requested_at limit $1 for update skip locked) due,
+              directory_orgs o
+         where (c.org_id, c.kind, c.subject_id) = (due.org_id, due.kind, due.subject_id)
+           and o.org_id = c.org_id
+         returning c.org_id, c.subject_id as team_id, c.node_id, c.failures, o.installation_id";
+}
 
+impl DirectoryDb {
     /// Writes what a read started at `started` found of a team, and ends
     /// its row unless a webhook came about it during the read.
     pub async fn finish_team_read(
@@ -71,13 +61,8 @@ impl DirectoryDb {
         let mut tx = self.pool.begin().await?;
         match found {
             TeamRead::Found(team) => {
-                super::pages::put_teams_in(
-                    &mut tx,
-                    read.org_id,
-                    std::slice::from_ref(team),
-                    started,
-                )
-                .await?
+                let rows = Rows::Teams(std::slice::from_ref(team));
+                super::pages::put_in(&mut tx, read.org_id, rows, started).await?
             }
             TeamRead::Skipped => {}
             TeamRead::Gone => {

@@ -228,13 +228,6 @@ async fn page<T: serde::de::DeserializeOwned>(
         .ok_or_else(|| answer_error("no page in the answer".to_owned()))
 }
 
-/// The two parts of an account's directory, each read on its own.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Part {
-    Teams,
-    Members,
-}
-
 /// Why a read stopped: GitHub refused it, or anything else.
 pub(super) enum Refused {
     Forbidden(String),

@@ -67,7 +67,7 @@ impl DirectoryReader {
     pub(super) async fn read_teams_alone(&self) -> Result<usize, sqlx::Error> {
         let claimed = self
             .db()
-            .claim_team_reads(TEAMS_PER_READ, CLAIM_LEASE)
+            .claim::<TeamToRead>(TEAMS_PER_READ, CLAIM_LEASE)
             .await?;
         let mut by_installation: BTreeMap<InstallationId, Vec<TeamToRead>> = BTreeMap::new();
         for read in &claimed {
