@@ -5,7 +5,9 @@
 //! (a) Full sync of an organisation of 10,000 repositories, 3,000 with a
 //!     project file: wall time from start until no repository is `pending`,
 //!     and the GitHub requests it used. Targets: <= 15 s, <= 104 requests
-//!     (what the listing cost before batched reads: no regression).
+//!     besides the directory's pages (what the listing cost before batched
+//!     reads: no regression; the directory, read with the listing since,
+//!     costs a page of teams and one of members here, and is counted apart).
 //! (b) Webhook-to-synced latency of 60 push webhooks sent at one per
 //!     second (each after a commit in the fake; a busy organisation's
 //!     default branches, within the read pace so no push shares a read):
@@ -187,13 +189,15 @@ async fn run(size: &Size, full: bool) -> Result<(), Failed> {
             sync.as_secs_f64() * 1000.0 / ms.max(1) as f64
         );
     }
+    let directory = fake.count(routes::GRAPHQL_DIRECTORY);
     println!(
-        "  GitHub requests: {requests}{} {}",
-        bench_mode::target("<= 104, no regression"),
-        verdict(requests <= 104)
+        "  GitHub requests: {requests}, {} besides the directory's {directory} pages{} {}",
+        requests - directory,
+        bench_mode::target("<= 104 besides the directory, no regression"),
+        verdict(requests - directory <= 104)
     );
     println!(
-        "    listing pages {}, repository reads {}, trees {}, check runs {}, installation lists {}, tokens {}, delivery log reads {}",
+        "    listing pages {}, repository reads {}, trees {}, check runs {}, installation lists {}, tokens {}, delivery log reads {}, directory pages {directory}",
         fake.count(routes::GRAPHQL),
         per_repo,
         fake.count(routes::GIT_TREE) + fake.count(routes::GRAPHQL_BLOBS),
