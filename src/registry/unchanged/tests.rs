@@ -43,7 +43,10 @@ fn found(name: &str, sha: &str, description: &str) -> Observed {
 }
 
 /// Runs one of the statements on one repository: whether it applied it.
-async fn one(
+/// Each statement only ever sees its own case (a file again for
+/// `FILE_AGAIN`, no file for `NO_FILE_AGAIN` and `NO_FILE_FIRST`), so any
+/// other observation applies nothing.
+async fn settle(
     pool: &PgPool,
     sql: &str,
     id: RepoId,
@@ -55,6 +58,9 @@ async fn one(
     let Some((row, found)) = Row::of(id, claim, observed, true) else {
         return Ok(false);
     };
+    if found != (sql == FILE_AGAIN.as_str()) {
+        return Ok(false);
+    }
     let mut rows = [row];
     let applied = run(pool, sql, &mut rows, |args| match found {
         false => {
@@ -83,33 +89,6 @@ fn rows_sha(observed: &Observed) -> &str {
     }
 }
 
-/// One repository through `sql`, the statement of no file again
-/// (`NO_FILE_AGAIN`) or of no file at first sight (`NO_FILE_FIRST`).
-async fn settle(
-    pool: &PgPool,
-    sql: &str,
-    id: RepoId,
-    observed: &Observed,
-    claim: Option<&Claim<RepoId>>,
-    fingerprint: &str,
-    message: &str,
-) -> Result<bool, sqlx::Error> {
-    let sql = absent_only(observed, sql);
-    one(pool, sql, id, observed, claim, fingerprint, message).await
-}
-
-/// `sql` when `observed` has no file; else a statement that applies
-/// nothing, since those statements never see a file.
-fn absent_only<'a>(observed: &Observed, sql: &'a str) -> &'a str {
-    match observed {
-        Observed::Present {
-            file: FileState::Absent { .. },
-            ..
-        } => sql,
-        _ => "select 0::bigint where false",
-    }
-}
-
 /// A file again, for one repository.
 async fn settle_file(
     pool: &PgPool,
@@ -118,11 +97,5 @@ async fn settle_file(
     claim: Option<&Claim<RepoId>>,
     fingerprint: &str,
 ) -> Result<bool, sqlx::Error> {
-    match observed {
-        Observed::Present {
-            file: FileState::Found { .. },
-            ..
-        } => one(pool, &FILE_AGAIN, id, observed, claim, fingerprint, "").await,
-        _ => Ok(false),
-    }
+    settle(pool, &FILE_AGAIN, id, observed, claim, fingerprint, "").await
 }
