@@ -35,18 +35,13 @@ async fn directory(env: &Env, teams: &[Team], members: &[Member]) {
     };
     db.ensure_account(&account).await.expect("account");
     let started = db.read_started().await.expect("start");
-    db.put(ORG, Rows::Teams(teams), started)
-        .await
-        .expect("teams");
-    db.finish(ORG, Part::Teams, started)
-        .await
-        .expect("finish teams");
-    db.put(ORG, Rows::Members(members), started)
-        .await
-        .expect("members");
-    db.finish(ORG, Part::Members, started)
-        .await
-        .expect("finish members");
+    for (rows, part) in [
+        (Rows::Teams(teams), Part::Teams),
+        (Rows::Members(members), Part::Members),
+    ] {
+        db.put(ORG, rows, started).await.expect("a page");
+        db.finish(ORG, part, started).await.expect("the read's end");
+    }
 }
 
 /// The checks of `env` under `mode`, the default branch's included.
