@@ -65,6 +65,8 @@ impl DirectoryDb {
     }
 }
 
+/// Writes one page on `conn`: a pooled connection, or the transaction of
+/// a whole load (the local folder) or of a team's own read.
 pub(super) async fn put_in(
     conn: &mut PgConnection,
     org: i64,
