@@ -103,12 +103,7 @@ async fn send(
         intent.owner.as_str(),
         intent.name.as_str(),
     );
-    let annotations: Vec<Value> = due
-        .intent
-        .annotations
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let annotations: Vec<Value> = intent.annotations.as_array().cloned().unwrap_or_default();
     let mut batches = annotations.chunks(ANNOTATIONS_PER_REQUEST);
     let first = batches.next().map(<[Value]>::to_vec).unwrap_or_default();
     let body = json!({
