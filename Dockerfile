@@ -24,13 +24,13 @@ WORKDIR /build
 # file is missing, even for a plain build, so the awk program writes a
 # placeholder for each one too; those stay for the real build below, since
 # benches/ and tests/ are not part of the build context (.dockerignore).
-# The test kit's manifest is (a workspace member, which cargo reads even
-# when it builds only the binary), with an empty library in place of its
-# sources.
+# The library's manifest (src/Cargo.toml) and the test kit's (a workspace
+# member, which cargo reads even when it builds only the binary) are copied
+# too, with an empty library in place of each one's sources.
 COPY Cargo.toml Cargo.lock ./
+COPY src/Cargo.toml ./src/
 COPY tests/support/Cargo.toml ./tests/support/
-RUN mkdir src \
-    && echo 'fn main() {}' > src/main.rs \
+RUN echo 'fn main() {}' > src/main.rs \
     && touch src/lib.rs tests/support/lib.rs \
     && awk '/^\[\[(bench|test|example)\]\]/ { flush(); kind = $0; gsub(/[][]/, "", kind); name = ""; path = ""; next } \
             /^\[/ { flush(); next } \
@@ -43,12 +43,12 @@ RUN mkdir src \
     && rm -rf src
 
 # Then the sources. Everything the build reads at compile time is here:
-# src/ (code), migrations/ (include_str!), templates/ (askama) and static/
-# (include_str!). tests/ and benches/ are not needed for the binary.
+# src/ (code, and askama's settings in src/askama.toml), migrations/
+# (include_str!), templates/ (askama) and static/ (include_str!). tests/ and
+# benches/ are not needed for the binary.
 COPY src ./src
 COPY migrations ./migrations
 COPY templates ./templates
-COPY askama.toml ./
 COPY static ./static
 
 # `touch` gives the real entry points a newer mtime than the placeholders

@@ -117,7 +117,7 @@ mod tests {
     use super::*;
 
     fn folder() -> &'static Path {
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../migrations"))
     }
 
     /// sqlx's own reading of the folder: what `migrate!` embedded.

@@ -190,7 +190,7 @@ mod tests {
     /// number `repo` (its id and name made from the number).
     async fn push_to(app: &Router, id: &str, repo: Option<u32>) -> StatusCode {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/github/webhooks/push.default-branch-created.json");
+            .join("../tests/fixtures/github/webhooks/push.default-branch-created.json");
         let mut body = std::fs::read_to_string(&path).expect("the push fixture");
         if let Some(n) = repo {
             body = body

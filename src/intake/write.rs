@@ -304,7 +304,7 @@ mod tests {
 
     fn event(file: &str) -> WebhookEvent {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/github/webhooks")
+            .join("../tests/fixtures/github/webhooks")
             .join(file);
         let body = std::fs::read(&path).expect("a webhook fixture");
         let name = file.split('.').next().expect("the event's name");

@@ -1,7 +1,7 @@
 //! The pages' escaper: HTML escaping, and the bidirectional controls and
 //! zero-width characters of [`crate::project::invisible`] written as
 //! `\u{202E}`, so that text from a project file cannot make a page read
-//! other than it is. `askama.toml` makes it the escaper of every `.html`
+//! other than it is. `src/askama.toml` makes it the escaper of every `.html`
 //! template.
 
 use std::borrow::Cow;

@@ -111,7 +111,7 @@ fn unreadable_key_path_should_name_the_path_setting() {
 fn key_path_should_be_read_and_checked() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/test-app-key.pem"
+        "/../tests/fixtures/test-app-key.pem"
     );
     let s = parse(&[
         "--github-app-id",

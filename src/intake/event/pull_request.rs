@@ -222,7 +222,7 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/github/webhooks")
+            .join("../tests/fixtures/github/webhooks")
             .join(name);
         std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
