@@ -67,6 +67,22 @@ defaultBranchRef {
 }
 pub(crate) use repository_fields;
 
+/// GitHub's budget, asked beside every query's own fields: each answer
+/// says what is left and what the query cost, which is how the source paces
+/// itself without a request of its own.
+macro_rules! rate_limit {
+    () => {
+        "  rateLimit {
+    limit
+    remaining
+    resetAt
+    cost
+  }
+"
+    };
+}
+pub(crate) use rate_limit;
+
 /// Repositories of one account (`$owner`), 100 per page, each with its
 /// project file (`$path`) at the head of its default branch.
 ///
@@ -75,13 +91,9 @@ pub(crate) use repository_fields;
 /// granted, so this lists exactly those. Ordered by creation so that pages
 /// stay stable while the listing walks them.
 pub const LIST_REPOSITORIES: &str = concat!(
-    r#"query ListRepositories($owner: String!, $after: String, $path: String!) {
-  rateLimit {
-    limit
-    remaining
-    resetAt
-  }
-  repositoryOwner(login: $owner) {
+    "query ListRepositories($owner: String!, $after: String, $path: String!) {\n",
+    rate_limit!(),
+    r#"  repositoryOwner(login: $owner) {
     repositories(first: 100, after: $after, ownerAffiliations: [OWNER], orderBy: {field: CREATED_AT, direction: ASC}) {
       pageInfo {
         hasNextPage

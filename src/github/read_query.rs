@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::file_query::{with_fields, FileQuery};
-use super::graphql::{repository_fields, GraphqlError, RepoNode, LIST_REPOSITORIES};
+use super::graphql::{rate_limit, repository_fields, GraphqlError, RepoNode, LIST_REPOSITORIES};
 
 /// The fields read per repository, as the listing reads them, and its
 /// node id.
@@ -28,18 +28,6 @@ macro_rules! repository_state {
             repository_fields!(),
             "}"
         )
-    };
-}
-
-macro_rules! rate_limit {
-    () => {
-        "  rateLimit {
-    limit
-    remaining
-    resetAt
-    cost
-  }
-"
     };
 }
 

@@ -41,7 +41,12 @@ pub struct NoteSection<'a> {
 }
 
 /// Adds `notes` to `verdict` as `section` says.
-pub fn add_notes(verdict: &mut Verdict, notes: &[CheckNote<'_>], section: &NoteSection<'_>) {
+pub fn add_notes<'a>(
+    verdict: &mut Verdict,
+    notes: impl IntoIterator<Item = CheckNote<'a>>,
+    section: &NoteSection<'_>,
+) {
+    let notes: Vec<_> = notes.into_iter().collect();
     if notes.is_empty() {
         return;
     }
@@ -68,7 +73,7 @@ pub fn add_notes(verdict: &mut Verdict, notes: &[CheckNote<'_>], section: &NoteS
         _ => section.when_broken,
     };
     let mut text = format!("\n{}: {sentence}\n\n```\n", section.heading);
-    for note in notes {
+    for note in &notes {
         text.push_str(&escape_invisible(&note.problem.to_string()));
         text.push('\n');
     }

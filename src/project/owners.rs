@@ -91,10 +91,6 @@ pub fn annotate(verdict: &mut Verdict, notes: &[OwnerNote], mode: OwnersMode) {
         "**Owners** (checked against the organisation's teams and members, \
          `ROSTER_OWNERS={mode}`)"
     );
-    let notes: Vec<_> = notes
-        .iter()
-        .map(|n| CheckNote::new(&n.problem, n.failure))
-        .collect();
     let section = NoteSection {
         heading: &heading,
         when_broken: "an owner that names nobody breaks the file.",
@@ -103,7 +99,8 @@ pub fn annotate(verdict: &mut Verdict, notes: &[OwnerNote], mode: OwnersMode) {
         counted: ("owner to fix", "owners to fix"),
         default_line: Some(1),
     };
-    add_notes(verdict, &notes, &section);
+    let notes = notes.iter().map(|n| CheckNote::new(&n.problem, n.failure));
+    add_notes(verdict, notes, &section);
 }
 
 #[cfg(test)]

@@ -271,10 +271,6 @@ pub fn annotate(verdict: &mut Verdict, notes: &[RelationNote], mode: RelationsMo
         "**Relations** (dependencies checked against the registry, \
          `ROSTER_RELATIONS={mode}`)"
     );
-    let notes: Vec<_> = notes
-        .iter()
-        .map(|n| CheckNote::new(&n.problem, n.failure))
-        .collect();
     let section = NoteSection {
         heading: &heading,
         when_broken: "a dependency on no project, or a removal others depend on, breaks the check.",
@@ -282,7 +278,8 @@ pub fn annotate(verdict: &mut Verdict, notes: &[RelationNote], mode: RelationsMo
         counted: ("dependency to look at", "dependencies to look at"),
         default_line: None,
     };
-    add_notes(verdict, &notes, &section);
+    let notes = notes.iter().map(|n| CheckNote::new(&n.problem, n.failure));
+    add_notes(verdict, notes, &section);
 }
 
 #[cfg(test)]

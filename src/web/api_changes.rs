@@ -15,7 +15,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, BadParameter, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{shown_changes, ChangeJson, FeedJson, PageJson};
 use super::long_polls::LongPolls;
@@ -114,7 +114,7 @@ impl FeedParams {
 #[utoipa::path(get, path = "/api/v1/changes", operation_id = "list_changes",
     tag = "changes", params(FeedParams),
     responses((status = 200, description = "The changes after `after`, oldest first", body = FeedJson),
-              (status = 400, description = "A bad parameter", body = ErrorJson),
+              BadParameter,
               (status = 410, description = "Changes after `after` are no longer kept", body = GoneJson)))]
 pub async fn feed(
     State(state): State<ChangesState>,
@@ -273,7 +273,7 @@ impl HistoryParams {
     tag = "changes",
     params(("name" = String, Path, description = "The project's name"), HistoryParams),
     responses((status = 200, description = "The name's changes, newest first", body = PageJson<ChangeJson>),
-              (status = 400, description = "A bad parameter", body = ErrorJson),
+              BadParameter,
               (status = 404, description = "The name never had a change", body = ErrorJson)))]
 pub async fn history(
     privacy: Privacy,

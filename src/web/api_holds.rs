@@ -6,7 +6,7 @@ use axum::Json;
 use serde::Serialize;
 
 use super::auth::WriteAccess;
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, ErrorJson, WriteRefused};
 use super::extract::ApiPath;
 use super::json::{ActiveHoldJson, PageJson};
 use super::state::AppState;
@@ -39,8 +39,7 @@ pub struct ReleasedJson {
     security(("token" = [])),
     params(("id" = String, Path, description = "The hold's id")),
     responses((status = 200, description = "Released", body = ReleasedJson),
-              (status = 401, description = "No token, or a wrong one", body = ErrorJson),
-              (status = 403, description = "No token is configured", body = ErrorJson),
+              WriteRefused,
               (status = 404, description = "No active hold of that id", body = ErrorJson)))]
 pub async fn release(
     _access: WriteAccess,

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, BadParameter};
 use super::extract::ApiQuery;
 use super::params::parse_limit;
 use super::privacy::{Privacy, Privileged};
@@ -151,7 +151,7 @@ pub enum OwnersAnswer {
 #[utoipa::path(get, path = "/api/v1/owners", operation_id = "list_owners",
     tag = "registry", params(OwnerParams),
     responses((status = 200, description = "A page of owners", body = OwnersAnswer),
-              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+              BadParameter))]
 pub async fn list(
     privileged: Privileged,
     State(state): State<AppState>,

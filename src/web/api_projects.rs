@@ -3,7 +3,7 @@
 use axum::extract::State;
 use axum::Json;
 
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, BadParameter, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{EntryJson, PageJson, ProjectJson};
 use super::params::ProjectParams;
@@ -17,7 +17,7 @@ use crate::registry::read_models::relations;
 #[utoipa::path(get, path = "/api/v1/projects", operation_id = "list_projects",
     tag = "registry", params(ProjectParams),
     responses((status = 200, description = "A page of entries", body = PageJson<EntryJson>),
-              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+              BadParameter))]
 pub async fn list(
     privacy: Privacy,
     State(state): State<AppState>,

@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::Json;
 
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, BadParameter, ErrorJson};
 use super::extract::ApiQuery;
 use super::json::{GraphJson, PageJson, SystemJson};
 use super::params::{GraphParams, SystemParams};
@@ -41,7 +41,7 @@ pub async fn graph(
 #[utoipa::path(get, path = "/api/v1/systems", operation_id = "list_systems",
     tag = "relations", params(SystemParams),
     responses((status = 200, description = "A page of systems", body = PageJson<SystemJson>),
-              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+              BadParameter))]
 pub async fn systems(
     privacy: Privacy,
     State(state): State<AppState>,

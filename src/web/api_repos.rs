@@ -4,7 +4,7 @@ use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 
-use super::error::{repo_not_found, ApiError, ErrorJson};
+use super::error::{repo_not_found, ApiError, BadParameter, ErrorJson};
 use super::extract::{ApiPath, ApiQuery};
 use super::json::{CheckJson, PageJson, RepoDetailJson, RepoJson};
 use super::params::RepoParams;
@@ -18,7 +18,7 @@ use crate::registry::{self, RepoFilter};
 #[utoipa::path(get, path = "/api/v1/repos", operation_id = "list_repos",
     tag = "repositories", params(RepoParams),
     responses((status = 200, description = "A page of repositories", body = PageJson<RepoJson>),
-              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+              BadParameter))]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<RepoParams>,

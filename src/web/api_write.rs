@@ -7,7 +7,7 @@ use axum::Json;
 use serde::Serialize;
 
 use super::auth::WriteAccess;
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, ErrorJson, WriteRefused};
 use super::extract::ApiPath;
 use super::resync::{enqueue_repo, schedule_listing};
 use super::state::AppState;
@@ -32,8 +32,7 @@ pub struct QueuedJson {
     tag = "operators",
     security(("token" = [])),
     responses((status = 202, description = "Scheduled", body = ScheduledJson),
-              (status = 401, description = "No token, or a wrong one", body = ErrorJson),
-              (status = 403, description = "No token is configured", body = ErrorJson)))]
+              WriteRefused))]
 pub async fn resync_all(
     _access: WriteAccess,
     State(state): State<AppState>,
@@ -54,8 +53,7 @@ pub async fn resync_all(
     params(("owner" = String, Path, description = "The repository's owner"),
            ("name" = String, Path, description = "The repository's name")),
     responses((status = 202, description = "Queued", body = QueuedJson),
-              (status = 401, description = "No token, or a wrong one", body = ErrorJson),
-              (status = 403, description = "No token is configured", body = ErrorJson),
+              WriteRefused,
               (status = 404, description = "No such repository", body = ErrorJson)))]
 pub async fn resync_repo(
     _access: WriteAccess,

@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::Json;
 use sqlx::PgPool;
 
-use super::error::{ApiError, ErrorJson};
+use super::error::{ApiError, BadParameter};
 use super::extract::ApiQuery;
 use super::json::{DeliveryJson, PageJson};
 use super::params::DeliveryParams;
@@ -46,7 +46,7 @@ fn api_error(error: DeliveriesError) -> ApiError {
 #[utoipa::path(get, path = "/api/v1/deliveries", operation_id = "list_deliveries",
     tag = "webhooks", params(DeliveryParams),
     responses((status = 200, description = "A page of deliveries, newest first", body = PageJson<DeliveryJson>),
-              (status = 400, description = "A bad parameter", body = ErrorJson)))]
+              BadParameter))]
 pub async fn list(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<DeliveryParams>,

@@ -71,6 +71,22 @@ pub struct ErrorJson {
     pub error: String,
 }
 
+/// A list route's answer to a bad query parameter, for the OpenAPI
+/// document: declared once rather than in each route's annotation.
+#[derive(utoipa::IntoResponses)]
+#[response(status = 400, description = "A bad parameter")]
+pub struct BadParameter(pub ErrorJson);
+
+/// A write route's refusals, for the OpenAPI document: what every route
+/// behind the bearer token may answer before it looks at the request.
+#[derive(utoipa::IntoResponses)]
+pub enum WriteRefused {
+    #[response(status = 401, description = "No token, or a wrong one")]
+    WrongToken(ErrorJson),
+    #[response(status = 403, description = "No token is configured")]
+    NoTokenConfigured(ErrorJson),
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorJson {

@@ -10,58 +10,61 @@ use crate::directory::change::has_nul;
 use crate::directory::db::Account;
 use crate::directory::{Member, Team};
 use crate::github::client::Client;
-use crate::github::graphql::PageInfo;
+use crate::github::graphql::{rate_limit, PageInfo};
 use crate::github::http::CallError;
 use crate::source::InstallationId;
 
-/// An organisation's teams, 100 a page.
-pub const READ_TEAMS: &str = r#"query DirectoryTeams($login: String!, $after: String) {
-  rateLimit {
-    limit
-    remaining
-    resetAt
-  }
-  organization(login: $login) {
+/// A query for one page of an organisation's `connection`, 100 nodes a
+/// page, each node with `fields`: teams and members are read alike.
+macro_rules! organization_page {
+    ($name:literal, $connection:literal, $fields:literal) => {
+        concat!(
+            "query ",
+            $name,
+            "($login: String!, $after: String) {\n",
+            rate_limit!(),
+            "  organization(login: $login) {
     databaseId
-    teams(first: 100, after: $after) {
+    ",
+            $connection,
+            "(first: 100, after: $after) {
       pageInfo {
         hasNextPage
         endCursor
       }
       nodes {
-        databaseId
+",
+            $fields,
+            "      }
+    }
+  }
+}"
+        )
+    };
+}
+
+/// An organisation's teams, 100 a page.
+pub const READ_TEAMS: &str = organization_page!(
+    "DirectoryTeams",
+    "teams",
+    "        databaseId
         slug
         name
         privacy
         parentTeam {
           databaseId
         }
-      }
-    }
-  }
-}"#;
+"
+);
 
 /// An organisation's members, 100 a page.
-pub const READ_MEMBERS: &str = r#"query DirectoryMembers($login: String!, $after: String) {
-  rateLimit {
-    limit
-    remaining
-    resetAt
-  }
-  organization(login: $login) {
-    databaseId
-    membersWithRole(first: 100, after: $after) {
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
-      nodes {
-        databaseId
+pub const READ_MEMBERS: &str = organization_page!(
+    "DirectoryMembers",
+    "membersWithRole",
+    "        databaseId
         login
-      }
-    }
-  }
-}"#;
+"
+);
 
 /// One page of teams: the teams, the ids of those skipped because
 /// PostgreSQL cannot store their name (it holds a NUL; they are kept as

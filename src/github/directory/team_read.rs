@@ -14,16 +14,14 @@ use super::{read_backoff, DirectoryError, DirectoryReader, CLAIM_LEASE, TEAMS_PE
 use crate::directory::change::has_nul;
 use crate::directory::db::{TeamRead, TeamToRead};
 use crate::directory::Team;
+use crate::github::graphql::rate_limit;
 use crate::source::InstallationId;
 
 /// Teams by node id, as they are now.
-pub const READ_TEAM: &str = r#"query DirectoryTeam($ids: [ID!]!) {
-  rateLimit {
-    limit
-    remaining
-    resetAt
-  }
-  nodes(ids: $ids) {
+pub const READ_TEAM: &str = concat!(
+    "query DirectoryTeam($ids: [ID!]!) {\n",
+    rate_limit!(),
+    r#"  nodes(ids: $ids) {
     ... on Team {
       databaseId
       slug
@@ -37,7 +35,8 @@ pub const READ_TEAM: &str = r#"query DirectoryTeam($ids: [ID!]!) {
       }
     }
   }
-}"#;
+}"#
+);
 
 #[derive(Deserialize)]
 struct Data {

@@ -28,52 +28,31 @@ struct Case {
 }
 
 fn cases() -> Vec<Case> {
+    let case = |why, before, read| Case { why, before, read };
     vec![
-        Case {
-            why: "no file again",
-            before: Before::NoFile,
-            read: |n| absent(n, "a1"),
-        },
-        Case {
-            why: "no file, first read of a repository made known",
-            before: Before::MadeKnown,
-            read: |n| absent(n, "a1"),
-        },
-        Case {
-            why: "no file, first read of an unknown repository",
-            before: Before::Unknown,
-            read: |n| absent(n, "a1"),
-        },
-        Case {
-            why: "a file again, unchanged",
-            before: Before::Synced,
-            read: |n| found(n, "a1", "v1"),
-        },
-        Case {
-            why: "no file at another commit",
-            before: Before::NoFile,
-            read: |n| absent(n, "b2"),
-        },
-        Case {
-            why: "a file changed",
-            before: Before::Synced,
-            read: |n| found(n, "a1", "v2"),
-        },
-        Case {
-            why: "a file added",
-            before: Before::NoFile,
-            read: |n| found(n, "b2", "v1"),
-        },
-        Case {
-            why: "the file gone",
-            before: Before::Synced,
-            read: |n| absent(n, "b2"),
-        },
-        Case {
-            why: "a first read finding a file",
-            before: Before::MadeKnown,
-            read: |n| found(n, "a1", "v1"),
-        },
+        case("no file again", Before::NoFile, |n| absent(n, "a1")),
+        case(
+            "no file, first read of a repository made known",
+            Before::MadeKnown,
+            |n| absent(n, "a1"),
+        ),
+        case(
+            "no file, first read of an unknown repository",
+            Before::Unknown,
+            |n| absent(n, "a1"),
+        ),
+        case("a file again, unchanged", Before::Synced, |n| {
+            found(n, "a1", "v1")
+        }),
+        case("no file at another commit", Before::NoFile, |n| {
+            absent(n, "b2")
+        }),
+        case("a file changed", Before::Synced, |n| found(n, "a1", "v2")),
+        case("a file added", Before::NoFile, |n| found(n, "b2", "v1")),
+        case("the file gone", Before::Synced, |n| absent(n, "b2")),
+        case("a first read finding a file", Before::MadeKnown, |n| {
+            found(n, "a1", "v1")
+        }),
     ]
 }
 
