@@ -67,9 +67,10 @@ defaultBranchRef {
 }
 pub(crate) use repository_fields;
 
-/// GitHub's budget, asked beside every query's own fields: each answer
-/// says what is left and what the query cost, which is how the source paces
-/// itself without a request of its own.
+/// GitHub's budget, asked beside every query's own fields, written once
+/// for all of them: each answer's body shows what is left and what the
+/// query cost, for whoever reads a logged answer. The source paces itself
+/// by the answer's rate-limit headers, not by this.
 macro_rules! rate_limit {
     () => {
         "  rateLimit {
