@@ -11,6 +11,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::controller::register_metrics;
 use crate::registry::Status;
 use crate::source::InstallationId;
 
@@ -97,30 +98,13 @@ impl Metrics {
             holds: Gauge::default(),
         };
         // Counters get their `_total` suffix from the encoder.
-        registry.register(
-            "roster_webhooks",
-            "Webhook deliveries received, by event and outcome",
-            metrics.webhooks.clone(),
-        );
-        registry.register(
-            "roster_github_requests",
-            "Requests sent to GitHub, by HTTP status of the answer",
-            metrics.github_requests.clone(),
-        );
-        registry.register(
+        register_metrics!(registry;
+            "roster_webhooks", "Webhook deliveries received, by event and outcome" => metrics.webhooks;
+            "roster_github_requests", "Requests sent to GitHub, by HTTP status of the answer" => metrics.github_requests;
             "roster_github_rate_limit_remaining",
-            "Requests left in the current GitHub rate-limit window, per installation",
-            metrics.rate_limit_remaining.clone(),
-        );
-        registry.register(
-            "roster_repos",
-            "Tracked repositories, by status",
-            metrics.repos.clone(),
-        );
-        registry.register(
-            "roster_holds",
-            "Active deletion-guard holds: removals waiting for an operator",
-            metrics.holds.clone(),
+                "Requests left in the current GitHub rate-limit window, per installation" => metrics.rate_limit_remaining;
+            "roster_repos", "Tracked repositories, by status" => metrics.repos;
+            "roster_holds", "Active deletion-guard holds: removals waiting for an operator" => metrics.holds;
         );
         metrics
     }

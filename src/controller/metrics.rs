@@ -7,6 +7,17 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+/// Registers each metric into a `prometheus_client` registry under its
+/// name and help, one line a metric, so that a registration reads as the
+/// list of series it makes. `Registry::register` is generic over the
+/// metric, which rules out a table walked by a loop.
+macro_rules! register_metrics {
+    ($registry:expr; $($name:literal, $help:literal => $metric:expr;)+) => {
+        $($registry.register($name, $help, $metric.clone());)+
+    };
+}
+pub(crate) use register_metrics;
+
 /// Label of a reconcile's duration: its outcome (`synced`, `error`, …).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
@@ -47,21 +58,11 @@ impl ControllerMetrics {
     /// pass a registry with the prefix you want (`Registry::with_prefix`).
     pub fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
-        registry.register(
-            "queue_depth",
-            "Keys waiting or being handled",
-            m.queue_depth.clone(),
-        );
-        registry.register("queue_adds", "Keys enqueued", m.queue_adds.clone());
-        registry.register(
-            "queue_retries",
-            "Failed attempts scheduled for retry",
-            m.queue_retries.clone(),
-        );
-        registry.register(
-            "reconcile_duration_seconds",
-            "Time to reconcile one key, by outcome",
-            m.reconcile_duration.clone(),
+        register_metrics!(registry;
+            "queue_depth", "Keys waiting or being handled" => m.queue_depth;
+            "queue_adds", "Keys enqueued" => m.queue_adds;
+            "queue_retries", "Failed attempts scheduled for retry" => m.queue_retries;
+            "reconcile_duration_seconds", "Time to reconcile one key, by outcome" => m.reconcile_duration;
         );
         m
     }

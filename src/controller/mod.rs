@@ -18,6 +18,7 @@ pub use backoff::Backoff;
 pub use config::{
     ControllerConfig, DEFAULT_BATCH_SIZE, DEFAULT_LEASE, DEFAULT_RESYNC_INTERVAL, DEFAULT_WORKERS,
 };
+pub(crate) use metrics::register_metrics;
 pub use metrics::ControllerMetrics;
 pub use pace::ReadPace;
 pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};

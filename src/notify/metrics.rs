@@ -7,6 +7,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::controller::register_metrics;
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TargetLabels {
     target: String,
@@ -23,16 +25,10 @@ impl NotifyMetrics {
     /// Registers under `registry` (give it the `roster` prefix).
     pub fn register(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        registry.register(
-            "notify_backlog",
-            "Changes not yet acknowledged by a notification target",
-            metrics.backlog.clone(),
-        );
-        registry.register(
-            "notify_stalled",
-            "1 while a notification target fell more than the change log's size bound \
-             behind and has not been sent its gap notification",
-            metrics.stalled.clone(),
+        register_metrics!(registry;
+            "notify_backlog", "Changes not yet acknowledged by a notification target" => metrics.backlog;
+            "notify_stalled", "1 while a notification target fell more than the change log's size bound \
+                behind and has not been sent its gap notification" => metrics.stalled;
         );
         metrics
     }

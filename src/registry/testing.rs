@@ -9,9 +9,30 @@ use std::time::Duration;
 use sqlx::PgPool;
 
 use super::entries::{self, Desired};
-use super::{repos, RegistryError};
-use crate::project::{Project, ResolvedOwner};
+use super::{repos, Entry, RegistryError};
+use crate::project::{Fields, Project, ResolvedOwner};
 use crate::source::RepoId;
+
+/// An entry as the registry holds one, for tests that build changes,
+/// answers or JSON without a database: `name` in `acme/app` (id 7), owned
+/// by `owner`, written at the epoch.
+pub fn entry(name: &str, owner: &str) -> Entry {
+    let at = chrono::DateTime::from_timestamp(0, 0).unwrap_or_default();
+    Entry {
+        name: name.into(),
+        fields: Fields {
+            owner: owner.into(),
+            ..Fields::default()
+        },
+        resolved: ResolvedOwner::default(),
+        repo: "acme/app".into(),
+        repo_id: RepoId(7),
+        path: "project.yaml".into(),
+        source_sha: "abc".into(),
+        created_at: at,
+        updated_at: at,
+    }
+}
 
 /// One event of a seeded timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -261,23 +261,18 @@ mod tests {
     fn followed(status: OwnerStatus, team: i64) -> Change {
         let at = chrono::DateTime::from_timestamp(1, 0).unwrap_or_default();
         let entry = |status, later: i64| Entry {
-            name: "api".into(),
-            fields: crate::project::Fields::default(),
             resolved: owner(status, Some(team)),
-            repo: "acme/api".into(),
-            repo_id: crate::source::RepoId(1),
-            path: "project.yaml".into(),
-            source_sha: "abc".into(),
             created_at: at,
             updated_at: at + chrono::Duration::seconds(later),
+            ..crate::registry::testing::entry("api", "")
         };
         Change {
             seq: 1,
             at,
             kind: crate::registry::changes::ChangeKind::Changed,
             name: "api".into(),
-            repo: "acme/api".into(),
-            repo_id: crate::source::RepoId(1),
+            repo: "acme/app".into(),
+            repo_id: crate::source::RepoId(7),
             sha: None,
             cause: "team_renamed".into(),
             before: Some(entry(OwnerStatus::Team, 0)),

@@ -273,27 +273,8 @@ fn to_value(entry: &Entry) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
-
     use super::*;
-
-    fn entry(name: &str, owner: &str) -> Entry {
-        let at = chrono::DateTime::<Utc>::from_timestamp(0, 0).unwrap_or_default();
-        Entry {
-            name: name.into(),
-            fields: crate::project::Fields {
-                owner: owner.into(),
-                ..Default::default()
-            },
-            resolved: Default::default(),
-            repo: "acme/app".into(),
-            repo_id: RepoId(7),
-            path: "project.yaml".into(),
-            source_sha: "abc".into(),
-            created_at: at,
-            updated_at: at,
-        }
-    }
+    use crate::registry::testing::entry;
 
     fn snap(entries: &[Entry]) -> Snapshot {
         entries

@@ -52,22 +52,8 @@ mod tests {
     /// same bytes.
     #[test]
     fn an_entry_should_show_as_it_is_stored() {
-        let at = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
-        let entry = Entry {
-            name: "api".into(),
-            fields: Fields {
-                owner: "team-a".into(),
-                tags: vec!["pay".into()],
-                ..Fields::default()
-            },
-            resolved: ResolvedOwner::default(),
-            repo: "acme/app".into(),
-            repo_id: RepoId(7),
-            path: "project.yaml".into(),
-            source_sha: "abc".into(),
-            created_at: at,
-            updated_at: at,
-        };
+        let mut entry = crate::registry::testing::entry("api", "team-a");
+        entry.fields.tags = vec!["pay".into()];
         let stored = serde_json::to_string(&entry).ok();
         let shown = serde_json::to_string(&EntryJson::from(entry)).ok();
         assert!(stored.is_some());
