@@ -2,7 +2,9 @@
 //! reconcile reaches only over time (a sync minutes ago, a timeline of
 //! days) or never through a project file (entries its rules refuse), kept
 //! here so that the registry's tables are written only by the registry.
-//! Everything else is seeded through [`super::RegistryHandler`].
+//! Everything else is seeded through [`super::RegistryHandler`]. And one
+//! entry built in memory ([`entry`]), so that the unit tests of changes,
+//! answers and JSON do not each spell out an entry's every field.
 
 use std::time::Duration;
 
