@@ -14,6 +14,16 @@ use crate::registry::RegistryHandler;
 use crate::source::{InstallationId, RepoInfo};
 use sqlx::PgPool;
 
+/// The body of GitHub's example delivery `name` from
+/// `tests/fixtures/github/webhooks`; a missing one fails the test that
+/// asked for it, naming the path.
+pub fn webhook_fixture(name: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/github/webhooks")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The project file the handler reads, named as the test servers name it.
 pub const PROJECT_FILE: &str = "project.yaml";
 

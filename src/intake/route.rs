@@ -189,9 +189,8 @@ mod tests {
     /// A push delivery `id`, to the fixture's repository or to repository
     /// number `repo` (its id and name made from the number).
     async fn push_to(app: &Router, id: &str, repo: Option<u32>) -> StatusCode {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/github/webhooks/push.default-branch-created.json");
-        let mut body = std::fs::read_to_string(&path).expect("the push fixture");
+        let push = crate::testing::webhook_fixture("push.default-branch-created.json");
+        let mut body = String::from_utf8(push).expect("the push fixture is UTF-8");
         if let Some(n) = repo {
             body = body
                 .replace("186853002", &(1_000 + n).to_string())

@@ -303,10 +303,7 @@ mod tests {
     use crate::intake::event::parse;
 
     fn event(file: &str) -> WebhookEvent {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/github/webhooks")
-            .join(file);
-        let body = std::fs::read(&path).expect("a webhook fixture");
+        let body = crate::testing::webhook_fixture(file);
         let name = file.split('.').next().expect("the event's name");
         parse(name, &body).expect("a valid fixture").event
     }

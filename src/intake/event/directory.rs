@@ -178,10 +178,7 @@ mod tests {
     use super::*;
 
     fn event_of(name: &str) -> WebhookEvent {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/github/webhooks")
-            .join(name);
-        let body = std::fs::read(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let body = crate::testing::webhook_fixture(name);
         let kind = name.split('.').next().unwrap_or_default();
         parse(kind, &body)
             .unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -218,14 +218,8 @@ pub fn parse_rerequest(event_name: &str, body: &[u8]) -> Result<WebhookEvent, se
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/github/webhooks")
-            .join(name);
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
+    use crate::testing::webhook_fixture as fixture;
 
     fn requests(event: WebhookEvent) -> Vec<CheckRequest> {
         match event {

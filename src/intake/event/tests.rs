@@ -1,16 +1,8 @@
-use std::path::PathBuf;
-
 use serde_json::Value;
 
 use super::*;
 use crate::testing;
-
-fn fixture(name: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/github/webhooks")
-        .join(name);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+use crate::testing::webhook_fixture as fixture;
 
 fn event_of(name: &str) -> WebhookEvent {
     let kind = name.split('.').next().unwrap_or_default();
