@@ -7,6 +7,7 @@ mod change_log_tasks;
 mod setup_mode;
 mod shared;
 mod source;
+mod trial_token;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
     let listener = listen(settings.listen).await?;
     match &settings.source {
         SourceSetting::Dir(path) => {
+            let settings = with_trial_token(settings.clone(), listener.local_addr().ok())?;
             let source = source::dir(path, &settings, &shared)?;
             Ok(run(shared, source, &settings, listener, stop).await?)
         }
@@ -71,6 +73,34 @@ pub async fn serve(settings: Settings, pool: PgPool) -> Result<(), ServeError> {
             Ok(run(shared, source, &settings, listener, stop).await?)
         }
     }
+}
+
+/// A local trial without `ROSTER_API_TOKEN` gets a token of its own (see
+/// [`trial_token`]) and the log prints the link that signs in with it.
+fn with_trial_token(
+    settings: Settings,
+    address: Option<SocketAddr>,
+) -> Result<Settings, ConfigError> {
+    if settings.api_token.is_some() {
+        return Ok(settings);
+    }
+    let token = trial_token::load_or_create(&settings.data_dir)
+        .map_err(|e| ConfigError::new("ROSTER_DATA_DIR", e.to_string()))?;
+    let address = address.unwrap_or(settings.listen);
+    let host = if address.ip().is_unspecified() {
+        format!("127.0.0.1:{}", address.port())
+    } else {
+        address.to_string()
+    };
+    tracing::info!(
+        file = %settings.data_dir.join(trial_token::TOKEN_FILE).display(),
+        "no ROSTER_API_TOKEN set: this trial's token is kept in the data folder; sign in (every owner shown, resync allowed) at {}",
+        trial_token::sign_in_link(&format!("http://{host}"), &token),
+    );
+    Ok(Settings {
+        api_token: Some(token),
+        ..settings
+    })
 }
 
 /// Binds the HTTP port; failing to is a setting found wrong at start.

@@ -4,13 +4,35 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::project::{self, MAX_FILE_BYTES};
+use crate::project::{self, ProjectFiles, MAX_FILE_BYTES};
 
 pub mod owners;
 
 pub use owners::OwnerRules;
+
+/// The files under `root` that match `patterns` (the server's
+/// `ROSTER_PROJECT_FILES`), found as the local source finds a repository's
+/// files, so a monorepo's CI checks exactly what Roster will read.
+pub fn files_matching(root: &Path, patterns: &str) -> Result<Vec<PathBuf>, String> {
+    let files = ProjectFiles::parse(patterns).map_err(|e| format!("--project-files: {e}"))?;
+    let walked = crate::source::dir::matching_paths(root, "", &files)
+        .map_err(|e| format!("cannot search {}: {e}", root.display()))?;
+    match walked {
+        crate::source::dir::Walked::Paths(paths) if paths.is_empty() => Err(format!(
+            "no file under {} matches --project-files {files}",
+            root.display()
+        )),
+        crate::source::dir::Walked::Paths(paths) => {
+            Ok(paths.into_iter().map(PathBuf::from).collect())
+        }
+        crate::source::dir::Walked::FolderGone => {
+            Err(format!("{} is not a folder", root.display()))
+        }
+        crate::source::dir::Walked::Refused(message) => Err(message),
+    }
+}
 
 /// Checks the file at `path`, printing every problem one per line (labelled
 /// with `path` as given) or a one-line summary when it is valid. Returns the

@@ -36,9 +36,15 @@ enum Command {
     /// Validate project files and print every problem (exit 1 when one is
     /// invalid or two declare one name, 2 when a file cannot be read).
     Check {
-        /// The project files to check, as the files of one repository.
-        #[arg(default_value = "project.yaml")]
+        /// The project files to check, as the files of one repository
+        /// (default: project.yaml, or with --project-files the files that
+        /// match it under the current folder).
         files: Vec<PathBuf>,
+        /// Where project files lie in the repository, as the server's
+        /// ROSTER_PROJECT_FILES (e.g. 'project.yaml,services/*/project.yaml'):
+        /// every file under the current folder that matches is checked.
+        #[arg(long, value_name = "PATTERNS", conflicts_with = "files")]
+        project_files: Option<String>,
         /// Check each `owner` against this teams.yaml (the local folder's
         /// format); without it owners are not checked.
         #[arg(long, value_name = "TEAMS_YAML")]
@@ -82,9 +88,26 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Check {
             files,
+            project_files,
             teams,
             owners,
         } => {
+            let files = match project_files {
+                Some(patterns) => {
+                    match roster::check_command::files_matching(
+                        std::path::Path::new("."),
+                        &patterns,
+                    ) {
+                        Ok(found) => found,
+                        Err(message) => {
+                            eprintln!("error: {message}");
+                            return ExitCode::from(2);
+                        }
+                    }
+                }
+                None if files.is_empty() => vec![PathBuf::from("project.yaml")],
+                None => files,
+            };
             let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
             let rules = match teams.map(|t| roster::check_command::OwnerRules::read(&t, owners)) {
                 Some(Err(message)) => {

@@ -14,6 +14,7 @@ mod watcher;
 
 pub use lister::DirLister;
 pub use storage::{DirStorage, NOT_REGULAR};
+pub use walk::{matching_paths, Walked};
 pub use watcher::watch;
 
 use std::path::{Path, PathBuf};

@@ -39,6 +39,9 @@ pub struct SignInTemplate {
 #[derive(Debug, Default, Deserialize)]
 pub struct NextParam {
     next: Option<String>,
+    /// The token itself, from the link a local trial prints at start
+    /// (`/signin?token=…`): signs in as the form does.
+    token: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,12 +52,18 @@ pub struct SignInForm {
     next: String,
 }
 
-/// `GET /signin`.
+/// `GET /signin`: the form, or with `?token=` the sign-in itself.
 pub async fn form(
     State(state): State<AppState>,
     viewer: Viewer,
+    Client(client): Client,
+    headers: HeaderMap,
     Query(params): Query<NextParam>,
 ) -> Response {
+    if let (Some(token), Some(expected)) = (params.token.as_deref(), state.api_token.as_ref()) {
+        let next = local_path(params.next.as_deref()).to_owned();
+        return attempt(&state, client, &headers, token, expected, next);
+    }
     let problem = state
         .api_token
         .is_none()
@@ -100,6 +109,26 @@ pub async fn sign_in(
         next: String::new(),
     }));
     let next = local_path(Some(&form.next)).to_owned();
+    Ok(attempt(
+        &state,
+        client,
+        &headers,
+        &form.token,
+        expected,
+        next,
+    ))
+}
+
+/// One try of `token`: a session cookie and a redirect to `next`, or the
+/// form again with a 401, or a 429 while the client is locked out.
+fn attempt(
+    state: &AppState,
+    client: crate::web::throttle_key::ClientKey,
+    headers: &HeaderMap,
+    token: &str,
+    expected: &secrecy::SecretString,
+    next: String,
+) -> Response {
     let refused = |problem| SignInTemplate {
         chrome: Chrome::for_viewer(Viewer {
             session: None,
@@ -110,7 +139,7 @@ pub async fn sign_in(
         enabled: true,
     };
     let attempt = state.auth_throttle.attempt(client, Instant::now(), || {
-        tokens_match(form.token.trim(), expected)
+        tokens_match(token.trim(), expected)
     });
     match attempt {
         Attempt::Right => {}
@@ -124,28 +153,28 @@ pub async fn sign_in(
                 tracing::warn!(%client, "dashboard sign-in refused: wrong token");
             }
             let page = refused("That is not the API token.");
-            return Ok((StatusCode::UNAUTHORIZED, page).into_response());
+            return (StatusCode::UNAUTHORIZED, page).into_response();
         }
         Attempt::Locked { wait } => {
             tracing::debug!(%client, "dashboard sign-in refused: the client is locked out");
             let page = refused("Too many wrong tokens from this address: wait a few minutes.");
-            return Ok((
+            return (
                 StatusCode::TOO_MANY_REQUESTS,
                 [(RETRY_AFTER, retry_after(wait).to_string())],
                 page,
             )
-                .into_response());
+                .into_response();
         }
     }
     let cookie = SessionKey::from_token(expected).issue(Utc::now());
     tracing::info!("dashboard sign-in");
     let target = with_done(&next, "signed-in");
-    let secure = over_https(&headers, state.trust_proxy);
-    Ok((
+    let secure = over_https(headers, state.trust_proxy);
+    (
         [(SET_COOKIE, session_cookie(&cookie, secure))],
         Redirect::to(&target),
     )
-        .into_response())
+        .into_response()
 }
 
 /// `POST /signout`: ends the session on the server, so the cookie stops
