@@ -54,6 +54,7 @@ mod lease_loss;
 mod listing_cost;
 mod listing_requests;
 mod local_ids;
+mod local_trial;
 mod module_graph;
 mod notify;
 mod notify_crash;
