@@ -405,6 +405,14 @@ async fn warnings_shown(env: &Env, name: &str, mode: RelationsMode) -> (i64, i64
         serde_json::from_str(&get(format!("/api/v1/repos?q=acme/{name}")).await.body)
             .expect("json");
     let overview = get(format!("/?q=acme/{name}")).await.body;
+    // "to fix" links to the repository's entries, where the name is marked.
+    let page = get(format!("/repos/acme/{name}")).await.body;
+    let marked = page.contains("dep-unknown");
+    let to_fix = overview.contains("#entries\" title=");
+    assert_eq!(
+        marked, to_fix,
+        "the overview's mark and the page's agree:\n{page}"
+    );
     (
         detail["warnings"].as_i64().expect("warnings"),
         list["items"][0]["warnings"].as_i64().expect("warnings"),

@@ -20,6 +20,9 @@ pub(super) struct EntryView {
     pub(super) tags: Vec<(String, String)>,
     pub(super) links: Vec<LinkView>,
     pub(super) labels: Vec<(String, String)>,
+    /// Its dependencies, each marked when no project has that name (what
+    /// the overview's "to fix" counts).
+    pub(super) depends_on: Vec<DependencyMark>,
     /// The project file that declares it, and where to see it.
     pub(super) path: String,
     pub(super) path_href: Option<String>,
@@ -27,6 +30,12 @@ pub(super) struct EntryView {
     pub(super) source_sha_href: Option<String>,
     pub(super) created: TimeView,
     pub(super) updated: TimeView,
+}
+
+/// One dependency of an entry, and whether a project has that name.
+pub(super) struct DependencyMark {
+    pub(super) name: String,
+    pub(super) unknown: bool,
 }
 
 /// A link of an entry; `href` is set only for http(s) URLs, the others are
@@ -39,14 +48,25 @@ pub(super) struct LinkView {
 
 impl EntryView {
     /// `entry`, linking to its file and commit on `web` (GitHub's site,
-    /// `None` for a local folder) at `branch`.
+    /// `None` for a local folder) at `branch`; `resolves` tells which
+    /// dependency names are projects.
     pub(super) fn new(
         entry: Entry,
         web: Option<&str>,
         branch: Option<&str>,
         now: DateTime<Utc>,
+        resolves: impl Fn(&str) -> bool,
     ) -> Self {
         Self {
+            depends_on: entry
+                .fields
+                .depends_on
+                .iter()
+                .map(|name| DependencyMark {
+                    unknown: !resolves(name),
+                    name: name.clone(),
+                })
+                .collect(),
             owner: OwnerView::new(&entry.fields.owner, &entry.resolved),
             path_href: project_file_link(web, &entry.repo, branch, &entry.path),
             path: entry.path.clone(),

@@ -221,6 +221,20 @@ pub async fn repo_detail(
             entries.last().map(|e| e.name.as_str()).unwrap_or_default()
         ),
     });
+    // Which dependency names shown are projects: an unknown one is marked
+    // on its entry (the overview's "to fix" links here), unless relations
+    // are not checked at all (`ROSTER_RELATIONS=off`).
+    let checked = state.relations != crate::project::relations::RelationsMode::Off;
+    let mut wanted: Vec<String> = entries
+        .iter()
+        .flat_map(|e| e.fields.depends_on.iter().cloned())
+        .collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    if !checked {
+        wanted.clear();
+    }
+    let known = crate::registry::read_models::relations::existing(&state.pool, &wanted).await?;
     let (info, deliveries, checks) = tokio::try_join!(
         async {
             repo_source_info(&state.pool, repo.id)
@@ -302,7 +316,11 @@ pub async fn repo_detail(
         entries_more,
         entries: entries
             .into_iter()
-            .map(|e| EntryView::new(e, web, info.default_branch.as_deref(), now))
+            .map(|e| {
+                EntryView::new(e, web, info.default_branch.as_deref(), now, |name| {
+                    !checked || known.contains(name)
+                })
+            })
             .collect(),
         events: detail
             .events
