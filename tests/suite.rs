@@ -13,6 +13,7 @@ mod change_log_bounds;
 mod changes;
 mod changes_api;
 mod changes_page;
+mod check_exit_codes;
 mod check_owners_cli;
 mod check_project_files_cli;
 mod checks;
