@@ -542,6 +542,35 @@ fn the_app_manifest_should_subscribe_to_exactly_the_events_the_webhook_route_act
     assert_eq!(acted_on, expected);
 }
 
+#[test]
+fn the_contract_should_say_what_every_event_the_app_receives_does() {
+    let manifest = documents(&root().join("app.yml"));
+    let mut received: BTreeSet<String> = strings(&manifest[0]["default_events"])
+        .into_iter()
+        .collect();
+    received.extend(AUTOMATIC_EVENTS.map(str::to_owned));
+    let contract = read("docs/contract.md");
+    let table = contract
+        .split("What each event does:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/contract.md: no \"What each event does:\" table"));
+    let described: BTreeSet<String> = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .filter_map(|l| l.split('|').nth(1))
+        .flat_map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(described, received, "docs/contract.md's events against app.yml's");
+}
+
 fn alert_rules() -> Vec<Value> {
     let rules = documents(&root().join("deploy/prometheus/rules.yaml"));
     assert_eq!(rules.len(), 1);
@@ -742,7 +771,8 @@ fn the_dockerfile_should_build_a_locked_release_and_run_serve_as_a_non_root_user
 }
 
 #[test]
-fn the_public_ingress_should_route_only_the_webhook_path_and_the_internal_one_everything() {
+fn the_public_ingress_should_route_only_the_webhook_and_the_setup_callback_and_the_internal_one_everything(
+) {
     let port = object("Service", "roster")["spec"]["ports"][0]["name"].clone();
     let routes = |name: &str| -> Vec<(String, String)> {
         let ingress = object("Ingress", name);
@@ -769,15 +799,25 @@ fn the_public_ingress_should_route_only_the_webhook_path_and_the_internal_one_ev
             .collect()
     };
     assert_eq!(
-        routes("roster-webhooks"),
-        [(roster::intake::PATH.to_owned(), "Exact".to_owned())]
+        routes("roster-public"),
+        [
+            (roster::intake::PATH.to_owned(), "Exact".to_owned()),
+            ("/setup/callback".to_owned(), "Exact".to_owned()),
+        ]
     );
+    // The public host is the one the App is registered at.
+    let public = object("Ingress", "roster-public")["spec"]["rules"][0]["host"].clone();
+    let config = object("ConfigMap", "roster-config");
+    let url = config["data"]["ROSTER_PUBLIC_URL"]
+        .as_str()
+        .unwrap_or_else(|| panic!("configmap.yaml sets no ROSTER_PUBLIC_URL"));
+    assert_eq!(Some(url), public.as_str().map(|h| format!("https://{h}")).as_deref());
     assert_eq!(
         routes("roster-internal"),
         [("/".to_owned(), "Prefix".to_owned())]
     );
     let class = |name: &str| object("Ingress", name)["spec"]["ingressClassName"].clone();
-    assert_ne!(class("roster-webhooks"), class("roster-internal"));
+    assert_ne!(class("roster-public"), class("roster-internal"));
 }
 
 #[test]

@@ -31,7 +31,8 @@ pub struct SetupState {
     /// GitHub's web address (the new-App page) and REST base (the exchange).
     pub github_url: Url,
     pub api_url: Url,
-    /// Pre-fills the setup page.
+    /// `ROSTER_PUBLIC_URL`: when set, the address the manifest carries,
+    /// whatever host the page was opened on or the form sent.
     pub public_url: Option<PublicUrl>,
     /// Told once this replica has stored the App.
     pub stored: Arc<Notify>,
@@ -186,6 +187,7 @@ pub async fn show(
             .as_ref()
             .map(|u| u.base().to_owned())
             .unwrap_or_default(),
+        fixed: state.public_url.is_some(),
         problem: None,
     };
     page(StatusCode::OK, &form, "")
@@ -214,14 +216,23 @@ pub async fn submit(
         return answer;
     }
     let org = form.org.trim().to_owned();
-    let checked = check_org(&org).and_then(|()| PublicUrl::parse(&form.public_url));
+    // The setting wins over the form: the page may be opened through a
+    // port-forward or an internal host, and GitHub must reach the public one.
+    let checked = check_org(&org).and_then(|()| match &state.public_url {
+        Some(public) => Ok(public.clone()),
+        None => PublicUrl::parse(&form.public_url),
+    });
     let public = match checked {
         Ok(public) => public,
         Err(message) => {
             let again = SetupPage {
                 token: form.token.unwrap_or_default(),
                 org,
-                public_url: form.public_url,
+                public_url: match &state.public_url {
+                    Some(public) => public.base().to_owned(),
+                    None => form.public_url,
+                },
+                fixed: state.public_url.is_some(),
                 problem: Some(message),
             };
             return page(StatusCode::BAD_REQUEST, &again, "");
