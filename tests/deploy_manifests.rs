@@ -852,3 +852,99 @@ fn the_network_policy_should_admit_only_named_namespaces_to_the_pods_port() {
         .collect();
     assert_eq!(ports, ["http"]);
 }
+
+/// The keys of each `kubectl create secret generic roster-secrets` command
+/// in `text` (its `--from-literal=KEY=` and `--from-file=KEY=` lines).
+fn secret_commands(text: &str) -> Vec<BTreeSet<String>> {
+    text.split("kubectl create secret generic roster-secrets")
+        .skip(1)
+        .map(|command| {
+            command
+                .lines()
+                .take_while(|l| !l.trim().is_empty() && !l.contains("```"))
+                .flat_map(|l| l.split_whitespace())
+                .filter_map(|word| {
+                    let rest = word
+                        .strip_prefix("--from-literal=")
+                        .or_else(|| word.strip_prefix("--from-file="))?;
+                    Some(rest.split('=').next()?.to_owned())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_documented_secret_command_should_create_the_keys_the_deployment_requires() {
+    let required: BTreeSet<String> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| {
+            pod_spec()[*list]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .flat_map(|c| c["env"].as_sequence().cloned().unwrap_or_default())
+        .map(|e| e["valueFrom"]["secretKeyRef"].clone())
+        .filter(|r| r["name"].as_str() == Some("roster-secrets"))
+        .filter(|r| r["optional"].as_bool() != Some(true))
+        .filter_map(|r| r["key"].as_str().map(str::to_owned))
+        .collect();
+    assert!(required.contains("ROSTER_SECRET_KEY"), "{required:?}");
+    let mut seen = 0;
+    for file in [
+        "docs/github-app.md",
+        "docs/operations.md",
+        "README.md",
+        "deploy/kubernetes/secret.example.yaml",
+    ] {
+        let text = read(file).replace("\n#", "\n");
+        for keys in secret_commands(&text) {
+            seen += 1;
+            let missing: Vec<&String> = required.difference(&keys).collect();
+            assert!(
+                missing.is_empty(),
+                "{file}: a Secret made this way lacks {missing:?}: pods would not start"
+            );
+        }
+    }
+    assert!(seen >= 2, "the guide and the example show the command");
+}
+
+#[test]
+fn the_docs_should_state_one_postgresql_version() {
+    let pattern = regex::Regex::new(r"PostgreSQL (\d+) or later").expect("regex");
+    let mut stated = BTreeSet::new();
+    for file in [
+        "docs/operations.md",
+        "docs/github-app.md",
+        "deploy/postgres/create-database.sql",
+    ] {
+        let text = read(file).split_whitespace().collect::<Vec<_>>().join(" ");
+        let found: Vec<String> = pattern
+            .captures_iter(&text)
+            .filter_map(|c| c.get(1).map(|m| m.as_str().to_owned()))
+            .collect();
+        assert!(!found.is_empty(), "{file} states no PostgreSQL version");
+        stated.extend(found);
+    }
+    let loose = regex::Regex::new(r"PostgreSQL \((\d+) or later").expect("regex");
+    assert!(
+        !loose.is_match(&read("docs/operations.md")),
+        "docs/operations.md: say \"PostgreSQL N or later\""
+    );
+    assert_eq!(stated.len(), 1, "{stated:?}");
+}
+
+#[test]
+fn the_docs_should_name_no_published_image_and_no_release_tag() {
+    for file in ["README.md", "docs/operations.md", "docs/github-app.md", "docs/checks.md"] {
+        let text = read(file);
+        for said in ["ghcr.io/", "docker.io/", "git checkout v"] {
+            assert!(
+                !text.contains(said),
+                "{file} says {said:?}: no image is published and no release is tagged"
+            );
+        }
+    }
+}
