@@ -948,3 +948,24 @@ fn the_docs_should_name_no_published_image_and_no_release_tag() {
         }
     }
 }
+
+#[test]
+fn the_connection_setting_should_be_documented_once_with_the_codes_default() {
+    let guide = read("docs/operations.md");
+    let row = guide
+        .lines()
+        .find(|l| l.starts_with("| `ROSTER_DB_MAX_CONNECTIONS` |"))
+        .unwrap_or_else(|| panic!("docs/operations.md: no ROSTER_DB_MAX_CONNECTIONS row"));
+    let default = row.split('|').nth(3).unwrap_or_default().trim();
+    assert_eq!(
+        default,
+        format!("`{}`", roster::db::DEFAULT_MAX_CONNECTIONS)
+    );
+    // The row, and one reference from the PostgreSQL section; no count
+    // of its own anywhere else.
+    assert_eq!(guide.matches("ROSTER_DB_MAX_CONNECTIONS").count(), 2);
+    let counted = regex::Regex::new(r"(up to|at most) \d+[^.|]*connection|\d+ per replica")
+        .expect("regex");
+    let found: Vec<&str> = counted.find_iter(&guide).map(|m| m.as_str()).collect();
+    assert!(found.is_empty(), "connection counts besides the setting: {found:?}");
+}
