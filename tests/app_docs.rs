@@ -229,9 +229,15 @@ fn the_guide_should_go_from_nothing_to_a_working_app_in_the_steps_it_counts() {
     let elsewhere = guide.replace(section, "");
     let numbered = elsewhere
         .lines()
-        .filter(|l| l.split_once(". ").is_some_and(|(n, _)| n.parse::<usize>().is_ok()))
+        .filter(|l| {
+            l.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<usize>().is_ok())
+        })
         .count();
-    assert_eq!(numbered, 0, "the guide has numbered steps outside the {said}");
+    assert_eq!(
+        numbered, 0,
+        "the guide has numbered steps outside the {said}"
+    );
     let anchor: String = heading
         .trim_start_matches("## ")
         .to_lowercase()

@@ -568,7 +568,10 @@ fn the_contract_should_say_what_every_event_the_app_receives_does() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    assert_eq!(described, received, "docs/contract.md's events against app.yml's");
+    assert_eq!(
+        described, received,
+        "docs/contract.md's events against app.yml's"
+    );
 }
 
 fn alert_rules() -> Vec<Value> {
@@ -811,7 +814,10 @@ fn the_public_ingress_should_route_only_the_webhook_and_the_setup_callback_and_t
     let url = config["data"]["ROSTER_PUBLIC_URL"]
         .as_str()
         .unwrap_or_else(|| panic!("configmap.yaml sets no ROSTER_PUBLIC_URL"));
-    assert_eq!(Some(url), public.as_str().map(|h| format!("https://{h}")).as_deref());
+    assert_eq!(
+        Some(url),
+        public.as_str().map(|h| format!("https://{h}")).as_deref()
+    );
     assert_eq!(
         routes("roster-internal"),
         [("/".to_owned(), "Prefix".to_owned())]
@@ -878,12 +884,7 @@ fn secret_commands(text: &str) -> Vec<BTreeSet<String>> {
 fn every_documented_secret_command_should_create_the_keys_the_deployment_requires() {
     let required: BTreeSet<String> = ["containers", "initContainers"]
         .iter()
-        .flat_map(|list| {
-            pod_spec()[*list]
-                .as_sequence()
-                .cloned()
-                .unwrap_or_default()
-        })
+        .flat_map(|list| pod_spec()[*list].as_sequence().cloned().unwrap_or_default())
         .flat_map(|c| c["env"].as_sequence().cloned().unwrap_or_default())
         .map(|e| e["valueFrom"]["secretKeyRef"].clone())
         .filter(|r| r["name"].as_str() == Some("roster-secrets"))
@@ -938,7 +939,12 @@ fn the_docs_should_state_one_postgresql_version() {
 
 #[test]
 fn the_docs_should_name_no_published_image_and_no_release_tag() {
-    for file in ["README.md", "docs/operations.md", "docs/github-app.md", "docs/checks.md"] {
+    for file in [
+        "README.md",
+        "docs/operations.md",
+        "docs/github-app.md",
+        "docs/checks.md",
+    ] {
         let text = read(file);
         for said in ["ghcr.io/", "docker.io/", "git checkout v"] {
             assert!(
@@ -964,8 +970,11 @@ fn the_connection_setting_should_be_documented_once_with_the_codes_default() {
     // The row, and one reference from the PostgreSQL section; no count
     // of its own anywhere else.
     assert_eq!(guide.matches("ROSTER_DB_MAX_CONNECTIONS").count(), 2);
-    let counted = regex::Regex::new(r"(up to|at most) \d+[^.|]*connection|\d+ per replica")
-        .expect("regex");
+    let counted =
+        regex::Regex::new(r"(up to|at most) \d+[^.|]*connection|\d+ per replica").expect("regex");
     let found: Vec<&str> = counted.find_iter(&guide).map(|m| m.as_str()).collect();
-    assert!(found.is_empty(), "connection counts besides the setting: {found:?}");
+    assert!(
+        found.is_empty(),
+        "connection counts besides the setting: {found:?}"
+    );
 }

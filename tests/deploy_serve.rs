@@ -205,7 +205,9 @@ fn publicly_routed(url: &str) -> bool {
             "Exact" => url.path() == path,
             "Prefix" => {
                 url.path() == path
-                    || url.path().starts_with(&format!("{}/", path.trim_end_matches('/')))
+                    || url
+                        .path()
+                        .starts_with(&format!("{}/", path.trim_end_matches('/')))
             }
             _ => false,
         })
@@ -258,13 +260,19 @@ async fn two_replicas_with_the_kubernetes_environment_should_finish_setup_from_e
     // address); the manifest still carries the public address.
     let answer = post_form(
         &first.url("/setup"),
-        &[("token", token), ("org", "acme"), ("public_url", &first.base)],
+        &[
+            ("token", token),
+            ("org", "acme"),
+            ("public_url", &first.base),
+        ],
     )
     .await;
     let (action, manifest) = setup_flow::manifest_form(&answer.body)
         .unwrap_or_else(|| panic!("no manifest form: {}", answer.body));
     let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("manifest");
-    let hook = manifest["hook_attributes"]["url"].as_str().unwrap_or_default();
+    let hook = manifest["hook_attributes"]["url"]
+        .as_str()
+        .unwrap_or_default();
     let redirect = manifest["redirect_url"].as_str().unwrap_or_default();
     assert_eq!(hook, format!("{public}/webhooks/github"));
     assert_eq!(redirect, format!("{public}/setup/callback"));
@@ -281,10 +289,14 @@ async fn two_replicas_with_the_kubernetes_environment_should_finish_setup_from_e
     assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
     assert_eq!(stored_apps(&pool).await, 1);
     for (roster, _) in &replicas {
-        eventually("each replica out of setup mode", Duration::from_secs(20), || async {
-            let answer = get(&roster.url("/setup")).await.ok()?;
-            (answer.status == StatusCode::NOT_FOUND).then_some(())
-        })
+        eventually(
+            "each replica out of setup mode",
+            Duration::from_secs(20),
+            || async {
+                let answer = get(&roster.url("/setup")).await.ok()?;
+                (answer.status == StatusCode::NOT_FOUND).then_some(())
+            },
+        )
         .await;
     }
 }

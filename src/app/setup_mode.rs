@@ -186,7 +186,10 @@ async fn serve_setup(
     // the same path on an internal host); the public address is where
     // GitHub will reach the webhook and the callback, which the page takes
     // from ROSTER_PUBLIC_URL whatever host it is opened on.
-    let page = format!("http://{}/setup?token={token}", local_address(settings.listen));
+    let page = format!(
+        "http://{}/setup?token={token}",
+        local_address(settings.listen)
+    );
     match &settings.setup.public_url {
         Some(public) => tracing::info!(
             "setup mode: no GitHub App yet; register one at {page} (through a port-forward, \

@@ -413,7 +413,11 @@ fn db_max_connections_should_default_to_one_total_and_refuse_what_cannot_work() 
     }
     let s = parse(&["--source", &here(), "--db-max-connections", "8"]).expect("valid");
     assert_eq!(s.db_max_connections, 8);
-    assert_eq!(crate::db::shared_connections(8), 5, "3 are the intake's own");
+    assert_eq!(
+        crate::db::shared_connections(8),
+        5,
+        "3 are the intake's own"
+    );
     let s = parse(&["--source", &here(), "--db-max-connections="]).expect("empty is unset");
     assert_eq!(s.db_max_connections, crate::db::DEFAULT_MAX_CONNECTIONS);
     for bad in ["0", "7", "10001", "-1", "twenty", "2.5", "1e3"] {
