@@ -116,7 +116,7 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
         Some(problem(
             StatusCode::FORBIDDEN,
             message,
-            "Open the setup address the last setup page gave you, or the one Roster's log prints last (a restart prints a fresh one).",
+            "Open the setup address the last setup page gave you, or the one Roster's log prints last (a replica started after it was used prints a fresh one).",
         ))
     };
     let token = token.filter(|t| !t.is_empty());
@@ -148,8 +148,7 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
 }
 
 /// Why a token is refused: a wrong one reads the same as a spent one.
-const NOT_VALID: &str =
-    "This setup token is not valid: it was used, or a newer setup address retired it.";
+const NOT_VALID: &str = "This setup token is not valid: it was used, or it was never issued.";
 
 /// The answer to a token used up by another request meanwhile.
 fn used_up() -> Response {
