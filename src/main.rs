@@ -161,9 +161,10 @@ async fn serve(args: ServeArgs) -> Result<(), Failure> {
     let database = DatabaseSettings {
         database_url: settings.database_url.clone(),
         data_dir: settings.data_dir.clone(),
+        max_connections: settings.db_max_connections,
     };
     let (url, embedded) = resolve_database(&database).await?;
-    let pool = match connect(&url).await {
+    let pool = match connect(&url, database.max_connections).await {
         Ok(pool) => pool,
         Err(failure) => {
             stop_embedded(embedded).await;
@@ -214,7 +215,7 @@ async fn migrate(args: DatabaseArgs) -> Result<(), Failure> {
     let database = args.validate().map_err(Failure::config)?;
     roster::logging::init(roster::config::LogFormat::Text);
     let (url, embedded) = resolve_database(&database).await?;
-    let result = connect(&url).await;
+    let result = connect(&url, database.max_connections).await;
     if let Ok(pool) = &result {
         pool.close().await;
         tracing::info!("migrations applied");
@@ -245,7 +246,7 @@ async fn setup(args: SetupArgs) -> Result<(), Failure> {
         None => None,
     };
     let (url, embedded) = resolve_database(&database).await?;
-    let printed = match connect(&url).await {
+    let printed = match connect(&url, database.max_connections).await {
         Ok(pool) => {
             let rendered = roster::setup::print_env::render(&pool, key.as_ref()).await;
             pool.close().await;
@@ -267,7 +268,7 @@ async fn setup(args: SetupArgs) -> Result<(), Failure> {
 /// pool retries a refused connection until its timeout and then reports
 /// only "timed out", while this says why (refused, bad password, no such
 /// database) at once.
-async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
+async fn connect(url: &str, max_connections: u32) -> Result<sqlx::PgPool, Failure> {
     use sqlx::Connection;
     let cannot_connect = |e: &dyn std::fmt::Display| {
         Failure::config(ConfigError::new(
@@ -290,7 +291,7 @@ async fn connect(url: &str) -> Result<sqlx::PgPool, Failure> {
             encoding?;
         }
     }
-    roster::db::connect_and_migrate(url)
+    roster::db::connect_and_migrate_within(url, max_connections)
         .await
         .map_err(|e| match e {
             DbError::Connect(e) => cannot_connect(&e),

@@ -201,3 +201,57 @@ fn the_readme_should_count_and_list_every_command() {
         .collect();
     assert_eq!(listed, commands);
 }
+
+#[test]
+fn the_guide_should_go_from_nothing_to_a_working_app_in_the_steps_it_counts() {
+    let guide = read("docs/github-app.md");
+    let heading = line_starting(&guide, "## From nothing to a working App on Kubernetes: ");
+    let said: usize = heading
+        .trim_start_matches("## From nothing to a working App on Kubernetes: ")
+        .trim_end_matches(" steps")
+        .parse()
+        .unwrap_or_else(|e| panic!("{heading:?}: {e}"));
+    assert!(said <= 8, "{heading:?}: at most eight steps");
+    let section = guide
+        .split(heading)
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_default();
+    // A step is a numbered line at the margin: "N. **What.** …".
+    let numbers: Vec<usize> = section
+        .lines()
+        .filter_map(|l| l.split_once(". **"))
+        .filter_map(|(n, _)| n.parse().ok())
+        .collect();
+    assert_eq!(numbers, (1..=said).collect::<Vec<_>>(), "{heading:?}");
+    // Each step is written once: no other numbered list in the guide, and
+    // operations.md points at the steps instead of repeating them.
+    let elsewhere = guide.replace(section, "");
+    let numbered = elsewhere
+        .lines()
+        .filter(|l| {
+            l.split_once(". ")
+                .is_some_and(|(n, _)| n.parse::<usize>().is_ok())
+        })
+        .count();
+    assert_eq!(
+        numbered, 0,
+        "the guide has numbered steps outside the {said}"
+    );
+    let anchor: String = heading
+        .trim_start_matches("## ")
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect();
+    let operations = read("docs/operations.md");
+    assert!(
+        operations.contains(&format!("github-app.md#{anchor}")),
+        "docs/operations.md refers to the steps (#{anchor})"
+    );
+    assert!(
+        !operations.contains("kubectl create secret generic"),
+        "docs/operations.md repeats a step"
+    );
+}

@@ -74,6 +74,18 @@ fn serve_with_zero_workers_should_name_roster_workers() {
 }
 
 #[test]
+fn serve_with_a_bad_db_max_connections_should_name_it_before_connecting() {
+    let source = valid_dir_source();
+    // The database is unreachable: the setting is checked before it is tried.
+    let output = serve_with(&[
+        ("ROSTER_SOURCE", &source),
+        ("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none"),
+        ("ROSTER_DB_MAX_CONNECTIONS", "a few"),
+    ]);
+    assert_stops_naming(&output, "ROSTER_DB_MAX_CONNECTIONS");
+}
+
+#[test]
 fn serve_with_a_bad_history_size_should_name_roster_history_max_bytes() {
     let source = valid_dir_source();
     for bad in ["lots", "1.5GiB", "100KiB"] {

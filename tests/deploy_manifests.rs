@@ -542,6 +542,38 @@ fn the_app_manifest_should_subscribe_to_exactly_the_events_the_webhook_route_act
     assert_eq!(acted_on, expected);
 }
 
+#[test]
+fn the_contract_should_say_what_every_event_the_app_receives_does() {
+    let manifest = documents(&root().join("app.yml"));
+    let mut received: BTreeSet<String> = strings(&manifest[0]["default_events"])
+        .into_iter()
+        .collect();
+    received.extend(AUTOMATIC_EVENTS.map(str::to_owned));
+    let contract = read("docs/contract.md");
+    let table = contract
+        .split("What each event does:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/contract.md: no \"What each event does:\" table"));
+    let described: BTreeSet<String> = table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .filter_map(|l| l.split('|').nth(1))
+        .flat_map(|cell| {
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        described, received,
+        "docs/contract.md's events against app.yml's"
+    );
+}
+
 fn alert_rules() -> Vec<Value> {
     let rules = documents(&root().join("deploy/prometheus/rules.yaml"));
     assert_eq!(rules.len(), 1);
@@ -742,7 +774,8 @@ fn the_dockerfile_should_build_a_locked_release_and_run_serve_as_a_non_root_user
 }
 
 #[test]
-fn the_public_ingress_should_route_only_the_webhook_path_and_the_internal_one_everything() {
+fn the_public_ingress_should_route_only_the_webhook_and_the_setup_callback_and_the_internal_one_everything(
+) {
     let port = object("Service", "roster")["spec"]["ports"][0]["name"].clone();
     let routes = |name: &str| -> Vec<(String, String)> {
         let ingress = object("Ingress", name);
@@ -769,15 +802,28 @@ fn the_public_ingress_should_route_only_the_webhook_path_and_the_internal_one_ev
             .collect()
     };
     assert_eq!(
-        routes("roster-webhooks"),
-        [(roster::intake::PATH.to_owned(), "Exact".to_owned())]
+        routes("roster-public"),
+        [
+            (roster::intake::PATH.to_owned(), "Exact".to_owned()),
+            ("/setup/callback".to_owned(), "Exact".to_owned()),
+        ]
+    );
+    // The public host is the one the App is registered at.
+    let public = object("Ingress", "roster-public")["spec"]["rules"][0]["host"].clone();
+    let config = object("ConfigMap", "roster-config");
+    let url = config["data"]["ROSTER_PUBLIC_URL"]
+        .as_str()
+        .unwrap_or_else(|| panic!("configmap.yaml sets no ROSTER_PUBLIC_URL"));
+    assert_eq!(
+        Some(url),
+        public.as_str().map(|h| format!("https://{h}")).as_deref()
     );
     assert_eq!(
         routes("roster-internal"),
         [("/".to_owned(), "Prefix".to_owned())]
     );
     let class = |name: &str| object("Ingress", name)["spec"]["ingressClassName"].clone();
-    assert_ne!(class("roster-webhooks"), class("roster-internal"));
+    assert_ne!(class("roster-public"), class("roster-internal"));
 }
 
 #[test]
@@ -811,4 +857,124 @@ fn the_network_policy_should_admit_only_named_namespaces_to_the_pods_port() {
         .map(|p| p["port"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(ports, ["http"]);
+}
+
+/// The keys of each `kubectl create secret generic roster-secrets` command
+/// in `text` (its `--from-literal=KEY=` and `--from-file=KEY=` lines).
+fn secret_commands(text: &str) -> Vec<BTreeSet<String>> {
+    text.split("kubectl create secret generic roster-secrets")
+        .skip(1)
+        .map(|command| {
+            command
+                .lines()
+                .take_while(|l| !l.trim().is_empty() && !l.contains("```"))
+                .flat_map(|l| l.split_whitespace())
+                .filter_map(|word| {
+                    let rest = word
+                        .strip_prefix("--from-literal=")
+                        .or_else(|| word.strip_prefix("--from-file="))?;
+                    Some(rest.split('=').next()?.to_owned())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_documented_secret_command_should_create_the_keys_the_deployment_requires() {
+    let required: BTreeSet<String> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| pod_spec()[*list].as_sequence().cloned().unwrap_or_default())
+        .flat_map(|c| c["env"].as_sequence().cloned().unwrap_or_default())
+        .map(|e| e["valueFrom"]["secretKeyRef"].clone())
+        .filter(|r| r["name"].as_str() == Some("roster-secrets"))
+        .filter(|r| r["optional"].as_bool() != Some(true))
+        .filter_map(|r| r["key"].as_str().map(str::to_owned))
+        .collect();
+    assert!(required.contains("ROSTER_SECRET_KEY"), "{required:?}");
+    let mut seen = 0;
+    for file in [
+        "docs/github-app.md",
+        "docs/operations.md",
+        "README.md",
+        "deploy/kubernetes/secret.example.yaml",
+    ] {
+        let text = read(file).replace("\n#", "\n");
+        for keys in secret_commands(&text) {
+            seen += 1;
+            let missing: Vec<&String> = required.difference(&keys).collect();
+            assert!(
+                missing.is_empty(),
+                "{file}: a Secret made this way lacks {missing:?}: pods would not start"
+            );
+        }
+    }
+    assert!(seen >= 2, "the guide and the example show the command");
+}
+
+#[test]
+fn the_docs_should_state_one_postgresql_version() {
+    let pattern = regex::Regex::new(r"PostgreSQL (\d+) or later").expect("regex");
+    let mut stated = BTreeSet::new();
+    for file in [
+        "docs/operations.md",
+        "docs/github-app.md",
+        "deploy/postgres/create-database.sql",
+    ] {
+        let text = read(file).split_whitespace().collect::<Vec<_>>().join(" ");
+        let found: Vec<String> = pattern
+            .captures_iter(&text)
+            .filter_map(|c| c.get(1).map(|m| m.as_str().to_owned()))
+            .collect();
+        assert!(!found.is_empty(), "{file} states no PostgreSQL version");
+        stated.extend(found);
+    }
+    let loose = regex::Regex::new(r"PostgreSQL \((\d+) or later").expect("regex");
+    assert!(
+        !loose.is_match(&read("docs/operations.md")),
+        "docs/operations.md: say \"PostgreSQL N or later\""
+    );
+    assert_eq!(stated.len(), 1, "{stated:?}");
+}
+
+#[test]
+fn the_docs_should_name_no_published_image_and_no_release_tag() {
+    for file in [
+        "README.md",
+        "docs/operations.md",
+        "docs/github-app.md",
+        "docs/checks.md",
+    ] {
+        let text = read(file);
+        for said in ["ghcr.io/", "docker.io/", "git checkout v"] {
+            assert!(
+                !text.contains(said),
+                "{file} says {said:?}: no image is published and no release is tagged"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_connection_setting_should_be_documented_once_with_the_codes_default() {
+    let guide = read("docs/operations.md");
+    let row = guide
+        .lines()
+        .find(|l| l.starts_with("| `ROSTER_DB_MAX_CONNECTIONS` |"))
+        .unwrap_or_else(|| panic!("docs/operations.md: no ROSTER_DB_MAX_CONNECTIONS row"));
+    let default = row.split('|').nth(3).unwrap_or_default().trim();
+    assert_eq!(
+        default,
+        format!("`{}`", roster::db::DEFAULT_MAX_CONNECTIONS)
+    );
+    // The row, and one reference from the PostgreSQL section; no count
+    // of its own anywhere else.
+    assert_eq!(guide.matches("ROSTER_DB_MAX_CONNECTIONS").count(), 2);
+    let counted =
+        regex::Regex::new(r"(up to|at most) \d+[^.|]*connection|\d+ per replica").expect("regex");
+    let found: Vec<&str> = counted.find_iter(&guide).map(|m| m.as_str()).collect();
+    assert!(
+        found.is_empty(),
+        "connection counts besides the setting: {found:?}"
+    );
 }

@@ -4,7 +4,11 @@
 //! optional key left out when the example does not define it) starts in
 //! setup mode, the documented path, with no setting error. The test replaces
 //! only the placeholders: the database, the secret key, the API token and
-//! the address to listen on.
+//! the address to listen on. Two replicas so started on one database
+//! finish setup as the docs tell it (docs/github-app.md): either's logged
+//! address opens the page on both, the manifest carries the ConfigMap's
+//! `ROSTER_PUBLIC_URL` whatever host the page was opened on, and the
+//! callback is on the public Ingress.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,7 +17,13 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_yaml::Value;
 
+use axum::http::StatusCode;
+use url::Url;
+
+use crate::support::fake_github::FakeGithub;
+use crate::support::http::get;
 use crate::support::server::{eventually, free_port, Roster};
+use crate::support::setup_flow::{self, callback, post_form, state_of, stored_apps};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -153,4 +163,140 @@ async fn serve_with_the_kubernetes_environment_should_start_in_setup_mode() {
         log.lines().any(|l| l.starts_with('{')),
         "the ConfigMap's JSON log format is used: {log}"
     );
+}
+
+/// The paths the public Ingress (the one whose class is `public`) routes
+/// for `host` to the Service `roster`, with their path types.
+fn public_routes(host: &str) -> Vec<(String, String)> {
+    let documents = documents();
+    let public = documents
+        .iter()
+        .find(|d| {
+            d["kind"].as_str() == Some("Ingress")
+                && d["spec"]["ingressClassName"].as_str() == Some("public")
+        })
+        .unwrap_or_else(|| panic!("no public Ingress under deploy/kubernetes"));
+    public["spec"]["rules"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter(|rule| rule["host"].as_str() == Some(host))
+        .flat_map(|rule| {
+            rule["http"]["paths"]
+                .as_sequence()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|path| path["backend"]["service"]["name"].as_str() == Some("roster"))
+        .map(|path| {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+            (text(&path["path"]), text(&path["pathType"]))
+        })
+        .collect()
+}
+
+/// Whether the public Ingress takes `url` to Roster.
+fn publicly_routed(url: &str) -> bool {
+    let url = Url::parse(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let host = url.host_str().unwrap_or_default();
+    public_routes(host)
+        .iter()
+        .any(|(path, kind)| match kind.as_str() {
+            "Exact" => url.path() == path,
+            "Prefix" => {
+                url.path() == path
+                    || url
+                        .path()
+                        .starts_with(&format!("{}/", path.trim_end_matches('/')))
+            }
+            _ => false,
+        })
+}
+
+#[tokio::test]
+async fn two_replicas_with_the_kubernetes_environment_should_finish_setup_from_either_address() {
+    let fake = FakeGithub::start().await;
+    fake.add_installation(1, "acme");
+    let (pool, url) = roster::db::testing::fresh_database()
+        .await
+        .expect("database");
+    let logs = tempfile::tempdir().expect("temp dir");
+    let mut replicas = Vec::new();
+    for _ in 0..2 {
+        let port = free_port();
+        let mut env = filled(&url, port);
+        // GitHub is the fake one; every other value is the manifests'.
+        env.insert("GITHUB_API_URL".into(), fake.api_url().to_string());
+        env.insert("GITHUB_GRAPHQL_URL".into(), fake.graphql_url().to_string());
+        env.insert("GITHUB_URL".into(), fake.web_url());
+        let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+        let roster = Roster::start_on(port, &env, logs.path()).await;
+        let token = setup_flow::token(&roster).await;
+        replicas.push((roster, token));
+    }
+    let public = manifest_environment()
+        .get("ROSTER_PUBLIC_URL")
+        .cloned()
+        .unwrap_or_else(|| panic!("configmap.yaml sets no ROSTER_PUBLIC_URL"));
+    let public = public.trim_end_matches('/').to_owned();
+    // The second replica's start left the first one's address working:
+    // one token, printed by both, opens the page on both.
+    let (first, token) = &replicas[0];
+    let (second, second_token) = &replicas[1];
+    assert_eq!(token, second_token, "both replicas print one token");
+    for (roster, _) in &replicas {
+        let page = get(&roster.url(&format!("/setup?token={token}")))
+            .await
+            .expect("setup page");
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        assert!(page.body.contains(&public), "{}", page.body);
+        assert!(
+            roster.logs().contains(&public),
+            "the setup line names the public address: {}",
+            roster.logs()
+        );
+    }
+    // The page is opened through a port-forward (the replica's own
+    // address); the manifest still carries the public address.
+    let answer = post_form(
+        &first.url("/setup"),
+        &[
+            ("token", token),
+            ("org", "acme"),
+            ("public_url", &first.base),
+        ],
+    )
+    .await;
+    let (action, manifest) = setup_flow::manifest_form(&answer.body)
+        .unwrap_or_else(|| panic!("no manifest form: {}", answer.body));
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("manifest");
+    let hook = manifest["hook_attributes"]["url"]
+        .as_str()
+        .unwrap_or_default();
+    let redirect = manifest["redirect_url"].as_str().unwrap_or_default();
+    assert_eq!(hook, format!("{public}/webhooks/github"));
+    assert_eq!(redirect, format!("{public}/setup/callback"));
+    // GitHub reaches the webhook, and the browser the callback, on the
+    // one public host.
+    assert!(publicly_routed(hook), "{hook} is not on the public Ingress");
+    assert!(
+        publicly_routed(redirect),
+        "{redirect} is not on the public Ingress"
+    );
+    let code = fake.manifest_code(manifest.clone(), "acme");
+    // The public Service sends the callback to any replica: the second.
+    let done = callback(second, &code, &state_of(&action)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_eq!(stored_apps(&pool).await, 1);
+    for (roster, _) in &replicas {
+        eventually(
+            "each replica out of setup mode",
+            Duration::from_secs(20),
+            || async {
+                let answer = get(&roster.url("/setup")).await.ok()?;
+                (answer.status == StatusCode::NOT_FOUND).then_some(())
+            },
+        )
+        .await;
+    }
 }

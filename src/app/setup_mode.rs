@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 use crate::config::{ConfigError, GithubAppSettings, Settings};
 use crate::setup::routes::TokenGate;
 use crate::setup::store::{self, StoreError, StoredApp};
-use crate::setup::{random_hex, SecretKey, SetupState};
+use crate::setup::{SecretKey, SetupState};
 use crate::shutdown::Shutdown;
 use crate::web::throttle::{Attempt, FailureThrottle};
 use crate::web::throttle_key::client_of;
@@ -165,8 +165,8 @@ async fn serve_setup(
     let socket = listener.into_std().map_err(cannot)?;
     let spare = socket.try_clone().map_err(cannot)?;
     let for_setup = TcpListener::from_std(socket).map_err(cannot)?;
-    let token = random_hex(32);
-    store::add_token(pool, &token)
+    // The one token every replica prints (docs/github-app.md).
+    let token = store::logged_token(pool, key)
         .await
         .map_err(|e| ConfigError::new("DATABASE_URL", e.to_string()))?;
     let stored = Arc::new(Notify::new());
@@ -182,11 +182,22 @@ async fn serve_setup(
             trust_proxy: settings.trust_proxy,
         }),
     };
-    let base = match &settings.setup.public_url {
-        Some(public) => public.base().to_owned(),
-        None => format!("http://{}", local_address(settings.listen)),
-    };
-    tracing::info!("setup mode: no GitHub App yet; register one at {base}/setup?token={token}");
+    // The page is opened on this server's own address (a port-forward, or
+    // the same path on an internal host); the public address is where
+    // GitHub will reach the webhook and the callback, which the page takes
+    // from ROSTER_PUBLIC_URL whatever host it is opened on.
+    let page = format!(
+        "http://{}/setup?token={token}",
+        local_address(settings.listen)
+    );
+    match &settings.setup.public_url {
+        Some(public) => tracing::info!(
+            "setup mode: no GitHub App yet; register one at {page} (through a port-forward, \
+             or the same path on an internal host); GitHub will reach Roster at {}",
+            public.base()
+        ),
+        None => tracing::info!("setup mode: no GitHub App yet; register one at {page}"),
+    }
     let watch_pool = pool.clone();
     let app_stored = async move {
         loop {

@@ -208,6 +208,8 @@ pub struct Settings {
     /// `None`: start the embedded PostgreSQL under `data_dir`.
     pub database_url: Option<SecretString>,
     pub data_dir: PathBuf,
+    /// `ROSTER_DB_MAX_CONNECTIONS`: every pool of the replica together.
+    pub db_max_connections: u32,
     pub listen: SocketAddr,
     pub source: SourceSetting,
     /// `Some` when GITHUB_APP_ID is set.
@@ -335,6 +337,7 @@ impl ServeArgs {
         Ok(Settings {
             database_url: database.database_url,
             data_dir: database.data_dir,
+            db_max_connections: database.max_connections,
             listen,
             source,
             github,

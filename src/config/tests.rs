@@ -403,3 +403,28 @@ fn relations_should_default_to_warn_and_name_roster_relations_when_wrong() {
         "ROSTER_RELATIONS: must be off, warn or require, not \"strict\""
     );
 }
+
+#[test]
+fn db_max_connections_should_default_to_one_total_and_refuse_what_cannot_work() {
+    let s = parse(&["--source", &here()]).expect("valid");
+    let from_env = std::env::var("ROSTER_DB_MAX_CONNECTIONS").is_ok_and(|v| !v.is_empty());
+    if !from_env {
+        assert_eq!(s.db_max_connections, crate::db::DEFAULT_MAX_CONNECTIONS);
+    }
+    let s = parse(&["--source", &here(), "--db-max-connections", "8"]).expect("valid");
+    assert_eq!(s.db_max_connections, 8);
+    assert_eq!(
+        crate::db::shared_connections(8),
+        5,
+        "3 are the intake's own"
+    );
+    let s = parse(&["--source", &here(), "--db-max-connections="]).expect("empty is unset");
+    assert_eq!(s.db_max_connections, crate::db::DEFAULT_MAX_CONNECTIONS);
+    for bad in ["0", "7", "10001", "-1", "twenty", "2.5", "1e3"] {
+        let flag = format!("--db-max-connections={bad}");
+        let e = err(&["--source", &here(), &flag]);
+        assert_eq!(e.setting, "ROSTER_DB_MAX_CONNECTIONS", "{bad:?}: {e}");
+        assert!(e.message.contains("from 8 to 10000"), "{bad:?}: {e}");
+        assert!(e.message.contains(&format!("{bad:?}")), "{bad:?}: {e}");
+    }
+}

@@ -59,7 +59,7 @@ impl Default for GroupLimits {
             max: 256,
             min_share: 16,
             window: Duration::ZERO,
-            writers: 2,
+            writers: crate::db::INTAKE_WRITERS,
         }
     }
 }

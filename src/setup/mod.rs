@@ -2,9 +2,10 @@
 //! setup page that registers Roster's App through GitHub's manifest flow
 //! (`app.yml`, the addresses filled in), stores it sealed with
 //! `ROSTER_SECRET_KEY` in PostgreSQL and starts the GitHub source. The
-//! flow: a token in the log opens the page (until a restart prints another
-//! or an App is stored; it survives a reload and the back button, which a
-//! token spent on first use would not); a signed, single-use,
+//! flow: a token in the log, one for every replica, opens the page (until
+//! it is used for the form to GitHub or an App is stored; it survives a
+//! reload and the back button, which a token spent on first use would
+//! not); a signed, single-use,
 //! one-hour `state` ties GitHub's callback to the form this Roster issued.
 
 pub mod asked;

@@ -13,6 +13,8 @@ pub struct SetupPage {
     pub token: String,
     pub org: String,
     pub public_url: String,
+    /// The address is `ROSTER_PUBLIC_URL`'s, shown but not editable.
+    pub fixed: bool,
     pub problem: Option<String>,
 }
 
@@ -106,6 +108,7 @@ mod tests {
             token: "t".into(),
             org: String::new(),
             public_url: String::new(),
+            fixed: false,
             problem: None,
         }
         .render()

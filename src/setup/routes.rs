@@ -31,7 +31,8 @@ pub struct SetupState {
     /// GitHub's web address (the new-App page) and REST base (the exchange).
     pub github_url: Url,
     pub api_url: Url,
-    /// Pre-fills the setup page.
+    /// `ROSTER_PUBLIC_URL`: when set, the address the manifest carries,
+    /// whatever host the page was opened on or the form sent.
     pub public_url: Option<PublicUrl>,
     /// Told once this replica has stored the App.
     pub stored: Arc<Notify>,
@@ -115,7 +116,7 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
         Some(problem(
             StatusCode::FORBIDDEN,
             message,
-            "Open the setup address the last setup page gave you, or the one Roster's log prints last (a restart prints a fresh one).",
+            "Open the setup address the last setup page gave you, or the one Roster's log prints last (a replica started after it was used prints a fresh one).",
         ))
     };
     let token = token.filter(|t| !t.is_empty());
@@ -147,8 +148,7 @@ async fn check_token(state: &SetupState, parts: &Parts, token: Option<&str>) -> 
 }
 
 /// Why a token is refused: a wrong one reads the same as a spent one.
-const NOT_VALID: &str =
-    "This setup token is not valid: it was used, or a newer setup address retired it.";
+const NOT_VALID: &str = "This setup token is not valid: it was used, or it was never issued.";
 
 /// The answer to a token used up by another request meanwhile.
 fn used_up() -> Response {
@@ -186,6 +186,7 @@ pub async fn show(
             .as_ref()
             .map(|u| u.base().to_owned())
             .unwrap_or_default(),
+        fixed: state.public_url.is_some(),
         problem: None,
     };
     page(StatusCode::OK, &form, "")
@@ -214,14 +215,23 @@ pub async fn submit(
         return answer;
     }
     let org = form.org.trim().to_owned();
-    let checked = check_org(&org).and_then(|()| PublicUrl::parse(&form.public_url));
+    // The setting wins over the form: the page may be opened through a
+    // port-forward or an internal host, and GitHub must reach the public one.
+    let checked = check_org(&org).and_then(|()| match &state.public_url {
+        Some(public) => Ok(public.clone()),
+        None => PublicUrl::parse(&form.public_url),
+    });
     let public = match checked {
         Ok(public) => public,
         Err(message) => {
             let again = SetupPage {
                 token: form.token.unwrap_or_default(),
                 org,
-                public_url: form.public_url,
+                public_url: match &state.public_url {
+                    Some(public) => public.base().to_owned(),
+                    None => form.public_url,
+                },
+                fixed: state.public_url.is_some(),
                 problem: Some(message),
             };
             return page(StatusCode::BAD_REQUEST, &again, "");

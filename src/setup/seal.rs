@@ -7,9 +7,24 @@ use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 
 use super::key::SecretKey;
 
-/// Binds the ciphertext to what it is, so it cannot be passed off as
-/// another sealed value.
-const CONTEXT: &[u8] = b"roster setup_app v1";
+/// What a sealed value is: bound to its ciphertext, so one cannot be
+/// passed off as the other.
+#[derive(Debug, Clone, Copy)]
+pub enum Sealed {
+    /// The stored App's secrets.
+    App,
+    /// The setup token the replicas print.
+    LoggedToken,
+}
+
+impl Sealed {
+    fn context(self) -> &'static [u8] {
+        match self {
+            Sealed::App => b"roster setup_app v1",
+            Sealed::LoggedToken => b"roster setup_tokens v1",
+        }
+    }
+}
 const NONCE_LEN: usize = 12;
 
 /// The sealed bytes could not be opened: a different key sealed them, or
@@ -18,13 +33,23 @@ const NONCE_LEN: usize = 12;
 #[error("cannot decrypt the GitHub App stored by setup: a different key encrypted it, or it was changed")]
 pub struct OpenError;
 
-/// `nonce || ciphertext` of `plain`.
+/// `nonce || ciphertext` of `plain`, the stored App's secrets.
 pub fn seal(key: &SecretKey, plain: &[u8]) -> Vec<u8> {
+    seal_as(Sealed::App, key, plain)
+}
+
+/// The plain bytes [`seal`] sealed with the same key.
+pub fn open(key: &SecretKey, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+    open_as(Sealed::App, key, sealed)
+}
+
+/// `nonce || ciphertext` of `plain`, sealed as `what`.
+pub fn seal_as(what: Sealed, key: &SecretKey, plain: &[u8]) -> Vec<u8> {
     let cipher = ChaCha20Poly1305::new(Key::from_slice(key.bytes()));
     let nonce = ChaCha20Poly1305::generate_nonce(&mut OsRng);
     let payload = Payload {
         msg: plain,
-        aad: CONTEXT,
+        aad: what.context(),
     };
     // Encryption fails only for messages beyond 256 GiB.
     let sealed = cipher.encrypt(&nonce, payload).unwrap_or_default();
@@ -33,8 +58,8 @@ pub fn seal(key: &SecretKey, plain: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The plain bytes [`seal`] sealed with the same key.
-pub fn open(key: &SecretKey, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+/// The plain bytes [`seal_as`] sealed as `what` with the same key.
+pub fn open_as(what: Sealed, key: &SecretKey, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
     if sealed.len() < NONCE_LEN {
         return Err(OpenError);
     }
@@ -42,7 +67,7 @@ pub fn open(key: &SecretKey, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
     let cipher = ChaCha20Poly1305::new(Key::from_slice(key.bytes()));
     let payload = Payload {
         msg: ciphertext,
-        aad: CONTEXT,
+        aad: what.context(),
     };
     cipher
         .decrypt(Nonce::from_slice(nonce), payload)
@@ -68,5 +93,11 @@ mod tests {
         changed[last] ^= 1;
         assert!(open(&key, &changed).is_err());
         assert!(open(&key, b"short").is_err());
+        let token = seal_as(Sealed::LoggedToken, &key, b"token");
+        assert!(open(&key, &token).is_err(), "a token is no App");
+        assert_eq!(
+            open_as(Sealed::LoggedToken, &key, &token).expect("opens"),
+            b"token"
+        );
     }
 }

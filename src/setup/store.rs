@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 
-use super::key::SecretKey;
-use super::seal::{self, OpenError};
+use super::key::{random_hex, SecretKey};
+use super::seal::{self, OpenError, Sealed};
 
 /// How long a `state` may be used after it was issued.
 pub const STATE_LIFETIME_SECS: i64 = 3600;
@@ -136,19 +136,46 @@ fn token_hash(token: &str) -> Vec<u8> {
     Sha256::digest(token.as_bytes()).to_vec()
 }
 
-/// Records the setup token handed out in the log, retiring every token
-/// handed out before it (a restart's, another replica's): only the
-/// newest address opens setup.
-pub async fn add_token(pool: &PgPool, token: &str) -> Result<(), sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    sqlx::query("delete from setup_tokens")
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("insert into setup_tokens (token_hash) values ($1)")
-        .bind(token_hash(token))
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await
+/// The setup token replicas print: the one in the database while it is
+/// unused, else a new one. Every replica prints the same address, so a
+/// second replica's start leaves the first one's link working; a token
+/// sealed under another key (`ROSTER_SECRET_KEY` changed) is replaced.
+/// Replicas starting together agree: one insert wins, the others read it.
+pub async fn logged_token(pool: &PgPool, key: &SecretKey) -> Result<String, sqlx::Error> {
+    loop {
+        let row: Option<(Vec<u8>, Vec<u8>)> =
+            sqlx::query_as("select token_hash, sealed from setup_tokens where sealed is not null")
+                .fetch_optional(pool)
+                .await?;
+        if let Some((hash, sealed)) = row {
+            let opened = seal::open_as(Sealed::LoggedToken, key, &sealed)
+                .ok()
+                .and_then(|plain| String::from_utf8(plain).ok())
+                .filter(|token| token_hash(token) == hash);
+            if let Some(token) = opened {
+                return Ok(token);
+            }
+            sqlx::query("delete from setup_tokens where token_hash = $1")
+                .bind(&hash)
+                .execute(pool)
+                .await?;
+            continue;
+        }
+        let token = random_hex(32);
+        let sealed = seal::seal_as(Sealed::LoggedToken, key, token.as_bytes());
+        let inserted = sqlx::query(
+            "insert into setup_tokens (token_hash, sealed) values ($1, $2) on conflict do nothing",
+        )
+        .bind(token_hash(&token))
+        .bind(&sealed)
+        .execute(pool)
+        .await?
+        .rows_affected()
+            == 1;
+        if inserted {
+            return Ok(token);
+        }
+    }
 }
 
 /// Uses `token` up: it opens setup no more, and `next`, handed to the

@@ -39,6 +39,23 @@ pub async fn start(fake: &FakeGithub, database: &str, logs: &std::path::Path) ->
     (roster, token)
 }
 
+/// Starts Roster in setup mode without `ROSTER_PUBLIC_URL`: the setup
+/// page asks for the address. Its address and the token it logged.
+pub async fn start_typed(
+    fake: &FakeGithub,
+    database: &str,
+    logs: &std::path::Path,
+) -> (Roster, String) {
+    let port = free_port();
+    let env: Vec<(&'static str, String)> = env(fake, database, port)
+        .into_iter()
+        .filter(|(k, _)| *k != "ROSTER_PUBLIC_URL")
+        .collect();
+    let roster = Roster::start_on(port, &env, logs).await;
+    let token = token(&roster).await;
+    (roster, token)
+}
+
 /// The token of the setup address in the log (waits for the line).
 pub async fn token(roster: &Roster) -> String {
     let pattern = regex::Regex::new(r"/setup\?token=([0-9a-f]{64})").expect("regex");
