@@ -10,9 +10,9 @@ use support::github_app;
 use std::time::Duration;
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
+use github_app::{deliver, installation_created, server_env, Repo};
 use roster::controller::ListingSchedule;
 use roster::db::queue::{partitions_found, PgQueue, Seen};
-use github_app::{deliver, installation_created, server_env, Repo};
 use serde_json::{json, Value};
 use support::server::{eventually, Roster};
 

@@ -78,7 +78,10 @@ fn a_spread_longer_than_the_pause_bound_should_be_handed_back_uncounted() {
     let Admission::Refuse(wait) = limits.admit(CORE, at(1000)) else {
         panic!("the spread puts the next request beyond a pause");
     };
-    assert!(wait > MAX_PAUSE && wait <= Duration::from_secs(19), "{wait:?}");
+    assert!(
+        wait > MAX_PAUSE && wait <= Duration::from_secs(19),
+        "{wait:?}"
+    );
     // Refusals spend nothing: however often a caller asks, its turn comes.
     for _ in 0..1_000 {
         assert!(matches!(limits.admit(CORE, at(1000)), Admission::Refuse(_)));
