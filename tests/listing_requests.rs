@@ -14,6 +14,7 @@ use github_app::{deliver, installation_created, server_env, Repo};
 use roster::controller::ListingSchedule;
 use roster::db::queue::{partitions_found, PgQueue, Seen};
 use serde_json::{json, Value};
+use support::registry::queue_with;
 use support::server::{eventually, Roster};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -128,7 +129,7 @@ async fn an_installation_delivered_before_the_running_listing_found_its_installa
     let (pool, _url) = roster::db::testing::fresh_database()
         .await
         .expect("test database");
-    let queue = PgQueue::new(pool.clone(), Duration::from_secs(30));
+    let queue = queue_with(&pool, Duration::from_secs(30));
     assert!(queue.take_listing(Duration::ZERO).await.expect("taken"));
     deliver_created(&queue, &pool, ACME).await;
     assert!(
