@@ -271,3 +271,46 @@ async fn a_spent_budget_should_leave_repositories_pending_until_the_reset_not_in
     assert!(shown.contains("<h2>Waiting</h2>"), "{}", page.body);
     assert!(shown.contains("s rate limit, resets at "), "{}", page.body);
 }
+
+#[tokio::test]
+async fn a_low_budget_should_pace_pushes_never_stop_them() {
+    // 200 of 5,000 GraphQL points left for the hour: below the low-water
+    // mark, so reads are spread over the window, but each push is still
+    // read while points remain.
+    let fake = FakeGithub::start().await;
+    fake.add_installation(1, "acme");
+    fake.set_budget(1, "graphql", 5_000, 200, Duration::from_secs(3_600));
+    let id = fake.add_repo_with_file(1, "checkout", FILE, &yaml("checkout-api", "v0"));
+    let env = start(fake).await;
+    let mut head = eventually("synced", LIMIT, || async {
+        env.repo("acme/checkout")
+            .await
+            .filter(|r| r["status"] == "synced")
+    })
+    .await["synced_sha"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+
+    for n in 1..=3 {
+        let sha = env
+            .fake
+            .push_file(id, FILE, yaml("checkout-api", &format!("v{n}")).as_bytes());
+        let answer = deliver(
+            &env.roster.base,
+            "push",
+            push(&Repo::new(id, 1, "acme", "checkout"), &head, &sha),
+        )
+        .await;
+        assert_eq!(answer.status, 202, "{}", answer.body);
+        eventually(&format!("push {n} synced"), LIMIT, || async {
+            env.repo("acme/checkout")
+                .await
+                .filter(|r| r["status"] == "synced" && r["synced_sha"] == sha.as_str())
+        })
+        .await;
+        head = sha;
+    }
+    let left = env.fake.remaining(1, "graphql");
+    assert!(left > 0 && left < 200, "points spent, some left: {left}");
+}

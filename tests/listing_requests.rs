@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use fake_github::{routes, FakeGithub, APP_ID, PRIVATE_KEY};
 use github_app::{deliver, installation_created, server_env, Repo};
+use roster::controller::ListingSchedule;
+use roster::db::queue::{partitions_found, PgQueue, Seen};
 use serde_json::{json, Value};
+use support::registry::queue_with;
 use support::server::{eventually, Roster};
 
 const LIMIT: Duration = Duration::from_secs(30);
@@ -96,4 +99,71 @@ async fn an_installation_a_listing_already_found_should_not_be_listed_again() {
         listings + 1,
         "one more listing"
     );
+}
+
+/// The partition an installation's repositories are listed in.
+fn partition_of(id: i64) -> String {
+    roster::source::Partition::Installation(roster::source::InstallationId(id)).to_string()
+}
+
+/// Asks for a listing as an `installation` `created` delivery for `id`,
+/// created now, does.
+async fn deliver_created(queue: &PgQueue, pool: &sqlx::PgPool, id: i64) {
+    let seen = [Seen {
+        partition: partition_of(id),
+        created_at: Some(chrono::Utc::now().timestamp()),
+    }];
+    let mut conn = pool.acquire().await.expect("a connection");
+    queue
+        .request_listing_unless_seen_in(&mut conn, &seen)
+        .await
+        .expect("the request");
+}
+
+#[tokio::test]
+async fn an_installation_delivered_before_the_running_listing_found_its_installations_should_wait_for_it(
+) {
+    // The interleaving a loaded machine produces: the start-up listing has
+    // begun (taken) when the App is installed, and the delivery is taken
+    // in before that listing has asked GitHub for the installations.
+    let (pool, _url) = roster::db::testing::fresh_database()
+        .await
+        .expect("test database");
+    let queue = queue_with(&pool, Duration::from_secs(30));
+    assert!(queue.take_listing(Duration::ZERO).await.expect("taken"));
+    deliver_created(&queue, &pool, ACME).await;
+    assert!(
+        !requested(&pool).await,
+        "the running listing asks GitHub after the delivery: it finds the installation"
+    );
+    // It finds it: no other listing.
+    partitions_found(&pool, &[partition_of(ACME)])
+        .await
+        .expect("recorded");
+    assert!(!requested(&pool).await, "one trigger, one listing");
+
+    // A listing that finds other installations only: asked again.
+    assert!(queue.take_listing(Duration::ZERO).await.expect("taken"));
+    deliver_created(&queue, &pool, GLOBEX).await;
+    assert!(!requested(&pool).await);
+    partitions_found(&pool, &[partition_of(ACME)])
+        .await
+        .expect("recorded");
+    assert!(requested(&pool).await, "globex was not found: listed again");
+
+    // A listing that fails before it finds anything: asked again.
+    assert!(queue.take_listing(Duration::ZERO).await.expect("taken"));
+    deliver_created(&queue, &pool, 3).await;
+    assert!(!requested(&pool).await);
+    partitions_found(&pool, &[]).await.expect("recorded");
+    assert!(requested(&pool).await, "nothing found: listed again");
+
+    // Once the listing has found its installations, a delivery about
+    // another asks at once.
+    assert!(queue.take_listing(Duration::ZERO).await.expect("taken"));
+    partitions_found(&pool, &[partition_of(ACME)])
+        .await
+        .expect("recorded");
+    deliver_created(&queue, &pool, 4).await;
+    assert!(requested(&pool).await, "that listing cannot find it");
 }

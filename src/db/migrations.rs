@@ -59,6 +59,7 @@ pub const FILES: &[(&str, &str)] = embed![
     "0044_directory_changes.sql",
     "0045_change_dependents.sql",
     "0046_setup_logged_token.sql",
+    "0047_listing_awaited.sql",
 ];
 
 /// A file name that is not `<version>_<description>.sql`.

@@ -307,12 +307,30 @@ fn seconds(d: Duration) -> f64 {
 
 /// Asks the next listing pass to run now.
 const REQUEST_LISTING: &str = "UPDATE listing_schedule SET requested = true";
-const REQUEST_LISTING_UNLESS_SEEN: &str = "UPDATE listing_schedule SET requested = true
-     WHERE EXISTS (
-         SELECT 1 FROM unnest($1::text[], $2::bigint[]) AS s(partition, since)
+/// Asks for a listing when one of the partitions is unseen (no listing
+/// found it, and none started well after the moment given). A listing that
+/// has started but not yet recorded what it found (in the last five
+/// minutes: a listing records that first, and a crashed one is replaced
+/// at the next start) will find what exists now: the unseen partitions
+/// wait in `awaited` for it instead, and it asks again only for one it
+/// did not find ([`listing::partitions_found`]). The row lock orders this
+/// against that record: whichever comes second sees the other.
+const REQUEST_LISTING_UNLESS_SEEN: &str = "WITH unseen AS (
+         SELECT s.partition FROM unnest($1::text[], $2::bigint[]) AS s(partition, since)
          WHERE NOT EXISTS (SELECT 1 FROM listed_partitions p WHERE p.partition = s.partition)
            AND (s.since IS NULL
-                OR last_started_at <= to_timestamp(s.since) + interval '1 minute'))";
+                OR (SELECT last_started_at FROM listing_schedule)
+                   <= to_timestamp(s.since) + interval '1 minute'))
+     UPDATE listing_schedule SET
+         requested = requested OR NOT (last_started_at > partitions_recorded_at
+                                       AND last_started_at > now() - interval '5 minutes'),
+         awaited = CASE
+             WHEN last_started_at > partitions_recorded_at
+                  AND last_started_at > now() - interval '5 minutes'
+             THEN awaited || ARRAY(SELECT partition FROM unseen)
+             ELSE awaited
+         END
+     WHERE EXISTS (SELECT 1 FROM unseen)";
 
 /// A condition that lets the statement's transaction commit without waiting
 /// for the disk. Claims and `done` may: a claim the database loses in a

@@ -318,13 +318,20 @@ impl Lister for GithubLister {
         &self,
         found: Found<RepoId>,
     ) -> Result<Vec<Listed<RepoId, source::Partition>>, Failure> {
-        let installations = self
-            .client
-            .refresh_installations()
-            .await
-            .map_err(CallError::into_failure)?;
+        let installations = match self.client.refresh_installations().await {
+            Ok(installations) => installations,
+            Err(error) => {
+                // Found nothing: a request that waited for this listing
+                // asks for another.
+                if let Err(error) = queue::partitions_found(&self.client.pool, &[]).await {
+                    tracing::warn!(%error, "could not record that the listing found nothing");
+                }
+                return Err(error.into_failure());
+            }
+        };
         // Found now, listed from now: a request about how one of them was
-        // created needs no other listing (one trigger, one listing).
+        // created, or one that waited for this listing, needs no other
+        // listing (one trigger, one listing).
         let partitions: Vec<String> = installations
             .iter()
             .map(|i| partition_of(i.id).to_string())

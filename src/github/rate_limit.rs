@@ -36,6 +36,11 @@ pub const LOW_WATER_PERCENT: u64 = 5;
 /// Waits up to this long are taken in place; longer ones are handed back.
 pub const MAX_PAUSE: Duration = Duration::from_secs(5);
 
+/// Below the low-water mark, requests that may go at once after a quiet
+/// spell: a read that takes a few requests (a batch, then a file) is not
+/// cut in pieces by the spread, each retried from the start.
+pub const LOW_BURST: u64 = 10;
+
 /// Whose budget a request spends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Who {
@@ -85,6 +90,10 @@ struct Window {
     remaining: Option<u64>,
     reset: Option<u64>,
     blocked_until: Option<SystemTime>,
+    /// Below the low-water mark, when the spread's next turn comes (the
+    /// theoretical arrival time of a cell-rate pacer): each request sent
+    /// moves it one spread on; a request refused leaves it.
+    turn: Option<SystemTime>,
 }
 
 impl Window {
@@ -142,21 +151,37 @@ impl Window {
         if left.is_zero() {
             // A new window has begun; the next answer tells its budget.
             self.remaining = None;
+            self.turn = None;
             return Admission::Go;
         }
         if remaining == 0 {
             return Admission::Refuse(left);
         }
-        // Count this request now, so concurrent callers pace each other.
-        self.remaining = Some(remaining - 1);
         if remaining.saturating_mul(100) >= limit.saturating_mul(LOW_WATER_PERCENT) {
+            // Count this request now, so concurrent callers pace each other.
+            self.remaining = Some(remaining - 1);
+            self.turn = None;
             return Admission::Go;
         }
+        // Spread what is left over the time left, `LOW_BURST` ahead of the
+        // schedule at most: a request whose turn is further off than a
+        // pause goes back uncounted, to come again at its turn.
         let spread = left / u32::try_from(remaining).unwrap_or(u32::MAX);
-        if spread <= MAX_PAUSE {
-            Admission::Pause(spread)
+        let ahead = spread * u32::try_from(remaining.min(LOW_BURST) - 1).unwrap_or(0);
+        let turn = self.turn.map_or(now, |turn| turn.max(now));
+        let wait = turn
+            .checked_sub(ahead)
+            .and_then(|start| start.duration_since(now).ok())
+            .unwrap_or_default();
+        if wait > MAX_PAUSE {
+            return Admission::Refuse(wait);
+        }
+        self.remaining = Some(remaining - 1);
+        self.turn = Some(turn + spread);
+        if wait.is_zero() {
+            Admission::Go
         } else {
-            Admission::Refuse(spread)
+            Admission::Pause(wait)
         }
     }
 }

@@ -83,3 +83,59 @@ enum Shown<'a> {
     /// Status `pending`: the read waits for GitHub's budget.
     Wait(&'a str),
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::registry::known;
+    use crate::source::RepoId;
+    use crate::testing;
+
+    const ID: RepoId = RepoId(5);
+
+    /// When the registry last applied an observation of [`ID`].
+    async fn observed_at(pool: &sqlx::PgPool) -> Option<chrono::DateTime<chrono::Utc>> {
+        sqlx::query_scalar("select observed_at from repositories where id = $1")
+            .bind(ID)
+            .fetch_one(pool)
+            .await
+            .expect("the row")
+    }
+
+    #[tokio::test]
+    async fn a_failure_or_a_wait_shown_should_not_make_a_listing_hint_look_stale() {
+        let (pool, _url) = testing::fresh_database()
+            .await
+            .expect("a fresh test database");
+        let handler = testing::handler(&pool, testing::queue(&pool));
+        let repo = testing::github_repo("acme", "svc", 1);
+        known::ensure_known(&pool, &[(ID, repo)])
+            .await
+            .expect("known");
+        // A listing page read the repository; applying its answer failed
+        // once (or waited for the budget). Nothing was applied, so on the
+        // retry the page's hint is still the newest answer: it must be
+        // applied without another read (one trigger, one listing).
+        let read_at = chrono::Utc::now();
+        handler.record_failure(ID, "database busy", None).await;
+        let registry = crate::registry::RegistryDb::new(pool.clone());
+        assert!(
+            registry
+                .observed_since(&[(ID, read_at)])
+                .await
+                .expect("compared")
+                .is_empty(),
+            "a failure shown is no observation: {:?}",
+            observed_at(&pool).await
+        );
+        handler
+            .record_wait(ID, "waiting for GitHub's rate limit", None)
+            .await;
+        assert_eq!(observed_at(&pool).await, None, "a wait shown neither");
+        let status: String = sqlx::query_scalar("select status from repositories where id = $1")
+            .bind(ID)
+            .fetch_one(&pool)
+            .await
+            .expect("the status");
+        assert_eq!(status, "pending", "the wait is shown");
+    }
+}

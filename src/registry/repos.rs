@@ -243,6 +243,10 @@ pub enum Observation {
     Fresh,
     /// What a listing page read, handed over with the claim.
     Listed,
+    /// Nothing was observed: a failure or a wait shown on the repository.
+    /// A listing's hint read before it is still the newest answer, so its
+    /// retry applies the hint without another read.
+    Unobserved,
 }
 
 impl Observation {
@@ -335,7 +339,7 @@ async fn restate(
             state: &new,
             synced: false,
             fingerprint: None,
-            observation: Observation::Fresh,
+            observation: Observation::Unobserved,
             event,
         };
         write_state(conn, id, &old, written).await?;

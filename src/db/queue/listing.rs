@@ -50,12 +50,22 @@ pub struct Seen {
 }
 
 /// Records that a listing found `partitions` and is listing them now, so
-/// that a request about how they were created asks for no other listing.
+/// that a request about how they were created asks for no other listing;
+/// a request that waited for this listing (`awaited`) and names another
+/// partition asks for one now. A listing that could not learn its
+/// partitions records none, so every awaited one asks.
 pub async fn partitions_found(pool: &PgPool, partitions: &[String]) -> Result<(), QueueError> {
     sqlx::query(
-        "INSERT INTO listed_partitions (partition, found_at)
-         SELECT p, now() FROM unnest($1::text[]) AS p
-         ON CONFLICT (partition) DO UPDATE SET found_at = excluded.found_at",
+        "WITH found AS (
+             INSERT INTO listed_partitions (partition, found_at)
+             SELECT p, now() FROM unnest($1::text[]) AS p
+             ON CONFLICT (partition) DO UPDATE SET found_at = excluded.found_at
+         )
+         UPDATE listing_schedule SET
+             requested = requested
+                 OR EXISTS (SELECT 1 FROM unnest(awaited) AS a(p) WHERE p <> ALL($1::text[])),
+             awaited = '{}',
+             partitions_recorded_at = now()",
     )
     .bind(partitions)
     .execute(pool)

@@ -37,23 +37,81 @@ fn plenty_left_should_let_requests_go() {
 }
 
 #[test]
-fn low_budget_should_spread_the_rest_until_the_reset() {
+fn low_budget_should_spread_the_rest_until_the_reset_after_a_burst() {
     let limits = RateLimits::default();
-    // 100 left of 5000 (2 %), 100 s to the reset: one request a second.
+    // 100 left of 5000 (2 %), 100 s to the reset: one request a second,
+    // after a burst of LOW_BURST.
     limits.observe(CORE, 200, &headers(5000, 100, 1100), false, at(1000));
-    assert_eq!(
-        limits.admit(CORE, at(1000)),
-        Admission::Pause(Duration::from_secs(1))
+    let burst: Vec<Admission> = (0..LOW_BURST)
+        .map(|_| limits.admit(CORE, at(1000)))
+        .collect();
+    assert!(burst.iter().all(|a| *a == Admission::Go), "{burst:?}");
+    // Then each request waits its turn, about a second after the last.
+    let mut waits = Vec::new();
+    while let Admission::Pause(wait) = limits.admit(CORE, at(1000)) {
+        waits.push(wait);
+    }
+    assert!(!waits.is_empty() && waits.len() <= 6, "{waits:?}");
+    assert!(
+        waits.windows(2).all(|w| w[1] > w[0])
+            && waits.iter().all(|w| *w <= MAX_PAUSE)
+            && waits[0] <= Duration::from_millis(1_200),
+        "{waits:?}"
     );
+    // A second later, one more may go.
+    assert!(matches!(
+        limits.admit(CORE, at(1001)),
+        Admission::Pause(w) if w <= MAX_PAUSE
+    ));
 }
 
 #[test]
-fn a_spread_longer_than_the_pause_bound_should_be_handed_back() {
+fn a_spread_longer_than_the_pause_bound_should_be_handed_back_uncounted() {
     let limits = RateLimits::default();
-    limits.observe(CORE, 200, &headers(5000, 10, 4600), false, at(1000));
+    // 200 left of 5000, an hour to the reset: 18 s between requests.
+    limits.observe(CORE, 200, &headers(5000, 200, 4600), false, at(1000));
+    for _ in 0..LOW_BURST {
+        assert_eq!(limits.admit(CORE, at(1000)), Admission::Go);
+    }
+    let left = 200 - LOW_BURST;
+    assert_eq!(limits.remaining(InstallationId(1)), Some(left));
+    let Admission::Refuse(wait) = limits.admit(CORE, at(1000)) else {
+        panic!("the spread puts the next request beyond a pause");
+    };
+    assert!(
+        wait > MAX_PAUSE && wait <= Duration::from_secs(19),
+        "{wait:?}"
+    );
+    // Refusals spend nothing: however often a caller asks, its turn comes.
+    for _ in 0..1_000 {
+        assert!(matches!(limits.admit(CORE, at(1000)), Admission::Refuse(_)));
+    }
+    assert_eq!(limits.remaining(InstallationId(1)), Some(left));
+    // At its turn it is sent (the spread is taken anew from what is left,
+    // so the turn may still hold a short pause).
+    let turn = at(1000) + wait;
+    assert!(matches!(
+        limits.admit(CORE, turn),
+        Admission::Go | Admission::Pause(_)
+    ));
+    assert_eq!(limits.remaining(InstallationId(1)), Some(left - 1));
+}
+
+#[test]
+fn a_low_budget_should_let_a_request_go_after_a_quiet_spell() {
+    let limits = RateLimits::default();
+    // 199 of 5000 left, an hour to the reset: GitHub still answers, so a
+    // request after a quiet spell is sent at once, however low the budget.
+    limits.observe(CORE, 200, &headers(5000, 199, 4600), false, at(1000));
+    for n in 0..3 {
+        assert_eq!(limits.admit(CORE, at(1000 + n * 600)), Admission::Go);
+    }
+    // The last point too; only an empty budget waits for the reset.
+    limits.observe(CORE, 200, &headers(5000, 1, 4600), false, at(3000));
+    assert_eq!(limits.admit(CORE, at(3000)), Admission::Go);
     assert_eq!(
-        limits.admit(CORE, at(1000)),
-        Admission::Refuse(Duration::from_secs(360))
+        limits.admit(CORE, at(3000)),
+        Admission::Refuse(Duration::from_secs(1600))
     );
 }
 
