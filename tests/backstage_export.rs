@@ -565,7 +565,9 @@ async fn acme_directory(pool: &sqlx::PgPool) {
         team(3, "security", None, true),
         team(4, "ops", Some(3), false),
     ];
-    db.put(50, Rows::Teams(&teams), started).await.expect("teams");
+    db.put(50, Rows::Teams(&teams), started)
+        .await
+        .expect("teams");
     db.finish(50, Part::Teams, started).await.expect("teams");
     let carol = Member {
         id: 9,
@@ -574,7 +576,9 @@ async fn acme_directory(pool: &sqlx::PgPool) {
     db.put(50, Rows::Members(&[carol]), started)
         .await
         .expect("members");
-    db.finish(50, Part::Members, started).await.expect("members");
+    db.finish(50, Part::Members, started)
+        .await
+        .expect("members");
 }
 
 const OWNED_FILE: &str = "\

@@ -508,7 +508,9 @@ async fn owners_of_a_folder_without_teams_yaml_should_be_shown_unchecked_to_a_re
     assert_eq!(entry["owner_status"], "unchecked", "{entry:#}");
 
     // Not one entry is hidden: each owner reads as its file writes it.
-    let page = send(&f.app, get("/api/v1/projects?limit=1000")).await.json();
+    let page = send(&f.app, get("/api/v1/projects?limit=1000"))
+        .await
+        .json();
     let items = page["items"].as_array().expect("items");
     assert!(items.len() >= 10, "{page:#}");
     for item in items {

@@ -182,7 +182,9 @@ pub async fn groups(
                 parent: parent.map(|p| p.team.slug.clone()),
             };
             // A parent seen already (as an owner or an ancestor) is whole.
-            let seen = out.get(&name).is_some_and(|i: &GroupInfo| i.display_name.is_some());
+            let seen = out
+                .get(&name)
+                .is_some_and(|i: &GroupInfo| i.display_name.is_some());
             out.insert(name, info);
             if seen {
                 break;

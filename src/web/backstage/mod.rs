@@ -65,11 +65,7 @@ pub async fn entities(
     let etag_value = HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?;
     let vary = (header::VARY, HeaderValue::from_static("accept-encoding"));
     if matches(&headers, &etag) {
-        return Ok((
-            StatusCode::NOT_MODIFIED,
-            [(header::ETAG, etag_value), vary],
-        )
-            .into_response());
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value), vary]).into_response());
     }
     let mut response = (
         [
@@ -86,10 +82,9 @@ pub async fn entities(
         .into_response();
     let chunks = body::chunks(state.pool.clone(), privacy);
     *response.body_mut() = if gzipped {
-        response.headers_mut().insert(
-            header::CONTENT_ENCODING,
-            HeaderValue::from_static("gzip"),
-        );
+        response
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         Body::from_stream(gzip::compressed(chunks))
     } else {
         Body::from_stream(chunks)
