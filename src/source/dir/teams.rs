@@ -58,7 +58,7 @@ fn read(root: &Path) -> Found {
 /// What the folder says of its directory.
 #[derive(Debug)]
 enum Said {
-    /// No `teams.yaml`: no directory, owners are not checked (SPEC §12).
+    /// No `teams.yaml`: no directory, owners are not checked.
     Nothing,
     /// The teams and members of its `teams.yaml` (an empty file: none).
     Teams(TeamsFile),
