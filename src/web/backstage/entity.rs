@@ -83,10 +83,9 @@ impl<'a> Document<'a, ComponentSpec<'a>> {
     /// Keeps only the dependencies on components `exported` says are in
     /// the export, so that none dangles.
     pub fn keep_dependencies(&mut self, exported: impl Fn(&str) -> bool) {
-        self.spec.depends_on.retain(|d| {
-            d.strip_prefix(COMPONENT_REF)
-                .is_some_and(|name| exported(name))
-        });
+        self.spec
+            .depends_on
+            .retain(|d| d.strip_prefix(COMPONENT_REF).is_some_and(&exported));
     }
 
     /// The group that owns it, when a group does: its name.

@@ -1,7 +1,8 @@
 //! The export gzip-compressed as it is written, for a reader that accepts
-//! it: a catalog polling an export of 10,000 projects (about 20 MB) reads
-//! a tenth of that. Compressed here rather than by a layer, so that the
-//! handler knows which form it sends and gives each its own `ETag`.
+//! it: a catalog polling an export of 10,000 projects reads a fraction of
+//! it (docs/performance.md). Compressed here rather than by a layer, so
+//! that the handler knows which form it sends and gives each its own
+//! `ETag`.
 
 use std::io::Write;
 
