@@ -5,6 +5,7 @@
 //!   size before it (the export is streamed: it must grow by under 20 MiB,
 //!   whatever the registry's size), beside the body's size;
 //! - the time of a full export and of a `304` to a matching `If-None-Match`;
+//! - the size and time of a full export gzipped (`Accept-Encoding: gzip`);
 //! - the rows of `entries` each reads (from `pg_stat_user_tables`, read once
 //!   the server's connections are closed, so their counts are flushed): a
 //!   `304` must read none.
@@ -68,11 +69,11 @@ async fn main() -> anyhow::Result<()> {
 
     // A full export, after one to warm up.
     let ((tag, (bytes, elapsed, grown)), reads) = phase(&pool, &url, |app| async move {
-        let (_, tag, _) = export(&app, None).await?;
+        let (_, tag, _) = export(&app, None, false).await?;
         roster::memory::trim();
         reset_peak()?;
         let before = rss_kib("VmRSS")?;
-        let (bytes, _, elapsed) = export(&app, None).await?;
+        let (bytes, _, elapsed) = export(&app, None, false).await?;
         let grown = (rss_kib("VmHWM")? - before) as f64 / 1024.0;
         Ok((tag, (bytes, elapsed, grown)))
     })
@@ -86,6 +87,20 @@ async fn main() -> anyhow::Result<()> {
     );
     // The warm-up and the measured export: two exports.
     println!("    rows of entries read per export: {}", reads / 2);
+
+    // The same export gzipped, as a catalog that accepts it reads it.
+    let ((zipped, zipped_in), _) = phase(&pool, &url, |app| async move {
+        let (zipped, _, elapsed) = export(&app, None, true).await?;
+        Ok((zipped, elapsed))
+    })
+    .await?;
+    println!(
+        "  gzipped export: {:.2} MiB ({:.1} % of {:.1} MiB) in {:.0} ms",
+        zipped as f64 / MIB,
+        zipped as f64 * 100.0 / bytes as f64,
+        bytes as f64 / MIB,
+        zipped_in.as_secs_f64() * 1000.0,
+    );
 
     // Polls whose ETag still matches.
     let (times, reads) = phase(&pool, &url, |app| async move {
@@ -216,12 +231,20 @@ async fn entries_read(pool: &PgPool) -> anyhow::Result<i64> {
     .await?)
 }
 
-/// The export, taken frame by frame and dropped: its size, ETag and time.
-async fn export(app: &Router, tag: Option<&str>) -> anyhow::Result<(usize, String, Duration)> {
+/// The export, taken frame by frame and dropped (gzipped when `gzip`):
+/// its size as sent, ETag and time.
+async fn export(
+    app: &Router,
+    tag: Option<&str>,
+    gzip: bool,
+) -> anyhow::Result<(usize, String, Duration)> {
     let started = Instant::now();
     let mut request = Request::get("/api/v1/backstage/entities.yaml");
     if let Some(tag) = tag {
         request = request.header(header::IF_NONE_MATCH, tag);
+    }
+    if gzip {
+        request = request.header(header::ACCEPT_ENCODING, "gzip");
     }
     let response = app.clone().oneshot(request.body(Body::empty())?).await?;
     ensure!(response.status() == StatusCode::OK, "{}", response.status());
@@ -231,6 +254,11 @@ async fn export(app: &Router, tag: Option<&str>) -> anyhow::Result<(usize, Strin
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    let encoding = response.headers().get(header::CONTENT_ENCODING);
+    ensure!(
+        gzip == encoding.is_some_and(|e| e == "gzip"),
+        "asked gzip: {gzip}, sent {encoding:?}"
+    );
     let mut body = response.into_body();
     let mut bytes = 0;
     while let Some(frame) = body.frame().await {

@@ -451,3 +451,75 @@ async fn the_example_organisation_should_have_exactly_one_owner_that_names_nobod
     }
     assert_eq!(unknown.into_iter().collect::<Vec<_>>(), ["team-discovery"]);
 }
+
+#[tokio::test]
+async fn a_folder_without_teams_yaml_should_have_no_directory_and_an_empty_one_no_team() {
+    let (pool, _url) = fresh_database().await.expect("fresh database");
+    let db = DirectoryDb::new(pool);
+    let folder = tempfile::tempdir().expect("temp dir");
+    let file = folder.path().join("teams.yaml");
+
+    // No teams.yaml: nothing to check owners against.
+    assert!(roster::source::dir::teams::sync_once(folder.path(), &db).await);
+    let local = db.load(0).await.unwrap().expect("the local account");
+    assert_eq!(resolve(&local, "payments"), Resolution::Unchecked);
+    assert_eq!(resolve(&local, "@alice"), Resolution::Unchecked);
+
+    // An empty teams.yaml is a directory that has no team.
+    std::fs::write(&file, "").unwrap();
+    assert!(roster::source::dir::teams::sync_once(folder.path(), &db).await);
+    let local = db.load(0).await.unwrap().expect("the local account");
+    assert_eq!(resolve(&local, "payments").status(), "unknown");
+    assert_eq!(db.accounts().await.unwrap()[0].off_reason, None);
+
+    std::fs::write(&file, "teams:\n  - slug: payments\n").unwrap();
+    assert!(roster::source::dir::teams::sync_once(folder.path(), &db).await);
+    let local = db.load(0).await.unwrap().expect("the local account");
+    assert_eq!(resolve(&local, "payments").status(), "team");
+
+    // The file taken away again: owners are unchecked once more.
+    std::fs::remove_file(&file).unwrap();
+    assert!(roster::source::dir::teams::sync_once(folder.path(), &db).await);
+    let local = db.load(0).await.unwrap().expect("the local account");
+    assert_eq!(resolve(&local, "payments"), Resolution::Unchecked);
+}
+
+#[tokio::test]
+async fn owners_of_a_folder_without_teams_yaml_should_be_shown_unchecked_to_a_reader_without_credentials(
+) {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use support::router::{self, send, Options};
+
+    let options = Options {
+        api_token: None,
+        github_web_url: None,
+    };
+    let f = router::fixture(options, |_, _| {}).await;
+    let folder = tempfile::tempdir().expect("temp dir");
+    support::example_org::copy(folder.path(), &["teams.yaml"]);
+    support::example_org::load_folder(folder.path(), &f.pool, f.queue.clone()).await;
+
+    let get = |uri: &str| Request::get(uri).body(Body::empty()).expect("request");
+    let answer = send(&f.app, get("/api/v1/projects/checkout-api")).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    let entry = answer.json();
+    assert_eq!(entry["owner"], "team-payments", "{entry:#}");
+    assert_eq!(entry["owner_status"], "unchecked", "{entry:#}");
+
+    // Not one entry is hidden: each owner reads as its file writes it.
+    let page = send(&f.app, get("/api/v1/projects?limit=1000"))
+        .await
+        .json();
+    let items = page["items"].as_array().expect("items");
+    assert!(items.len() >= 10, "{page:#}");
+    for item in items {
+        assert_eq!(item["owner_status"], "unchecked", "{item:#}");
+    }
+    let hidden: i64 =
+        sqlx::query_scalar("select count(*) from entries where owner_status <> 'unchecked'")
+            .fetch_one(&f.pool)
+            .await
+            .expect("count");
+    assert_eq!(hidden, 0);
+}

@@ -287,3 +287,104 @@ async fn a_public_repositorys_check_should_suggest_only_public_projects_and_cost
         "depends_on[0]: no project \"paymnts-api\" (did you mean payments-api?)"
     );
 }
+
+#[tokio::test]
+async fn a_public_repositorys_check_should_name_the_dependents_the_listing_found_public() {
+    use roster::controller::Lister;
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Warn);
+    let (checkout, [cart, orders, _]) = checkout_and_dependents(&env).await;
+    // Two dependents are public on GitHub; nothing but the listing says so.
+    env.fake.set_private(cart, false);
+    env.fake.set_private(orders, false);
+    env.source.lister().list().await.expect("listing");
+    env.quiet().await;
+    let sha = env
+        .fake
+        .pr_commit(checkout, FILE, b"owner: t\nname: checkout-svc\n");
+    let pr = pull_requests::Pr {
+        repo: checkout,
+        installation: ACME,
+        owner: "acme",
+        name: "checkout",
+        number: 3,
+        sha: &sha,
+        base: "main",
+    };
+    let body = pull_requests::pull_request("opened", &pr);
+    env.deliver("pull_request", pull_requests::make_public(&body))
+        .await;
+    env.settle().await;
+    let run = env.only_run(checkout, &sha);
+    let note = run
+        .annotations
+        .iter()
+        .find(|a| a["message"].as_str().unwrap_or("").contains("depend"))
+        .expect("a note");
+    assert_eq!(
+        note["message"],
+        "name: 3 projects depend on checkout-api: cart-api, orders-api and 1 project in other repositories"
+    );
+    let summary = run.summary.unwrap_or_default();
+    assert!(!summary.contains("returns-worker"), "{summary}");
+}
+
+/// The `Roster` check of a public pull request on `shop` that adds a
+/// dependency on `target`: its conclusion and annotations.
+async fn public_dependency_check(
+    env: &Env,
+    shop: i64,
+    number: i64,
+    target: &str,
+) -> (Option<String>, Vec<serde_json::Value>) {
+    let file = format!("name: shop\nowner: t\nlifecycle: production\ndepends_on: [{target}]\n");
+    let sha = env.fake.pr_commit(shop, FILE, file.as_bytes());
+    let pr = pull_requests::Pr {
+        repo: shop,
+        installation: ACME,
+        owner: "acme",
+        name: "shop",
+        number,
+        sha: &sha,
+        base: "main",
+    };
+    let body = pull_requests::pull_request("opened", &pr);
+    env.deliver("pull_request", pull_requests::make_public(&body))
+        .await;
+    env.settle().await;
+    let run = env.only_run(shop, &sha);
+    (run.conclusion, run.annotations)
+}
+
+#[tokio::test]
+async fn a_public_repositorys_check_should_treat_a_private_target_like_a_missing_one() {
+    use roster::controller::Lister;
+    let mut env = checks_env().await;
+    relations(&mut env, RelationsMode::Require);
+    env.repo("legacy", "name: old-api\nowner: t\nlifecycle: deprecated\n")
+        .await;
+    let shop = env
+        .repo("shop", "name: shop\nowner: t\nlifecycle: production\n")
+        .await;
+    env.fake.set_private(shop, false);
+    env.source.lister().list().await.expect("listing");
+    env.quiet().await;
+
+    let (private, private_notes) = public_dependency_check(&env, shop, 8, "old-api").await;
+    let (missing, missing_notes) = public_dependency_check(&env, shop, 9, "new-api").await;
+    // Nothing tells the private project from one that does not exist.
+    assert_eq!(private, missing, "{private_notes:?}");
+    assert_eq!(private.as_deref(), Some("failure"));
+    assert!(
+        !format!("{private_notes:?}").contains("deprecated"),
+        "{private_notes:?}"
+    );
+    assert_eq!(
+        private_notes[0]["message"],
+        "depends_on[0]: no project \"old-api\""
+    );
+    assert_eq!(
+        missing_notes[0]["message"],
+        "depends_on[0]: no project \"new-api\""
+    );
+}

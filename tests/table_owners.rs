@@ -56,6 +56,7 @@ const OWNERS: &[(&str, &[&str])] = &[
             "registry/check_records/check_requests.rs",
             "registry/check_records/read_only.rs",
             "registry/check_records/relation_check.rs",
+            "registry/visibility.rs",
         ],
     ),
     ("setup_app", &["setup/store.rs"]),

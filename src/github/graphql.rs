@@ -50,6 +50,7 @@ owner {
   login
 }
 isArchived
+isPrivate
 url
 defaultBranchRef {
   name
@@ -170,6 +171,10 @@ pub struct RepoNode {
     pub name: String,
     pub owner: Login,
     pub is_archived: bool,
+    /// Whether it is private (a public repository's check names only what
+    /// public repositories hold); absent from an answer that did not ask.
+    #[serde(default)]
+    pub is_private: Option<bool>,
     pub url: Option<String>,
     pub default_branch_ref: Option<BranchRef>,
 }

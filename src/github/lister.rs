@@ -118,8 +118,12 @@ impl GithubLister {
                 }
             };
             let mut pending = Vec::new();
+            let mut visibility = Vec::new();
             for node in connection.nodes.into_iter().flatten() {
                 let tree = node.tree_oid();
+                if let (Some(id), Some(private)) = (node.database_id, node.is_private) {
+                    visibility.push((RepoId(id), !private));
+                }
                 let Some((id, observed)) =
                     node.observe(installation.id, self.client.file_query.as_ref())
                 else {
@@ -131,6 +135,11 @@ impl GithubLister {
                     tree,
                     observed: Ok(observed),
                 });
+            }
+            // What a public repository's check may name; a failure costs
+            // only names a check leaves out, so the listing goes on.
+            if let Err(error) = self.client.registry.record_visibility(&visibility).await {
+                tracing::warn!(installation = %installation.id, %error, "could not store the repositories' visibility");
             }
             if let Some(files) = &self.client.file_query {
                 tree_walk::complete(&self.client, files, installation.id, &mut pending).await;

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::tracker::{remembered_installations, tracked_ids};
-use super::{record_node_ids, RegistryError};
+use super::{record_node_ids, record_visibility, RegistryError};
 use crate::source::{InstallationId, Partition, RepoId};
 
 crate::row! {
@@ -176,6 +176,12 @@ impl RegistryDb {
         node_ids: &[(RepoId, String)],
     ) -> Result<(), RegistryError> {
         record_node_ids(&self.pool, node_ids).await
+    }
+
+    /// Records whether each repository is public, as the listing read it
+    /// (see [`record_visibility`]).
+    pub async fn record_visibility(&self, seen: &[(RepoId, bool)]) -> Result<(), RegistryError> {
+        record_visibility(&self.pool, seen).await
     }
 
     /// `owner/name` of a known repository.

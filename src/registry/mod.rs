@@ -44,6 +44,7 @@ pub mod testing;
 mod touched_files;
 pub mod tracker;
 mod unchanged;
+mod visibility;
 
 pub use crate::db::Page;
 pub use clip::{MAX_ERROR_BYTES, MAX_EVENT_BYTES};
@@ -68,3 +69,4 @@ pub use repos::{count_of_installation, known_ids, mark_error};
 pub use settled_pushes::{blob_id, Fingerprint, FreePush, FreePushRows};
 pub use status::{Status, UnknownStatus};
 pub use tracker::{tracked_ids, RegistryTracker};
+pub use visibility::record_visibility;

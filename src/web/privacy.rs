@@ -95,6 +95,12 @@ impl Privacy {
         }
     }
 
+    /// Whether the team of id `team` is withheld from the reader (a secret
+    /// team, without credentials).
+    pub fn hides_team(&self, team: i64) -> bool {
+        self.secret(Some(team))
+    }
+
     /// Whether an owner resolved as `resolved` is withheld from the reader.
     pub fn hides(&self, resolved: &ResolvedOwner) -> bool {
         if self.privileged() {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use sqlx::{PgConnection, Row};
 
 use super::DirectoryDb;
-use crate::directory::{lookup, Directory, Member, Unchecked};
+use crate::directory::{lookup, Directory, KnownTeam, Member, Unchecked};
 
 impl DirectoryDb {
     /// One account's whole directory, by id.
@@ -31,6 +31,22 @@ impl DirectoryDb {
             Some(org) => load_in(&mut conn, org).await,
             None => Ok(None),
         }
+    }
+
+    /// The teams of these ids, of any account, deleted ones included: what
+    /// an export says of the teams that own its entries (their names and
+    /// parents).
+    pub async fn teams_by_id(&self, ids: &[i64]) -> Result<Vec<KnownTeam>, sqlx::Error> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        sqlx::query_as(
+            "select team_id as id, slug, name, parent_id, secret, deleted_at is not null as deleted
+             from directory_teams where team_id = any($1) order by team_id, org_id",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await
     }
 
     /// The ids of every secret team of every account, deleted or not: what

@@ -1,5 +1,6 @@
 //! The local folder's directory: the account it is kept under and its
-//! replacement, in one transaction, by what `teams.yaml` says.
+//! replacement, in one transaction, by what `teams.yaml` says, or owner
+//! checking turned off when there is no such file.
 
 use chrono::{DateTime, Utc};
 
@@ -40,6 +41,25 @@ impl DirectoryDb {
             .bind(LOCAL_ORG_ID)
             .execute(&mut *tx)
             .await?;
+        tx.commit().await
+    }
+
+    /// Records that the folder has no `teams.yaml`: owner checking is off
+    /// for it (`reason` says why), so its owners are `unchecked`. The
+    /// teams a former file named are kept, as a refused file keeps them,
+    /// until a file is read again.
+    pub async fn turn_off_local(&self, reason: &str) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        ensure_account_in(&mut tx, &local_account()).await?;
+        sqlx::query(
+            "update directory_orgs set off_reason = $2, off_since = coalesce(off_since, now()),
+                 read_error = null
+             where org_id = $1",
+        )
+        .bind(LOCAL_ORG_ID)
+        .bind(reason)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await
     }
 

@@ -40,7 +40,10 @@ pub struct Reading<'a> {
 }
 
 /// The entries (outside the files being read) among `names`, with their
-/// lifecycle: one indexed statement.
+/// lifecycle: one indexed statement. A public repository's check finds
+/// only what public repositories (and its own) hold: a private project
+/// reads as missing, so neither its lifecycle nor the conclusion tells it
+/// from a name nobody has.
 pub(crate) async fn found(
     conn: &mut PgConnection,
     reading: &Reading<'_>,
@@ -50,12 +53,15 @@ pub(crate) async fn found(
         return Ok(HashMap::new());
     }
     let rows: Vec<(String, Option<String>)> = sqlx::query_as(
-        "select name, lifecycle from entries
-         where name = any($1::text[]) and not (repo_id = $2 and path = any($3::text[]))",
+        "select e.name, e.lifecycle from entries e
+         left join repo_visibility v on v.repo_id = e.repo_id
+         where e.name = any($1::text[]) and not (e.repo_id = $2 and e.path = any($3::text[]))
+           and (not $4 or e.repo_id = $2 or coalesce(v.public, false))",
     )
     .bind(names)
     .bind(reading.repo)
     .bind(reading.paths)
+    .bind(reading.public)
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().collect())

@@ -1,6 +1,11 @@
 //! The local folder's `teams.yaml`, read into the organisation's directory
 //! at start and whenever it changes.
 //!
+//! Without the file there is no directory: owner checking is off for the
+//! folder, as for an installation without `members: read`, so owners read
+//! as the files write them (`unchecked`) to every reader. An empty file is
+//! a directory with no team.
+//!
 //! A file that cannot be used (malformed, too large, not a regular file)
 //! is logged once per content and recorded on the local account, so the
 //! API shows it; the directory keeps what it had.
@@ -50,12 +55,26 @@ fn read(root: &Path) -> Found {
     }
 }
 
-/// Reads `teams.yaml` once: what to write, or why not. An absent file is
-/// an empty directory.
-fn parse(found: &Found) -> Result<TeamsFile, String> {
+/// What the folder says of its directory.
+#[derive(Debug)]
+enum Said {
+    /// No `teams.yaml`: no directory, owners are not checked.
+    Nothing,
+    /// The teams and members of its `teams.yaml` (an empty file: none).
+    Teams(TeamsFile),
+}
+
+/// Why owners of a folder without `teams.yaml` are not checked, as the
+/// owners API and the log say it.
+pub const NO_TEAMS_FILE: &str = "the folder has no teams.yaml";
+
+/// Reads `teams.yaml` once: what to write, or why not.
+fn parse(found: &Found) -> Result<Said, String> {
     match found {
-        Found::Absent => Ok(TeamsFile::default()),
-        Found::Bytes(bytes) => teams_file::parse(bytes).map_err(|e| e.to_string()),
+        Found::Absent => Ok(Said::Nothing),
+        Found::Bytes(bytes) => teams_file::parse(bytes)
+            .map(Said::Teams)
+            .map_err(|e| e.to_string()),
         Found::Refused(message) => Err(message.clone()),
     }
 }
@@ -87,7 +106,10 @@ pub async fn run(
 /// and recorded), false when the database failed and it must be tried again.
 async fn sync(directory: &DirectoryDb, found: &Found) -> bool {
     let result = match parse(found) {
-        Ok(file) => directory.replace_local(&file).await.map(|()| {
+        Ok(Said::Nothing) => directory.turn_off_local(NO_TEAMS_FILE).await.map(|()| {
+            tracing::info!("no {TEAMS_FILE}: owners are not checked");
+        }),
+        Ok(Said::Teams(file)) => directory.replace_local(&file).await.map(|()| {
             tracing::info!(
                 teams = file.teams.len(),
                 members = file.members.len(),

@@ -1,12 +1,16 @@
-//! An entry as a Backstage `Component`, and a system as a `System`
-//! (docs/backstage.md says what maps to what): the documents of the export,
-//! and what is left out because Backstage would refuse a name.
+//! An entry as a Backstage `Component`, a system as a `System` and a team
+//! as a `Group` (docs/backstage.md says what maps to what): the documents
+//! of the export, and what is left out because Backstage would refuse a
+//! name or the reader may not see an owner.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+
 use super::names::{is_valid_name, is_valid_tag, owner_ref};
+use crate::project::OwnerStatus;
 use crate::registry::read_models::export::ExportEntry;
 
 /// The catalog format every document is written in.
@@ -67,10 +71,58 @@ impl Document<'_, ComponentSpec<'_>> {
     }
 }
 
+impl<'a> Document<'a, ComponentSpec<'a>> {
+    /// The names of the components it depends on.
+    pub fn dependencies(&self) -> impl Iterator<Item = &str> {
+        self.spec
+            .depends_on
+            .iter()
+            .filter_map(|d| d.strip_prefix(COMPONENT_REF))
+    }
+
+    /// Keeps only the dependencies on components `exported` says are in
+    /// the export, so that none dangles.
+    pub fn keep_dependencies(&mut self, exported: impl Fn(&str) -> bool) {
+        self.spec
+            .depends_on
+            .retain(|d| d.strip_prefix(COMPONENT_REF).is_some_and(&exported));
+    }
+
+    /// The group that owns it, when a group does: its name.
+    pub fn owning_group(&self) -> Option<&str> {
+        self.spec.owner.strip_prefix(GROUP_REF)
+    }
+}
+
+/// How a component is referred to, before its name.
+const COMPONENT_REF: &str = "component:default/";
+
+/// How a group is referred to, before its name.
+const GROUP_REF: &str = "group:default/";
+
 /// A `System`'s `spec`.
 #[derive(Debug, Serialize)]
 pub struct SystemSpec {
     owner: String,
+}
+
+/// A `Group`'s `spec`: a team, its children left for Backstage to find
+/// from their `parent`.
+#[derive(Debug, Serialize)]
+pub struct GroupSpec {
+    r#type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<Profile>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+    children: [String; 0],
+}
+
+/// A `Group`'s `spec.profile`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Profile {
+    display_name: String,
 }
 
 /// Why an entry is left out.
@@ -79,7 +131,9 @@ pub enum Refused {
     /// Its name is not one Backstage accepts.
     Name,
     /// Its owner's name is not one Backstage accepts.
-    Owner,
+    OwnerName,
+    /// Its owner is withheld from the reader (docs/contract.md#what-a-reader-without-credentials-sees).
+    OwnerHidden,
 }
 
 /// An entry as a component, with the number of its tags left out, or why
@@ -97,12 +151,15 @@ pub fn component(row: &ExportEntry) -> Result<Component<'_>, Refused> {
     if !is_valid_name(&entry.name) {
         return Err(Refused::Name);
     }
+    if entry.resolved.owner_status == OwnerStatus::Hidden {
+        return Err(Refused::OwnerHidden);
+    }
     let owner = owner_ref(
         &entry.fields.owner,
         entry.resolved.owner_status,
         entry.resolved.owner_slug.as_deref(),
     )
-    .ok_or(Refused::Owner)?;
+    .ok_or(Refused::OwnerName)?;
     let tags: Vec<&str> = entry
         .fields
         .tags
@@ -139,7 +196,7 @@ pub fn component(row: &ExportEntry) -> Result<Component<'_>, Refused> {
                 .depends_on
                 .iter()
                 .filter(|d| is_valid_name(d))
-                .map(|d| format!("component:default/{d}"))
+                .map(|d| format!("{COMPONENT_REF}{d}"))
                 .collect(),
         },
     };
@@ -161,13 +218,63 @@ fn annotations(row: &ExportEntry) -> BTreeMap<&'static str, String> {
         annotations.insert(
             "backstage.io/source-location",
             format!(
-                "url:{}/blob/{branch}/{}",
+                "url:{}/blob/{}/{}",
                 html_url.trim_end_matches('/'),
-                row.entry.path
+                utf8_percent_encode(branch, IN_PATH),
+                utf8_percent_encode(&row.entry.path, IN_PATH)
             ),
         );
     }
     annotations
+}
+
+/// What a branch or a file's path may not hold as it is in a URL's path:
+/// its `/` kept (a branch `release/1.0` is two segments on GitHub too),
+/// anything that would end the path (`?`, `#`), `%` itself, and whatever
+/// is not safe in a URL.
+const IN_PATH: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// A team as a Backstage `Group`: `display_name` its name when the
+/// directory knows it, `parent` the group it belongs to when the reader
+/// may see that one.
+pub fn group<'a>(
+    name: &'a str,
+    display_name: Option<&str>,
+    parent: Option<&str>,
+) -> Document<'a, GroupSpec> {
+    Document {
+        api_version: API_VERSION,
+        kind: "Group",
+        metadata: Metadata {
+            name,
+            ..Metadata::default()
+        },
+        spec: GroupSpec {
+            r#type: "team",
+            profile: display_name
+                .filter(|n| !n.trim().is_empty())
+                .map(|n| Profile {
+                    display_name: n.to_owned(),
+                }),
+            parent: parent.map(|p| format!("{GROUP_REF}{p}")),
+            children: [],
+        },
+    }
 }
 
 /// A system as a Backstage `System`, owned by `owner` (a reference).

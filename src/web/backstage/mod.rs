@@ -1,17 +1,22 @@
 //! `GET /api/v1/backstage/entities.yaml`: the registry as Backstage catalog
-//! entities (docs/backstage.md), one `Component` per entry and one `System`
-//! per system, for a Backstage `url` location to read as it is.
+//! entities (docs/backstage.md), one `Component` per entry, one `System`
+//! per system and one `Group` per team that owns one, for a Backstage
+//! `url` location to read as it is.
 //!
 //! A catalog polls it every few minutes, so it answers with an `ETag` made
 //! from [`export_version`] (the change log's head and the repositories'
 //! last change, never the entries), and a poll whose `If-None-Match` still
 //! matches gets `304` without another read. Otherwise the body is written
-//! as the registry is read ([`body`]), never built whole.
+//! as the registry is read ([`body`]), never built whole, and gzipped
+//! ([`gzip`]) for a reader that accepts it.
 
 mod body;
 mod entity;
+mod gzip;
 mod names;
+mod printable;
 
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -24,7 +29,7 @@ use crate::registry::read_models::export::export_version;
 /// Changes whenever what a version of the registry exports as does (the
 /// mapping of this module), so a catalog holding an older export reads
 /// the new one.
-const FORMAT: &str = "b1";
+const FORMAT: &str = "b2";
 
 /// `GET /api/v1/backstage/entities.yaml`.
 #[utoipa::path(get, path = "/api/v1/backstage/entities.yaml", operation_id = "get_backstage_entities",
@@ -33,9 +38,11 @@ const FORMAT: &str = "b1";
             description = "The `ETag` of the export a catalog already holds")),
     responses(
         (status = 200, description = "Multi-document YAML: a comment counting what is left out, \
-            then one Component per project and one System per system",
+            then one Component per project, one System per system and one Group per team \
+            that owns one; gzip-compressed when `Accept-Encoding` accepts it",
          content_type = "application/yaml", body = String,
-         headers(("ETag" = String, description = "Changes whenever the export does"))),
+         headers(("ETag" = String, description = "Changes whenever the export does, one per form"),
+                 ("Vary" = String, description = "`accept-encoding`: the answer is gzipped when accepted"))),
         (status = 304, description = "Unchanged since the export whose `ETag` was sent"),
         (status = 503, description = "The database is unavailable", body = ErrorJson)))]
 pub async fn entities(
@@ -47,12 +54,20 @@ pub async fn entities(
     // Readers with and without credentials see different owners, and a
     // team that turns secret changes what the latter see without a change
     // to any entry: the tag says which view it is of.
-    let etag = format!("\"{FORMAT}-{}-{}\"", version.token(), privacy.fingerprint());
+    // The gzipped form is another representation: its own tag.
+    let gzipped = gzip::accepted(&headers);
+    let etag = format!(
+        "\"{FORMAT}-{}-{}{}\"",
+        version.token(),
+        privacy.fingerprint(),
+        if gzipped { "-gz" } else { "" }
+    );
     let etag_value = HeaderValue::from_str(&etag).map_err(|_| ApiError::Internal)?;
+    let vary = (header::VARY, HeaderValue::from_static("accept-encoding"));
     if matches(&headers, &etag) {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response());
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value), vary]).into_response());
     }
-    Ok((
+    let mut response = (
         [
             (
                 header::CONTENT_TYPE,
@@ -60,10 +75,21 @@ pub async fn entities(
             ),
             (header::ETAG, etag_value),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            vary,
         ],
-        body::body(state.pool.clone(), privacy),
+        (),
     )
-        .into_response())
+        .into_response();
+    let chunks = body::chunks(state.pool.clone(), privacy);
+    *response.body_mut() = if gzipped {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        Body::from_stream(gzip::compressed(chunks))
+    } else {
+        Body::from_stream(chunks)
+    };
+    Ok(response)
 }
 
 /// Whether `If-None-Match` names `etag` (or is `*`); a weak tag matches

@@ -151,6 +151,7 @@ fn node(world: &World, repo: &Repo, path: &str, query: &str, entries: &mut usize
         "name": repo.name,
         "owner": {"login": repo.owner},
         "isArchived": repo.archived,
+        "isPrivate": repo.private,
         "url": format!("https://github.com/{}/{}", repo.owner, repo.name),
         "defaultBranchRef": branch,
     })

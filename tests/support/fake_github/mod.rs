@@ -508,6 +508,13 @@ impl FakeGithub {
         }
     }
 
+    /// Makes `repo` private or public, as its settings' visibility does.
+    pub fn set_private(&self, repo: i64, private: bool) {
+        if let Some(r) = self.shared.world().repos.get_mut(&repo) {
+            r.private = private;
+        }
+    }
+
     pub fn delete_repo(&self, repo: i64) {
         self.shared.world().repos.remove(&repo);
     }

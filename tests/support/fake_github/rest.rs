@@ -133,7 +133,7 @@ pub fn repo_json(base: &str, repo: &Repo) -> Value {
         "node_id": format!("R_{}", repo.id),
         "name": repo.name,
         "full_name": full_name,
-        "private": true,
+        "private": repo.private,
         "owner": {"login": repo.owner, "id": repo.installation * 10, "type": "Organization"},
         "html_url": format!("https://github.com/{full_name}"),
         "url": format!("{base}/repos/{full_name}"),
@@ -141,7 +141,7 @@ pub fn repo_json(base: &str, repo: &Repo) -> Value {
         "archived": repo.archived,
         "disabled": false,
         "default_branch": repo.default_branch,
-        "visibility": "private",
+        "visibility": if repo.private { "private" } else { "public" },
     })
 }
 

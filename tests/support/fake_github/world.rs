@@ -38,6 +38,9 @@ pub struct Repo {
     pub owner: String,
     pub name: String,
     pub archived: bool,
+    /// Private, as GitHub's repositories of an organisation start; public
+    /// once [`FakeGithub::set_private`](super::FakeGithub::set_private) says so.
+    pub private: bool,
     pub default_branch: String,
     /// Branch name → head sha.
     pub branches: BTreeMap<String, String>,
@@ -217,6 +220,7 @@ impl World {
                 owner,
                 name: name.to_owned(),
                 archived: false,
+                private: true,
                 default_branch: "main".into(),
                 branches: BTreeMap::from([("main".to_owned(), sha.clone())]),
                 commits: HashMap::from([(sha, commit)]),
