@@ -75,6 +75,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
         auth_throttle: Default::default(),
         trust_proxy: false,
         relations: roster::project::relations::RelationsMode::default(),
+        graph_reads: Default::default(),
     };
     ensure_known(&pool, &[(RepoId(KEPT_ID), kept_info())])
         .await
