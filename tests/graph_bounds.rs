@@ -162,7 +162,8 @@ async fn graph_reads_past_the_bound_should_be_refused_at_once_while_other_reads_
     drop(held);
     let answer = send(&f.app, get("/api/v1/graph?root=cart-api&depth=3")).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
-    let nodes: Vec<&str> = answer.json()["nodes"]
+    let graph = answer.json();
+    let nodes: Vec<&str> = graph["nodes"]
         .as_array()
         .map(|n| n.iter().filter_map(|n| n["name"].as_str()).collect())
         .unwrap_or_default();

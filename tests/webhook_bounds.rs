@@ -762,10 +762,16 @@ async fn a_body_that_trickles_in_should_be_cut_off_at_its_deadline_and_give_its_
         "a body of 1,000,000 bytes at one byte a second, after {took:?}"
     );
     let admission = h.admission.clone();
-    eventually("the slot to be given back", Duration::from_secs(5), || {
-        let free = admission.free_slots();
-        async move { (free == WebhookLimits::default().concurrency).then_some(()) }
-    })
+    eventually(
+        "the slot to be given back and the client forgotten",
+        Duration::from_secs(5),
+        || {
+            let (free, clients) = (admission.free_slots(), admission.clients());
+            async move {
+                (free == WebhookLimits::default().concurrency && clients == 0).then_some(())
+            }
+        },
+    )
     .await;
     assert_eq!(registered(&h.pool).await, untouched());
     assert_eq!(delivery_count(&h.pool).await, 0);

@@ -309,4 +309,65 @@ mod tests {
         drop(one);
         assert!(matches!(third_large.await, Ok(true)));
     }
+
+    fn sender(text: &str) -> Option<Sender> {
+        text.parse().ok().map(Sender)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_client_past_its_share_should_wait_while_another_passes() {
+        let admission = Arc::new(Admission::new(WebhookLimits {
+            per_client: 2,
+            ..limits(4, 2)
+        }));
+        let slow = sender("192.0.2.1");
+        let held = vec![
+            admission.admit(SMALL, slow).await,
+            admission.admit(SMALL, slow).await,
+        ];
+        assert!(held.iter().all(Result::is_ok));
+        let third = tokio::spawn({
+            let admission = admission.clone();
+            async move { admission.admit(SMALL, slow).await.is_ok() }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        // The third of that client waits for one of its own, not a slot.
+        assert_eq!(admission.free_slots(), 2);
+        assert!(admission.admit(SMALL, sender("192.0.2.2")).await.is_ok());
+        drop(held);
+        assert!(matches!(third.await, Ok(true)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_should_be_forgotten_once_it_holds_and_awaits_nothing() {
+        let admission = Admission::new(WebhookLimits {
+            per_client: 1,
+            wait: Duration::from_secs(1),
+            ..limits(4, 2)
+        });
+        let one = sender("192.0.2.1");
+        let turn = admission.admit(SMALL, one).await;
+        assert!(turn.is_ok());
+        assert_eq!(admission.clients(), 1);
+        // A second of the same client waits its whole wait, then gives up.
+        assert!(admission.admit(SMALL, one).await.is_err());
+        assert_eq!(admission.clients(), 1);
+        drop(turn);
+        assert_eq!(admission.clients(), 0);
+        assert_eq!(admission.free_slots(), 4);
+    }
+
+    #[test]
+    fn a_body_should_get_its_grace_and_a_second_per_mib_it_declares() {
+        let admission = Admission::new(WebhookLimits::default());
+        assert_eq!(admission.deadline(Some(0)), BODY_GRACE);
+        assert_eq!(
+            admission.deadline(Some(25 * MIN_BODY_RATE)),
+            BODY_GRACE + Duration::from_secs(25)
+        );
+        assert_eq!(
+            admission.deadline(None),
+            admission.deadline(Some(super::super::body::MAX_BODY_BYTES as u64))
+        );
+    }
 }

@@ -116,7 +116,7 @@ async fn count_warnings(
         "select e.repo_id, count(*) from entries e
          where e.repo_id = any($1)
            and (e.owner_status in ({FLAGGED_OWNERS})
-                or ($2 and e.id in ({UNKNOWN_DEPENDENCY})))
+                or ($2 and e.name in ({UNKNOWN_DEPENDENCY})))
          group by e.repo_id"
     ))
     .bind(&ids)
@@ -137,7 +137,7 @@ const FLAGGED_OWNERS: &str = "'unknown', 'renamed', 'deleted'";
 /// The entries of the repositories `$1` that depend on a name no entry
 /// has: resolved by name when read, so one stops counting as soon as its
 /// target is applied.
-const UNKNOWN_DEPENDENCY: &str = "select u.id from entries u cross join lateral unnest(u.depends_on) as d(name)
+const UNKNOWN_DEPENDENCY: &str = "select u.name from entries u cross join lateral unnest(u.depends_on) as d(name)
      where u.repo_id = any($1)
        and not exists (select 1 from entries t where t.name = d.name)";
 

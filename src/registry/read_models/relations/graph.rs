@@ -39,7 +39,7 @@ pub const DEPENDENTS_SQL: &str = "select e.name, e.owner, e.owner_status, e.owne
             e.owner_slug, e.system, e.lifecycle, r.owner || '/' || r.name as repo, e.path,
             e.depends_on
      from entries e join repositories r on r.id = e.repo_id
-     where e.id in (select d.id from unnest($1::text[]) as w(name)
+     where e.name in (select d.name from unnest($1::text[]) as w(name)
                     join entries d on d.depends_on @> array[w.name])
      order by e.name limit $2";
 
