@@ -58,6 +58,7 @@ pub const FILES: &[(&str, &str)] = embed![
     "0043_listed_partitions.sql",
     "0044_directory_changes.sql",
     "0045_change_dependents.sql",
+    "0046_depends_on_lookups.sql",
 ];
 
 /// A file name that is not `<version>_<description>.sql`.
