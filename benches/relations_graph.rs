@@ -117,7 +117,10 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let (_, took) = get_text(&app, "/").await?;
-    println!("  the dashboard's / (its warnings counted): {:.0} ms", ms(took));
+    println!(
+        "  the dashboard's / (its warnings counted): {:.0} ms",
+        ms(took)
+    );
     Ok(())
 }
 
@@ -131,7 +134,10 @@ async fn hub(repos: usize) -> anyhow::Result<()> {
     let cap = 20_001_i64;
     let before = "select e.name from entries e join repositories r on r.id = e.repo_id
          where e.depends_on && $1::text[] order by e.name limit $2";
-    for (how, sql) in [("depends_on && $1 (before)", before), ("the index, name by name", DEPENDENTS_SQL)] {
+    for (how, sql) in [
+        ("depends_on && $1 (before)", before),
+        ("the index, name by name", DEPENDENTS_SQL),
+    ] {
         let started = Instant::now();
         let rows = sqlx::query(sql)
             .bind(&dependents)

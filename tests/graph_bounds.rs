@@ -45,10 +45,13 @@ async fn hub_registry(seed: &Seed) {
                 name((i + 149) % total),
             ));
         }
-        seed.repo_as(r as i64 + 10, github_repo("acme", format!("repo-{r:02}"), 1))
-            .await
-            .synced(&format!("{:040x}", r + 10), &file)
-            .await;
+        seed.repo_as(
+            r as i64 + 10,
+            github_repo("acme", format!("repo-{r:02}"), 1),
+        )
+        .await
+        .synced(&format!("{:040x}", r + 10), &file)
+        .await;
     }
 }
 
@@ -78,7 +81,10 @@ async fn the_dependents_of_a_hubs_dependents_should_be_read_through_the_index() 
     )
     .await;
     hub_registry(&Seed::new(&f.pool)).await;
-    sqlx::query("analyze").execute(&f.pool).await.expect("analyze");
+    sqlx::query("analyze")
+        .execute(&f.pool)
+        .await
+        .expect("analyze");
     // The second step of a graph of depth 3 around `hub`: who depends on
     // any of its 2,000 dependents.
     let names: Vec<String> = (0..REPOS * PER_REPO).map(name).collect();
@@ -107,7 +113,10 @@ async fn the_dependents_of_a_hubs_dependents_should_be_read_through_the_index() 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
     let graph = answer.json();
     let nodes = graph["nodes"].as_array().map_or(0, Vec::len);
-    println!("depth 3 around hub: {nodes} nodes, truncated {}", graph["truncated"]);
+    println!(
+        "depth 3 around hub: {nodes} nodes, truncated {}",
+        graph["truncated"]
+    );
     assert!(nodes > 1, "{graph}");
 }
 
@@ -135,11 +144,7 @@ async fn graph_reads_past_the_bound_should_be_refused_at_once_while_other_reads_
              - name: stock-api\n    owner: shop\n",
         )
         .await;
-    let get = |uri: &str| {
-        Request::get(uri)
-            .body(Body::empty())
-            .expect("a request")
-    };
+    let get = |uri: &str| Request::get(uri).body(Body::empty()).expect("a request");
     // Two graph reads are under way: they hold every place.
     let held: Vec<_> = (0..2)
         .map(|_| reads.try_start().expect("a place to read a graph"))
@@ -147,15 +152,31 @@ async fn graph_reads_past_the_bound_should_be_refused_at_once_while_other_reads_
     for _ in 0..5 {
         let asked = Instant::now();
         let answer = send(&f.app, get("/api/v1/graph?root=cart-api&depth=3")).await;
-        println!("graph read past the bound: {} in {:?}", answer.status, asked.elapsed());
-        assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.body);
+        println!(
+            "graph read past the bound: {} in {:?}",
+            answer.status,
+            asked.elapsed()
+        );
+        assert_eq!(
+            answer.status,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "{}",
+            answer.body
+        );
         assert_eq!(answer.header(header::RETRY_AFTER), "1");
-        let error = answer.json()["error"].as_str().unwrap_or_default().to_owned();
+        let error = answer.json()["error"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         assert!(error.contains("too many graph reads at once"), "{error}");
     }
     let asked = Instant::now();
     let project = send(&f.app, get("/api/v1/projects/cart-api")).await;
-    println!("a project beside them: {} in {:?}", project.status, asked.elapsed());
+    println!(
+        "a project beside them: {} in {:?}",
+        project.status,
+        asked.elapsed()
+    );
     assert_eq!(project.status, StatusCode::OK, "{}", project.body);
     assert_eq!(project.json()["name"], "cart-api");
 
@@ -208,9 +229,17 @@ async fn a_graph_read_past_its_time_should_be_cancelled_and_refused_with_retry_a
     locker.rollback().await.expect("the lock given back");
     let answer = answer.unwrap_or_else(|_| panic!("no answer after {took:?}"));
     println!("graph read behind a lock: {} after {took:?}", answer.status);
-    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.body);
+    assert_eq!(
+        answer.status,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "{}",
+        answer.body
+    );
     assert_eq!(answer.header(header::RETRY_AFTER), "1");
-    let error = answer.json()["error"].as_str().unwrap_or_default().to_owned();
+    let error = answer.json()["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(error.contains("graph reads"), "{error}");
     // The registry is as it was.
     let project = send(

@@ -188,9 +188,7 @@ impl Admission {
                 _ => Err(busy),
             }
         };
-        tokio::time::timeout(wait, take)
-            .await
-            .unwrap_or(Err(busy))
+        tokio::time::timeout(wait, take).await.unwrap_or(Err(busy))
     }
 
     /// One of `sender`'s slots, once it has one free.
@@ -301,9 +299,10 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         // The waiting large body holds no slot: 30 small ones still pass.
         assert_eq!(admission.free_slots(), 30);
-        let small: Vec<_> =
-            futures_util::future::join_all((0..30).map(|_| admission.admit(Some(LARGE_BODY), None)))
-                .await;
+        let small: Vec<_> = futures_util::future::join_all(
+            (0..30).map(|_| admission.admit(Some(LARGE_BODY), None)),
+        )
+        .await;
         assert!(small.iter().all(Result::is_ok));
         drop(small);
         drop(one);

@@ -20,11 +20,11 @@ use super::dashboard::{
     deliveries, forms, history, overview, owners, project, projects, repo, signin, systems,
 };
 use super::state::AppState;
+use super::throttle_key::client_in;
 use super::{
     api_holds, api_owners, api_projects, api_relations, api_repos, api_write, assets, backstage,
     delivery_log, error, health, metrics_route, openapi,
 };
-use super::throttle_key::client_in;
 use crate::intake::admission::{Admission, Sender};
 use crate::intake::{self, WebhookState};
 use crate::setup::{routes as setup_routes, SetupState};

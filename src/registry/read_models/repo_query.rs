@@ -137,7 +137,8 @@ const FLAGGED_OWNERS: &str = "'unknown', 'renamed', 'deleted'";
 /// The entries of the repositories `$1` that depend on a name no entry
 /// has: resolved by name when read, so one stops counting as soon as its
 /// target is applied.
-const UNKNOWN_DEPENDENCY: &str = "select u.name from entries u cross join lateral unnest(u.depends_on) as d(name)
+const UNKNOWN_DEPENDENCY: &str =
+    "select u.name from entries u cross join lateral unnest(u.depends_on) as d(name)
      where u.repo_id = any($1)
        and not exists (select 1 from entries t where t.name = d.name)";
 

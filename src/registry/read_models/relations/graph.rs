@@ -186,9 +186,11 @@ async fn set_timeout(conn: &mut PgConnection) -> Result<(), RegistryError> {
 /// A statement cancelled by its timeout is [`RegistryError::TooLong`].
 fn overrun(error: sqlx::Error) -> RegistryError {
     match &error {
-        sqlx::Error::Database(e) if e.code().as_deref() == Some("57014") => RegistryError::TooLong {
-            what: "graph reads",
-        },
+        sqlx::Error::Database(e) if e.code().as_deref() == Some("57014") => {
+            RegistryError::TooLong {
+                what: "graph reads",
+            }
+        }
         _ => RegistryError::Database(error),
     }
 }
