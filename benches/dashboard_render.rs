@@ -124,6 +124,7 @@ fn app(pool: PgPool) -> Router {
         auth_throttle: Default::default(),
         trust_proxy: false,
         relations: roster::project::relations::RelationsMode::default(),
+        graph_reads: Default::default(),
     })
 }
 

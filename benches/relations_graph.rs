@@ -3,6 +3,12 @@
 //!   and in one of 20 systems: `GET /api/v1/graph` of the whole registry
 //!   (at most 1 MiB, then `truncated`), a neighbourhood of depth 3, and the
 //!   project page with its picture (target: under 50 ms);
+//! - a hub registry, 10,000 projects each depending on `svc-00000` (the
+//!   hub) and 2 others: who depends on the hub's 9,999 dependents, asked
+//!   as before (`depends_on && $1`) and through the index name by name
+//!   (`DEPENDENTS_SQL`), one graph of depth 3 around the hub, and 48 of
+//!   them at once beside a plain project read (4 are read at once, the
+//!   rest answered 503 at once);
 //! - a dense registry, 1,000 projects each depending on 50 others (the
 //!   most a project may): everything is within three steps of everything,
 //!   and the graph of depth 3 and the page must stay bounded all the same.
@@ -22,7 +28,7 @@ use axum::Router;
 use futures_util::{stream, StreamExt};
 use http_body_util::BodyExt;
 use roster::db::testing::fresh_database;
-use roster::registry::read_models::relations::neighbourhood;
+use roster::registry::read_models::relations::{neighbourhood, DEPENDENTS_SQL};
 use roster_testkit::bench_mode;
 use roster_testkit::registry::{github_repo, queue};
 use roster_testkit::router::{app_on, Options};
@@ -73,6 +79,8 @@ async fn main() -> anyhow::Result<()> {
     );
     pages((&app, &pool), projects, read, "under 50 ms", 50.0).await?;
 
+    hub(repos).await?;
+
     let dense_repos = 10 / scale.min(5);
     let (app, pool) = registry(dense_repos, 50).await?;
     let projects = dense_repos * PER_REPO;
@@ -108,6 +116,88 @@ async fn main() -> anyhow::Result<()> {
         50.0,
     )
     .await?;
+    let (_, took) = get_text(&app, "/").await?;
+    println!(
+        "  the dashboard's / (its warnings counted): {:.0} ms",
+        ms(took)
+    );
+    Ok(())
+}
+
+/// Graph reads around a hub every project depends on.
+async fn hub(repos: usize) -> anyhow::Result<()> {
+    let (app, pool) = registry_of(repos, 3, true).await?;
+    let projects = repos * PER_REPO;
+    let hub = name(0);
+    println!("hub: {projects} projects, each depending on {hub} and 2 others");
+    let dependents: Vec<String> = (1..projects).map(name).collect();
+    let cap = 20_001_i64;
+    let before = "select e.name from entries e join repositories r on r.id = e.repo_id
+         where e.depends_on && $1::text[] order by e.name limit $2";
+    for (how, sql) in [
+        ("depends_on && $1 (before)", before),
+        ("the index, name by name", DEPENDENTS_SQL),
+    ] {
+        let started = Instant::now();
+        let rows = sqlx::query(sql)
+            .bind(&dependents)
+            .bind(cap)
+            .fetch_all(&pool)
+            .await?;
+        println!(
+            "  who depends on {} names, {how}: {} rows in {:.0} ms",
+            dependents.len(),
+            rows.len(),
+            ms(started.elapsed())
+        );
+    }
+    let (bytes, took, body) = get(&app, &format!("/api/v1/graph?root={hub}&depth=3")).await?;
+    println!(
+        "  depth 3 around {hub}: {} nodes, {} edges, truncated {}, {bytes} bytes in {:.0} ms",
+        count(&body, "nodes"),
+        count(&body, "edges"),
+        body["truncated"],
+        ms(took),
+    );
+    let started = Instant::now();
+    let graphs = futures_util::future::join_all((0..48).map(|_| {
+        let app = app.clone();
+        let uri = format!("/api/v1/graph?root={hub}&depth=3");
+        async move {
+            let asked = Instant::now();
+            let answer = app.oneshot(Request::get(&uri).body(Body::empty())?).await?;
+            let status = answer.status();
+            answer.into_body().collect().await?;
+            anyhow::Ok((status, asked.elapsed()))
+        }
+    }));
+    let plain = async {
+        // Once the graph reads are under way.
+        tokio::task::yield_now().await;
+        get_text(&app, &format!("/api/v1/projects/{}", name(projects / 2))).await
+    };
+    let (graphs, plain) = tokio::join!(graphs, plain);
+    let all = started.elapsed();
+    let mut ok = Vec::new();
+    let mut refused = Vec::new();
+    for answer in graphs {
+        let (status, took) = answer?;
+        match status {
+            StatusCode::OK => ok.push(took),
+            _ => refused.push(took),
+        }
+    }
+    let slowest = |times: &[Duration]| times.iter().max().map_or(0.0, |d| ms(*d));
+    println!(
+        "  48 at once: {} answered in at most {:.0} ms, {} refused 503 in at most {:.1} ms, all in {:.0} ms; \
+         a project read beside them {:.1} ms",
+        ok.len(),
+        slowest(&ok),
+        refused.len(),
+        slowest(&refused),
+        ms(all),
+        ms(plain?.1),
+    );
     Ok(())
 }
 
@@ -181,11 +271,16 @@ async fn pages(
 /// A fresh registry of `repos` repositories of [`PER_REPO`] projects, each
 /// depending on `deps` others spread over the registry, behind a router.
 async fn registry(repos: usize, deps: usize) -> anyhow::Result<(Router, PgPool)> {
+    registry_of(repos, deps, false).await
+}
+
+/// [`registry`], every project also depending on the first (`hub`).
+async fn registry_of(repos: usize, deps: usize, hub: bool) -> anyhow::Result<(Router, PgPool)> {
     let (pool, _url) = fresh_database()
         .await
         .context("creating a fresh database")?;
     let started = Instant::now();
-    seed(&pool, repos, deps).await?;
+    seed(&pool, repos, deps, hub).await?;
     println!(
         "(seeded {} projects in {:.1} s)",
         repos * PER_REPO,
@@ -204,7 +299,7 @@ async fn registry(repos: usize, deps: usize) -> anyhow::Result<(Router, PgPool)>
     Ok((app, pool))
 }
 
-async fn seed(pool: &PgPool, repos: usize, deps: usize) -> anyhow::Result<()> {
+async fn seed(pool: &PgPool, repos: usize, deps: usize, hub: bool) -> anyhow::Result<()> {
     let total = repos * PER_REPO;
     let lifecycles = ["production", "experimental", "deprecated"];
     let seed = Seed::new(pool);
@@ -218,6 +313,7 @@ async fn seed(pool: &PgPool, repos: usize, deps: usize) -> anyhow::Result<()> {
                     // Spread over the registry, never the project itself.
                     let depends: Vec<String> = (1..=deps)
                         .map(|k| name((i + k * k * 37 + k) % total))
+                        .chain(hub.then(|| name(0)))
                         .filter(|d| *d != name(i))
                         .collect::<std::collections::BTreeSet<_>>()
                         .into_iter()
@@ -262,4 +358,17 @@ async fn get(app: &Router, uri: &str) -> anyhow::Result<(usize, Duration, serde_
     let body = answer.into_body().collect().await?.to_bytes();
     let took = started.elapsed();
     Ok((body.len(), took, serde_json::from_slice(&body)?))
+}
+
+/// One answer of the router that need not be JSON: its status and time.
+async fn get_text(app: &Router, uri: &str) -> anyhow::Result<(StatusCode, Duration)> {
+    let started = Instant::now();
+    let answer = app
+        .clone()
+        .oneshot(Request::get(uri).body(Body::empty())?)
+        .await?;
+    let status = answer.status();
+    ensure!(status == StatusCode::OK, "{uri}: {status}");
+    answer.into_body().collect().await?;
+    Ok((status, started.elapsed()))
 }

@@ -176,6 +176,7 @@ where
         auth_throttle: Arc::default(),
         trust_proxy: settings.trust_proxy,
         relations: settings.relations,
+        graph_reads: Default::default(),
     };
     // The feed tells readers with credentials from others as the other
     // routes do (docs/contract.md#what-a-reader-without-credentials-sees).

@@ -46,6 +46,7 @@ mod github_secondary_limit;
 mod github_source;
 mod github_start;
 mod github_trees;
+mod graph_bounds;
 mod graphql_schema;
 mod holds;
 mod hostile_file_e2e;

@@ -75,6 +75,7 @@ async fn harness(limits: WebhookLimits) -> Harness {
         auth_throttle: Default::default(),
         trust_proxy: false,
         relations: roster::project::relations::RelationsMode::default(),
+        graph_reads: Default::default(),
     };
     ensure_known(&pool, &[(RepoId(KEPT_ID), kept_info())])
         .await
@@ -634,4 +635,144 @@ async fn a_300000_repository_payload_should_be_answered_with_counts_in_under_1_k
             ..untouched()
         }
     );
+}
+
+/// Slow senders of the attack: each from `from`, declares a body of a
+/// million bytes under a well-formed but wrong signature, then sends one
+/// byte a second until the server closes the connection. Each task ends
+/// with what the server answered (`None`: closed without an answer).
+fn slow_senders(address: &str, from: &str, n: usize) -> tokio::task::JoinSet<Option<u16>> {
+    let mut senders = tokio::task::JoinSet::new();
+    let (address, from): (std::net::SocketAddr, std::net::IpAddr) = (
+        address.parse().expect("the server's address"),
+        from.parse().expect("a sender's address"),
+    );
+    for _ in 0..n {
+        senders.spawn(async move {
+            let socket = tokio::net::TcpSocket::new_v4().ok()?;
+            socket.bind(std::net::SocketAddr::new(from, 0)).ok()?;
+            let mut stream = socket.connect(address).await.ok()?;
+            stream
+                .write_all(forged_header(1_000_000).as_bytes())
+                .await
+                .ok()?;
+            let (mut read, mut write) = stream.split();
+            let trickle = async {
+                loop {
+                    if write.write_all(b" ").await.is_err() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            };
+            let mut text = Vec::new();
+            let answered = async {
+                let mut buf = [0u8; 1024];
+                while let Ok(n @ 1..) = read.read(&mut buf).await {
+                    text.extend_from_slice(&buf[..n]);
+                }
+            };
+            tokio::select! {
+                () = trickle => {}
+                () = answered => {}
+            }
+            let text = String::from_utf8_lossy(&text).into_owned();
+            text.split(' ').nth(1).and_then(|s| s.parse().ok())
+        });
+    }
+    senders
+}
+
+/// A real delivery of a push to repository `id`, sent at once: its
+/// answer and how long it took.
+async fn real_delivery(base: &str, delivery: &str, id: i64) -> (http::Answer, Duration) {
+    let body = push_body(id);
+    let signature = sign(SECRET, &body);
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-github-event", "push"),
+        ("x-github-delivery", delivery),
+        ("x-hub-signature-256", signature.as_str()),
+    ];
+    let asked = Instant::now();
+    let answer = http::send(Method::POST, &format!("{base}{PATH}"), &headers, body)
+        .await
+        .expect("an answer");
+    (answer, asked.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hundred_slow_senders_from_one_address_should_not_hold_up_a_real_delivery() {
+    let h = harness(WebhookLimits::default()).await;
+    let address = serve(h.app.clone()).await;
+    let _slow = slow_senders(&address, "127.0.0.2", 100);
+    let concurrency = WebhookLimits::default().concurrency;
+    let admission = h.admission.clone();
+    // However many slots one address may hold, the slow senders have
+    // taken them all (and, before the bound per address, every slot).
+    eventually(
+        "the slow senders to hold their slots",
+        Duration::from_secs(10),
+        || {
+            let taken = concurrency - admission.free_slots();
+            async move { (taken >= WebhookLimits::default().per_client.min(concurrency)).then_some(()) }
+        },
+    )
+    .await;
+
+    let base = format!("http://{address}");
+    for (i, id) in [(1, 71), (2, 72), (3, 73), (4, 74)] {
+        let (answer, took) = real_delivery(&base, &format!("real-{i}"), id).await;
+        println!(
+            "real delivery {i}: {} in {took:?} beside 100 slow senders, {} slots free",
+            answer.status,
+            h.admission.free_slots()
+        );
+        assert_eq!(answer.status, 202, "delivery {i}: {}", answer.body);
+        assert!(
+            took < WebhookLimits::default().wait,
+            "delivery {i} waited {took:?}, as long as a delivery may wait for a slot"
+        );
+    }
+    assert_eq!(registered(&h.pool).await.queued, vec![71, 72, 73, 74]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_that_trickles_in_should_be_cut_off_at_its_deadline_and_give_its_slot_back() {
+    let deadline = Duration::from_secs(1);
+    let h = harness(WebhookLimits {
+        body_grace: deadline,
+        ..WebhookLimits::default()
+    })
+    .await;
+    let address = serve(h.app.clone()).await;
+    let asked = Instant::now();
+    let mut slow = slow_senders(&address, "127.0.0.3", 1);
+    let answer = tokio::time::timeout(Duration::from_secs(15), slow.join_next())
+        .await
+        .ok()
+        .flatten()
+        .and_then(Result::ok)
+        .flatten();
+    let took = asked.elapsed();
+    println!("a trickling body answered {answer:?} after {took:?}");
+    assert_eq!(
+        answer,
+        Some(408),
+        "a body of 1,000,000 bytes at one byte a second, after {took:?}"
+    );
+    let admission = h.admission.clone();
+    eventually(
+        "the slot to be given back and the client forgotten",
+        Duration::from_secs(5),
+        || {
+            let (free, clients) = (admission.free_slots(), admission.clients());
+            async move {
+                (free == WebhookLimits::default().concurrency && clients == 0).then_some(())
+            }
+        },
+    )
+    .await;
+    assert_eq!(registered(&h.pool).await, untouched());
+    assert_eq!(delivery_count(&h.pool).await, 0);
 }

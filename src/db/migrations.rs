@@ -60,6 +60,7 @@ pub const FILES: &[(&str, &str)] = embed![
     "0045_change_dependents.sql",
     "0046_setup_logged_token.sql",
     "0047_listing_awaited.sql",
+    "0048_depends_on_lookups.sql",
 ];
 
 /// A file name that is not `<version>_<description>.sql`.

@@ -5,7 +5,8 @@
 //! The checks keep their order (docs/contract.md#webhooks, docs/contract.md#bounds): the headers before any of the
 //! body is read (a declared length over 25 MiB: 413; a missing or malformed
 //! signature: 401), then a turn to read the body ([`super::admission`];
-//! none in time: 503), then the body, its signature, the delivery's headers
+//! none in time: 503), then the body (not all of it within its deadline:
+//! 408), its signature, the delivery's headers
 //! and the payload. A refusal is answered by the extractor itself.
 //!
 //! The decisions that need neither the database nor the network
@@ -22,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use secrecy::SecretString;
 use sqlx::PgPool;
 
-use super::admission::Busy;
+use super::admission::{Busy, Sender};
 use super::body::{self, BodyError, MAX_BODY_BYTES};
 use super::deliveries::{self, NewDelivery};
 use super::event::{self, Accepted};
@@ -49,19 +50,26 @@ impl FromRequest<Arc<Route>> for VerifiedDelivery {
         // The turn is taken before a byte of the body is read, and given
         // back once the body is verified and parsed (the body is dropped
         // with it).
-        let turn = match route.admission.admit(declared.length).await {
+        let sender = parts.extensions.get::<Sender>().copied();
+        let turn = match route.admission.admit(declared.length, sender).await {
             Ok(turn) => turn,
             Err(busy) => {
                 state.metrics.webhook(OTHER_EVENT, "busy");
                 return Err(busy_answer(busy));
             }
         };
-        let decided = match body::read(body, declared.length).await {
-            Ok(bytes) => after_body(&state.secret, &parts.headers, &bytes),
-            Err(BodyError::TooLarge) => Err(too_large()),
-            Err(e @ BodyError::Broken(_)) => {
+        let deadline = turn.deadline();
+        let read = tokio::time::timeout(deadline, body::read(body, declared.length)).await;
+        let decided = match read {
+            Ok(Ok(bytes)) => after_body(&state.secret, &parts.headers, &bytes),
+            Ok(Err(BodyError::TooLarge)) => Err(too_large()),
+            Ok(Err(e @ BodyError::Broken(_))) => {
                 state.metrics.webhook(OTHER_EVENT, "rejected");
                 return Err(error_answer(StatusCode::BAD_REQUEST, &e.to_string()));
+            }
+            Err(_) => {
+                state.metrics.webhook(OTHER_EVENT, "slow");
+                return Err(slow_answer(deadline));
             }
         };
         drop(turn);
@@ -279,6 +287,23 @@ fn unidentified_delivery() -> String {
 pub(super) fn error_answer(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({ "error": message });
     (status, axum::Json(body)).into_response()
+}
+
+/// 408: the body did not arrive within its deadline; the connection is
+/// closed with the answer, the rest of the body unread.
+fn slow_answer(deadline: std::time::Duration) -> Response {
+    let mut answer = error_answer(
+        StatusCode::REQUEST_TIMEOUT,
+        &format!(
+            "the body did not arrive within {:.1} s of its turn",
+            deadline.as_secs_f64()
+        ),
+    );
+    answer.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    answer
 }
 
 /// 503 with `Retry-After`: every turn to read a body stayed taken.

@@ -5,6 +5,10 @@
 pub enum RegistryError {
     #[error("registry database: {0}")]
     Database(#[from] sqlx::Error),
+    /// A read ran past its time in the database and was cancelled
+    /// (docs/contract.md#bounds); `what` says which, in the plural.
+    #[error("{what} ran past their time in the database")]
+    TooLong { what: &'static str },
     /// A pagination cursor this server did not hand out (the API answers 400).
     #[error("malformed cursor")]
     BadCursor,

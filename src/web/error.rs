@@ -25,6 +25,13 @@ pub enum ApiError {
     /// The write API is off because no token is configured.
     #[error("the write API is disabled: no API token is configured")]
     Forbidden,
+    /// A bounded kind of work has no room now (docs/contract.md#bounds): 503
+    /// with `Retry-After`, answered at once.
+    #[error("too many {what} at once: try again in {} s", retry_after(*.wait))]
+    Busy {
+        what: &'static str,
+        wait: std::time::Duration,
+    },
     /// The database (or another backing store) failed; the detail is logged.
     #[error("the database is unavailable, try again later")]
     Unavailable,
@@ -47,7 +54,7 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::TooManyTries { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Forbidden => StatusCode::FORBIDDEN,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -60,6 +67,13 @@ impl From<RegistryError> for ApiError {
                 Self::BadRequest("cursor: not a cursor this list handed out".to_owned())
             }
             RegistryError::Database(detail) => Self::unavailable("registry query failed", &detail),
+            RegistryError::TooLong { what } => {
+                tracing::warn!(what, "a read ran past its time and was cancelled");
+                Self::Busy {
+                    what,
+                    wait: std::time::Duration::from_secs(1),
+                }
+            }
             other => Self::unavailable("registry query failed", &other),
         }
     }
@@ -99,7 +113,7 @@ impl IntoResponse for ApiError {
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            Self::TooManyTries { wait } => {
+            Self::TooManyTries { wait } | Self::Busy { wait, .. } => {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from(retry_after(wait)));

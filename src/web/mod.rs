@@ -23,6 +23,7 @@ pub mod error;
 pub(crate) mod escape;
 mod extract;
 pub mod forwarded;
+pub mod graph_reads;
 pub(crate) mod health;
 mod html_budget;
 pub mod json;

@@ -20,11 +20,12 @@ use super::dashboard::{
     deliveries, forms, history, overview, owners, project, projects, repo, signin, systems,
 };
 use super::state::AppState;
+use super::throttle_key::client_in;
 use super::{
     api_holds, api_owners, api_projects, api_relations, api_repos, api_write, assets, backstage,
     delivery_log, error, health, metrics_route, openapi,
 };
-use crate::intake::admission::Admission;
+use crate::intake::admission::{Admission, Sender};
 use crate::intake::{self, WebhookState};
 use crate::setup::{routes as setup_routes, SetupState};
 
@@ -47,6 +48,7 @@ pub fn router(state: AppState) -> Router {
 /// Like [`router`], merging `extra` (the webhook route, which sets its own
 /// body limit) under the same timeout and security headers.
 pub fn router_with(state: AppState, extra: Router) -> Router {
+    let trust_proxy = state.trust_proxy;
     let routes = Router::new()
         .merge(dashboard())
         .route("/static/roster.css", get(assets::stylesheet))
@@ -79,6 +81,18 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
     // One stack, outermost first: each `Router::layer` boxes every route
     // once more, a clone and an allocation per request (the webhook's hot
     // path pays them thousands of times a second).
+    // The webhook route holds each client to its share of the turns to
+    // read a body: it learns who the client is here, where the proxy
+    // setting is known.
+    let extra = extra.layer(axum::middleware::map_request(
+        move |mut request: axum::extract::Request| async move {
+            let client = client_in(request.headers(), request.extensions(), trust_proxy);
+            if let Some(address) = client.address() {
+                request.extensions_mut().insert(Sender(address));
+            }
+            request
+        },
+    ));
     routes.merge(extra).layer(
         ServiceBuilder::new()
             .layer(TraceLayer::new_for_http())

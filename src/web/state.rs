@@ -7,6 +7,7 @@ use prometheus_client::registry::Registry;
 use secrecy::SecretString;
 use sqlx::PgPool;
 
+use super::graph_reads::GraphReads;
 use super::throttle::FailureThrottle;
 use crate::db::queue::PgQueue;
 use crate::metrics::Metrics;
@@ -39,6 +40,8 @@ pub struct AppState {
     /// How dependencies are checked (`ROSTER_RELATIONS`): under `off` an
     /// unknown one is no warning.
     pub relations: RelationsMode,
+    /// The places to read a graph (`GET /api/v1/graph`), a few at once.
+    pub graph_reads: GraphReads,
 }
 
 impl axum::extract::FromRef<AppState> for super::throttle_key::TrustProxy {

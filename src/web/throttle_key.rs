@@ -38,6 +38,16 @@ impl ClientKey {
             },
         }
     }
+
+    /// The address that stands for this client (an IPv6 /64 by its
+    /// network), or `None` when it is not known.
+    pub fn address(self) -> Option<IpAddr> {
+        match self {
+            Self::V4(v4) => Some(IpAddr::V4(v4)),
+            Self::V6Net(net) => Some(IpAddr::V6(net)),
+            Self::Unknown => None,
+        }
+    }
 }
 
 impl fmt::Display for ClientKey {
@@ -76,11 +86,17 @@ where
 
 /// The client of a request with these parts.
 pub fn client_of(parts: &Parts, trust_proxy: bool) -> ClientKey {
-    let peer = parts
-        .extensions
-        .get::<ClientAddr>()
-        .map(|ClientAddr(ip)| *ip);
-    ClientKey::of(client_address(&parts.headers, peer, trust_proxy))
+    client_in(&parts.headers, &parts.extensions, trust_proxy)
+}
+
+/// The client of a request with these headers and extensions.
+pub fn client_in(
+    headers: &axum::http::HeaderMap,
+    extensions: &axum::http::Extensions,
+    trust_proxy: bool,
+) -> ClientKey {
+    let peer = extensions.get::<ClientAddr>().map(|ClientAddr(ip)| *ip);
+    ClientKey::of(client_address(headers, peer, trust_proxy))
 }
 
 #[cfg(test)]

@@ -75,6 +75,7 @@ pub fn app_on(
         auth_throttle: Default::default(),
         trust_proxy: false,
         relations: roster::project::relations::RelationsMode::default(),
+        graph_reads: Default::default(),
     };
     tune(&mut state);
     router(state)

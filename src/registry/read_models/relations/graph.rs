@@ -6,12 +6,16 @@
 //! Reading is bounded: at most `cap` nodes are read, whatever the registry
 //! holds, so a registry where everything depends on everything costs no
 //! more than one that fits; `complete` says whether anything was left out.
+//! And it is bounded in time: a graph is read in one transaction, on one
+//! connection, whose statements each stop after [`GRAPH_STATEMENT_TIMEOUT`]
+//! ([`RegistryError::TooLong`]); who depends on a set of names is asked of
+//! the index on `depends_on`, name by name ([`DEPENDENTS_SQL`]).
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
-use super::existing;
 use crate::project::ResolvedOwner;
 use crate::registry::RegistryError;
 
@@ -20,6 +24,24 @@ pub const MAX_DEPTH: u8 = 3;
 
 /// The most nodes one graph reads; more than an answer of 1 MiB can hold.
 pub const MAX_GRAPH_NODES: usize = 20_000;
+
+/// The longest one statement of a graph read may run. The read of every
+/// dependent of a hub that 10,000 projects depend on, at depth 3, takes
+/// some 0.2 s; a read that takes ten times that holds a connection others
+/// need.
+pub const GRAPH_STATEMENT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The entries that depend on any of `$1` (by name, at most `$2`): one
+/// lookup in the GIN index on `depends_on` per name. An overlap
+/// (`depends_on && $1`) compared every entry's array with all of `$1`,
+/// seconds for the 10,000 names of a hub's dependents.
+pub const DEPENDENTS_SQL: &str = "select e.name, e.owner, e.owner_status, e.owner_team_id,
+            e.owner_slug, e.system, e.lifecycle, r.owner || '/' || r.name as repo, e.path,
+            e.depends_on
+     from entries e join repositories r on r.id = e.repo_id
+     where e.name in (select d.name from unnest($1::text[]) as w(name)
+                    join entries d on d.depends_on @> array[w.name])
+     order by e.name limit $2";
 
 /// One project of a graph, or a name no project has.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,9 +164,46 @@ pub async fn neighbourhood(
     depth: u8,
     cap: usize,
 ) -> Result<Option<Graph>, RegistryError> {
+    let mut tx = pool.begin().await?;
+    set_timeout(&mut tx).await?;
+    let graph = read_neighbourhood(&mut tx, root, depth, cap)
+        .await
+        .map_err(overrun)?;
+    tx.commit().await?;
+    Ok(graph)
+}
+
+/// Bounds each statement of the transaction on `conn`.
+async fn set_timeout(conn: &mut PgConnection) -> Result<(), RegistryError> {
+    let ms = GRAPH_STATEMENT_TIMEOUT.as_millis().to_string();
+    sqlx::query("select set_config('statement_timeout', $1, true)")
+        .bind(ms)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// A statement cancelled by its timeout is [`RegistryError::TooLong`].
+fn overrun(error: sqlx::Error) -> RegistryError {
+    match &error {
+        sqlx::Error::Database(e) if e.code().as_deref() == Some("57014") => {
+            RegistryError::TooLong {
+                what: "graph reads",
+            }
+        }
+        _ => RegistryError::Database(error),
+    }
+}
+
+async fn read_neighbourhood(
+    conn: &mut PgConnection,
+    root: &str,
+    depth: u8,
+    cap: usize,
+) -> Result<Option<Graph>, sqlx::Error> {
     let Some(row) = sqlx::query_as::<_, NodeRow>(&format!("{NODE_SELECT} where e.name = $1"))
         .bind(root)
-        .fetch_optional(pool)
+        .fetch_optional(&mut *conn)
         .await?
     else {
         return Ok(None);
@@ -160,7 +219,7 @@ pub async fn neighbourhood(
         wanted.truncate(gather.room() + 1);
         let rows: Vec<NodeRow> = sqlx::query_as(&format!("{NODE_SELECT} where e.name = any($1)"))
             .bind(&wanted)
-            .fetch_all(pool)
+            .fetch_all(&mut *conn)
             .await?;
         let mut next_wanted = Vec::new();
         let mut rows: HashMap<String, NodeRow> =
@@ -179,13 +238,11 @@ pub async fn neighbourhood(
             };
             gather.add(node);
         }
-        let rows: Vec<NodeRow> = sqlx::query_as(&format!(
-            "{NODE_SELECT} where e.depends_on && $1::text[] order by e.name limit $2"
-        ))
-        .bind(&dependents_of)
-        .bind(limit(gather.room() + gather.seen.len() + 1))
-        .fetch_all(pool)
-        .await?;
+        let rows: Vec<NodeRow> = sqlx::query_as(DEPENDENTS_SQL)
+            .bind(&dependents_of)
+            .bind(limit(gather.room() + gather.seen.len() + 1))
+            .fetch_all(&mut *conn)
+            .await?;
         let mut next_dependents = Vec::new();
         for row in rows {
             let name = row.name.clone();
@@ -207,9 +264,17 @@ pub async fn neighbourhood(
 /// Every entry by name, then the unknown names they depend on, at most
 /// `cap` nodes.
 pub async fn whole_registry(pool: &PgPool, cap: usize) -> Result<Graph, RegistryError> {
+    let mut tx = pool.begin().await?;
+    set_timeout(&mut tx).await?;
+    let graph = read_whole_registry(&mut tx, cap).await.map_err(overrun)?;
+    tx.commit().await?;
+    Ok(graph)
+}
+
+async fn read_whole_registry(conn: &mut PgConnection, cap: usize) -> Result<Graph, sqlx::Error> {
     let rows: Vec<NodeRow> = sqlx::query_as(&format!("{NODE_SELECT} order by e.name limit $1"))
         .bind(limit(cap.max(1) + 1))
-        .fetch_all(pool)
+        .fetch_all(&mut *conn)
         .await?;
     let mut gather = Gather::new(cap);
     let mut targets = Vec::new();
@@ -222,7 +287,15 @@ pub async fn whole_registry(pool: &PgPool, cap: usize) -> Result<Graph, Registry
     targets.dedup();
     // A name past the cap may be an entry that was not read: only names no
     // entry has are unknown.
-    let there = existing(pool, &targets).await?;
+    let there: HashSet<String> = match targets.is_empty() {
+        true => HashSet::new(),
+        false => sqlx::query_scalar("select name from entries where name = any($1)")
+            .bind(&targets)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect(),
+    };
     for name in targets.into_iter().filter(|n| !there.contains(n)) {
         gather.add(Node {
             name,

@@ -14,7 +14,8 @@ use sqlx::PgPool;
 use crate::registry::RegistryError;
 
 pub use graph::{
-    neighbourhood, whole_registry, Graph, Node, NodeEntry, MAX_DEPTH, MAX_GRAPH_NODES,
+    neighbourhood, whole_registry, Graph, Node, NodeEntry, DEPENDENTS_SQL, GRAPH_STATEMENT_TIMEOUT,
+    MAX_DEPTH, MAX_GRAPH_NODES,
 };
 pub use systems::{system_cursor, systems, System, SystemOwner, MAX_SYSTEM_PROJECTS};
 
