@@ -8,6 +8,7 @@ use roster_testkit as support;
 mod app_docs;
 mod auth_throttle;
 mod backstage_export;
+mod bad_input;
 mod browser;
 mod change_log_bounds;
 mod changes;

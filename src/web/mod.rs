@@ -25,6 +25,7 @@ mod extract;
 pub mod forwarded;
 pub(crate) mod health;
 mod html_budget;
+mod input_check;
 pub mod json;
 pub mod long_polls;
 mod metrics_route;
