@@ -18,7 +18,7 @@ use crate::registry::read_models::relations::{self, system_cursor, MAX_GRAPH_NOD
 /// on, and what depends on it), or the whole registry without `root`; at
 /// most 1 MiB, then `truncated`.
 #[utoipa::path(get, path = "/api/v1/graph", operation_id = "get_graph",
-    tag = "relations", params(GraphParams),
+    tag = "relations", security((), ("token" = [])), params(GraphParams),
     responses((status = 200, description = "Nodes and the edges between them", body = GraphJson),
               (status = 400, description = "A bad root or depth", body = ErrorJson),
               (status = 404, description = "No project is called root", body = ErrorJson)))]
@@ -39,7 +39,7 @@ pub async fn graph(
 
 /// The systems, by name: each with its projects and their owners.
 #[utoipa::path(get, path = "/api/v1/systems", operation_id = "list_systems",
-    tag = "relations", params(SystemParams),
+    tag = "relations", security((), ("token" = [])), params(SystemParams),
     responses((status = 200, description = "A page of systems", body = PageJson<SystemJson>),
               BadParameter))]
 pub async fn systems(

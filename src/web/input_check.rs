@@ -4,7 +4,7 @@
 //! a 503) nor echo a control character back (docs/contract.md#lists-and-pages).
 //!
 //! A value that is not UTF-8, holds a control character (C0, DEL, C1) or is
-//! longer than [`MAX_VALUE_BYTES`] answers 400 naming its parameter: JSON
+//! longer than [`MAX_VALUE_CHARS`] answers 400 naming its parameter: JSON
 //! under `/api/`, an error page elsewhere.
 
 use axum::extract::{MatchedPath, Request};
@@ -14,9 +14,10 @@ use axum::response::{IntoResponse, Response};
 use super::dashboard::PageError;
 use super::error::ApiError;
 
-/// Longest value, once percent-decoded, of a query parameter or a path
-/// segment: far above any name, filter or cursor Roster hands out.
-pub const MAX_VALUE_BYTES: usize = 1024;
+/// Longest value, in characters once percent-decoded, of a query parameter
+/// or a path segment: far above any name, filter or cursor Roster hands
+/// out. The OpenAPI document states it as `maxLength`.
+pub const MAX_VALUE_CHARS: usize = 1024;
 
 /// The layer's function: refuses a request whose query or path holds bad
 /// text, passes every other one on.
@@ -65,15 +66,15 @@ pub fn query_problem(query: &str) -> Option<String> {
 
 /// Why `value` is no text Roster takes, if it is not.
 fn flaw(value: &[u8]) -> Option<String> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Some(format!(
-            "is longer than {MAX_VALUE_BYTES} bytes ({} bytes)",
-            value.len()
-        ));
-    }
     let Ok(text) = std::str::from_utf8(value) else {
         return Some("is not UTF-8 text".to_owned());
     };
+    let chars = text.chars().count();
+    if chars > MAX_VALUE_CHARS {
+        return Some(format!(
+            "is longer than {MAX_VALUE_CHARS} characters ({chars})"
+        ));
+    }
     text.chars()
         .find(|c| c.is_control())
         .map(|c| format!("holds the control character U+{:04X}", u32::from(c)))
@@ -131,13 +132,13 @@ mod tests {
             query_problem("a%00=1").as_deref(),
             Some("query: a parameter's name holds the control character U+0000")
         );
-        let long = format!("q={}", "x".repeat(MAX_VALUE_BYTES + 1));
+        let long = format!("q={}", "x".repeat(MAX_VALUE_CHARS + 1));
         assert_eq!(
             query_problem(&long).as_deref(),
-            Some("q: is longer than 1024 bytes (1025 bytes)")
+            Some("q: is longer than 1024 characters (1025)")
         );
         assert_eq!(
-            query_problem(&format!("q={}", "x".repeat(MAX_VALUE_BYTES))),
+            query_problem(&format!("q={}", "é".repeat(MAX_VALUE_CHARS))),
             None
         );
     }
