@@ -83,6 +83,7 @@ mod relations;
 mod relations_api;
 mod replicas;
 mod repo_detail_bounds;
+mod schemathesis;
 mod secrets_in_logs;
 mod sessions;
 mod setup;
