@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use crate::project::invisible::escape_invisible;
 use crate::project::{self, ProjectFiles, MAX_FILE_BYTES};
 
 pub mod owners;
@@ -138,10 +139,13 @@ fn read(path: &Path, label: &str) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
-/// Writes `text` as the command's output; an unwritable output cannot be
-/// reported anywhere else, so it only leaves the exit code to speak.
+/// Writes `text` as the command's output, its bidirectional controls,
+/// zero-width and control characters escaped as the pages and checks
+/// escape them (a terminal would otherwise reorder or hide the text); an
+/// unwritable output cannot be reported anywhere else, so it only leaves
+/// the exit code to speak.
 fn report(out: &mut dyn Write, text: &str, code: i32) -> i32 {
-    let _ = writeln!(out, "{text}");
+    let _ = writeln!(out, "{}", escape_invisible(text));
     code
 }
 
@@ -185,6 +189,20 @@ mod tests {
                  {label}:3:1: colour: unknown field (expected one of name, owner, description, lifecycle, tags, links, labels, depends_on, system)\n"
             )
         );
+    }
+
+    #[test]
+    fn run_should_escape_bidi_and_zero_width_characters_as_pages_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("project.yaml");
+        std::fs::write(&path, "name: \"a\u{202E}b\u{200B}\"\nowner: t\n").unwrap();
+        let (code, out) = check(&path);
+        assert_eq!(code, 1);
+        assert!(
+            out.contains(r#"found "a\u{202E}b\u{200B}""#),
+            "not escaped: {out:?}"
+        );
+        assert!(!out.contains(['\u{202E}', '\u{200B}']), "{out:?}");
     }
 
     #[test]

@@ -276,3 +276,86 @@ async fn an_answer_that_breaks_its_schema_should_be_refused() {
         None
     );
 }
+
+/// A query parameter's schema, by route and name.
+fn parameter<'a>(document: &'a Value, path: &str, name: &str) -> &'a Value {
+    document["paths"][path]["get"]["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == name)
+        .map(|p| &p["schema"])
+        .unwrap_or_else(|| panic!("{path} has no parameter {name}"))
+}
+
+#[tokio::test]
+async fn the_document_should_type_numbers_name_sets_and_declare_every_refusal() {
+    let f = fixture().await;
+    let document = the_document(&f.app).await;
+    for (path, name, minimum, maximum) in [
+        ("/api/v1/projects", "limit", 1, Some(1000)),
+        ("/api/v1/graph", "depth", 1, Some(3)),
+        ("/api/v1/changes", "wait", 0, Some(60)),
+        ("/api/v1/changes", "after", 0, None),
+    ] {
+        let schema = parameter(&document, path, name);
+        assert_eq!(schema["type"], "integer", "{path} {name}: {schema}");
+        assert_eq!(schema["minimum"], minimum, "{path} {name}: {schema}");
+        if let Some(maximum) = maximum {
+            assert_eq!(schema["maximum"], maximum, "{path} {name}: {schema}");
+        }
+    }
+    let statuses = parameter(&document, "/api/v1/repos", "status")["enum"].clone();
+    assert_eq!(statuses.as_array().map(Vec::len), Some(7), "{statuses}");
+    let dangling = parameter(&document, "/api/v1/owners", "status")["enum"].clone();
+    assert_eq!(
+        dangling,
+        serde_json::json!(["unknown", "renamed", "deleted"])
+    );
+    // Free text carries the rule every route applies to it.
+    let q = parameter(&document, "/api/v1/projects", "q");
+    assert_eq!(q["maxLength"], 1024, "{q}");
+    assert!(
+        q["pattern"].as_str().is_some_and(|p| p.contains("\\u0000")),
+        "{q}"
+    );
+
+    let operation = |method: &str, path: &str| document["paths"][path][method].clone();
+    let statuses_of = |op: &Value| -> BTreeSet<String> {
+        op["responses"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(s, _)| s.clone())
+            .collect()
+    };
+    // Reads that show more with the token declare it as optional.
+    for path in ["/api/v1/projects", "/api/v1/owners", "/api/v1/changes"] {
+        let op = operation("get", path);
+        assert_eq!(
+            op["security"],
+            serde_json::json!([{}, {"token": []}]),
+            "{path}"
+        );
+        for status in ["400", "401", "429", "503"] {
+            assert!(statuses_of(&op).contains(status), "{path} lacks {status}");
+        }
+    }
+    let op = operation("get", "/api/v1/deliveries");
+    assert_eq!(op["security"], serde_json::json!([{}]));
+    for path in ["/api/v1/resync", "/api/v1/holds/{id}/release"] {
+        let op = operation("post", path);
+        for status in ["400", "401", "403", "413", "429", "503"] {
+            assert!(statuses_of(&op).contains(status), "{path} lacks {status}");
+        }
+    }
+    // An empty page of either kind matches exactly one branch of oneOf.
+    let mut validator = Validator::new(&document);
+    for empty in [
+        serde_json::json!({"accounts": [], "items": [], "next_cursor": null}),
+        serde_json::json!({"items": [], "next_cursor": null}),
+    ] {
+        let why = validator.refusal("GET", "/api/v1/owners", StatusCode::OK, &empty);
+        assert_eq!(why, None, "{empty}");
+    }
+}

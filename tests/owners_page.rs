@@ -216,3 +216,30 @@ async fn control_characters_in_a_teams_name_should_be_escaped_on_the_page() {
         page.body
     );
 }
+
+#[tokio::test]
+async fn the_idle_counts_should_read_as_sentences_and_go_when_zero() {
+    let options = support::router::Options {
+        api_token: Some(TOKEN),
+        github_web_url: None,
+    };
+    let f = support::router::fixture(options, |_, _| {}).await;
+    support::example_org::load(&f.pool, f.queue.clone()).await;
+    let cookie = sign_in(&f.app).await;
+    for cookie in [None, Some(cookie.as_str())] {
+        let page = get_as(&f.app, "/owners", cookie).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        for wrong in [
+            "0 other teams",
+            "0 other members",
+            "1 other teams",
+            "1 other members",
+        ] {
+            assert!(
+                !page.body.contains(wrong),
+                "{wrong:?} on the page:\n{}",
+                page.body
+            );
+        }
+    }
+}

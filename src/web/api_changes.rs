@@ -52,10 +52,14 @@ pub struct ChangesState {
 #[into_params(parameter_in = Query)]
 pub struct FeedParams {
     /// The changes after this `seq` (default 0, the oldest kept).
+    #[param(value_type = Option<u64>, minimum = 0)]
     pub after: Option<String>,
     /// At most this many changes (default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
-    /// Hold the answer up to this long (like `30s`, at most 60 s) until a change commits.
+    /// Hold the answer up to this many seconds (at most 60) until a change
+    /// commits; a duration with its unit (`30s`, `500ms`) is read too.
+    #[param(value_type = Option<u8>, minimum = 0, maximum = 60)]
     pub wait: Option<String>,
 }
 
@@ -96,12 +100,15 @@ impl FeedParams {
         };
         let wait = match given(&self.wait) {
             None => Duration::ZERO,
-            Some(v) => humantime::parse_duration(v)
+            Some(v) => v
+                .parse::<u64>()
+                .map(Duration::from_secs)
+                .or_else(|_| humantime::parse_duration(v))
                 .ok()
                 .filter(|d| *d <= MAX_WAIT)
                 .ok_or_else(|| {
                     ApiError::BadRequest(format!(
-                        "wait: {v:?} is not a duration of at most 60s (like 30s)"
+                        "wait: {v:?} is not a duration of at most 60 seconds (like 30 or 30s)"
                     ))
                 })?,
         };
@@ -112,7 +119,7 @@ impl FeedParams {
 /// `GET /api/v1/changes`: the changes after `after`, oldest first; with
 /// `wait`, held until one commits or the wait ends.
 #[utoipa::path(get, path = "/api/v1/changes", operation_id = "list_changes",
-    tag = "changes", params(FeedParams),
+    tag = "changes", params(FeedParams), security((), ("token" = [])),
     responses((status = 200, description = "The changes after `after`, oldest first", body = FeedJson),
               BadParameter,
               (status = 410, description = "Changes after `after` are no longer kept", body = GoneJson)))]
@@ -227,12 +234,18 @@ async fn long_poll(
 #[into_params(parameter_in = Query)]
 pub struct HistoryParams {
     /// The changes before this `seq` (the previous page's `next_cursor`).
+    #[param(value_type = Option<u64>, minimum = 0)]
     pub cursor: Option<String>,
-    /// The older name of `cursor`.
+    /// The older name of `cursor`, still read; not in the OpenAPI
+    /// document, since a request gives one or the other.
+    #[param(ignore)]
     pub before: Option<String>,
     /// At most this many changes (default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
     /// Refused with a 400: history goes newest first (the feed takes it).
+    /// Not in the OpenAPI document, which lists what a route takes.
+    #[param(ignore)]
     pub after: Option<String>,
 }
 
@@ -270,7 +283,7 @@ impl HistoryParams {
 /// first, also after it was removed, at most 1 MiB a page; `404` when it
 /// never had one.
 #[utoipa::path(get, path = "/api/v1/projects/{name}/history", operation_id = "get_project_history",
-    tag = "changes",
+    tag = "changes", security((), ("token" = [])),
     params(("name" = String, Path, description = "The project's name"), HistoryParams),
     responses((status = 200, description = "The name's changes, newest first", body = PageJson<ChangeJson>),
               BadParameter,

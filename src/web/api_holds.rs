@@ -37,7 +37,7 @@ pub struct ReleasedJson {
 #[utoipa::path(post, path = "/api/v1/holds/{id}/release", operation_id = "release_hold",
     tag = "operators",
     security(("token" = [])),
-    params(("id" = String, Path, description = "The hold's id")),
+    params(("id" = u64, Path, minimum = 1, description = "The hold's id")),
     responses((status = 200, description = "Released", body = ReleasedJson),
               WriteRefused,
               (status = 404, description = "No active hold of that id", body = ErrorJson)))]

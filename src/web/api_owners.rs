@@ -31,12 +31,14 @@ pub const MAX_PAGE_BYTES: usize = 1024 * 1024 - 64 * 1024;
 #[derive(Debug, Default, Clone, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct OwnerParams {
-    /// At most this many owners.
+    /// At most this many owners (1 to 1000, default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
     /// `unknown`, `renamed` or `deleted`: list the owners, as the files
     /// write them, that resolve so, instead of the teams and members.
+    #[param(value_type = Option<DanglingStatus>, inline)]
     pub status: Option<String>,
 }
 
@@ -59,8 +61,22 @@ pub struct DanglingJson {
     pub entries: i64,
 }
 
+// The values of `DANGLING`, for the OpenAPI document.
+/// How an owner as the files write it names nobody current.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum DanglingStatus {
+    Unknown,
+    Renamed,
+    Deleted,
+}
+
+// It has no `accounts`, and its schema says so (no other property), so
+// that it and `OwnersPage` are told apart: an empty page matches one only.
 /// A page of dangling owners.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DanglingPage {
     pub items: Vec<DanglingJson>,
     pub next_cursor: Option<String>,
@@ -149,7 +165,7 @@ pub enum OwnersAnswer {
 /// The teams and members, or with `?status=` the owners that name nobody
 /// current.
 #[utoipa::path(get, path = "/api/v1/owners", operation_id = "list_owners",
-    tag = "registry", params(OwnerParams),
+    tag = "registry", params(OwnerParams), security((), ("token" = [])),
     responses((status = 200, description = "A page of owners", body = OwnersAnswer),
               BadParameter))]
 pub async fn list(

@@ -15,7 +15,7 @@ use crate::registry::read_models::relations;
 /// The registry: every entry with its repository, filtered by `owner`,
 /// `tag` and `q`, paginated.
 #[utoipa::path(get, path = "/api/v1/projects", operation_id = "list_projects",
-    tag = "registry", params(ProjectParams),
+    tag = "registry", security((), ("token" = [])), params(ProjectParams),
     responses((status = 200, description = "A page of entries", body = PageJson<EntryJson>),
               BadParameter))]
 pub async fn list(
@@ -35,7 +35,7 @@ pub async fn list(
 /// One entry by its name, with who depends on it and whether each of its
 /// dependencies resolves (docs/contract.md#relations).
 #[utoipa::path(get, path = "/api/v1/projects/{name}", operation_id = "get_project",
-    tag = "registry",
+    tag = "registry", security((), ("token" = [])),
     params(("name" = String, Path, description = "The project's name")),
     responses((status = 200, description = "The entry and its relations", body = ProjectJson),
               (status = 404, description = "No such project", body = ErrorJson)))]

@@ -19,7 +19,7 @@ use crate::registry::read_models::relations::{self, system_cursor, MAX_GRAPH_NOD
 /// most 1 MiB, then `truncated`. A few are read at once
 /// ([`crate::web::graph_reads`]); past them, 503 at once.
 #[utoipa::path(get, path = "/api/v1/graph", operation_id = "get_graph",
-    tag = "relations", params(GraphParams),
+    tag = "relations", security((), ("token" = [])), params(GraphParams),
     responses((status = 200, description = "Nodes and the edges between them", body = GraphJson),
               (status = 400, description = "A bad root or depth", body = ErrorJson),
               (status = 404, description = "No project is called root", body = ErrorJson),
@@ -51,7 +51,7 @@ const GRAPH_RETRY_AFTER: std::time::Duration = std::time::Duration::from_secs(1)
 
 /// The systems, by name: each with its projects and their owners.
 #[utoipa::path(get, path = "/api/v1/systems", operation_id = "list_systems",
-    tag = "relations", params(SystemParams),
+    tag = "relations", security((), ("token" = [])), params(SystemParams),
     responses((status = 200, description = "A page of systems", body = PageJson<SystemJson>),
               BadParameter))]
 pub async fn systems(

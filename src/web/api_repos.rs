@@ -56,7 +56,7 @@ pub struct DetailParams {
 /// repository of many large entries gives the first ones and
 /// `entries_next_cursor`.
 #[utoipa::path(get, path = "/api/v1/repos/{owner}/{name}", operation_id = "get_repo",
-    tag = "repositories",
+    tag = "repositories", security((), ("token" = [])),
     params(("owner" = String, Path, description = "The repository's owner"),
            ("name" = String, Path, description = "The repository's name"), DetailParams),
     responses((status = 200, description = "The repository", body = RepoWithChecks),

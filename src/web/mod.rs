@@ -26,6 +26,7 @@ pub mod forwarded;
 pub mod graph_reads;
 pub(crate) mod health;
 mod html_budget;
+mod input_check;
 pub mod json;
 pub mod long_polls;
 mod metrics_route;

@@ -9,8 +9,14 @@ use std::sync::LazyLock;
 
 use axum::http::header;
 use axum::response::IntoResponse;
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::response::{Response, ResponseBuilder};
+use utoipa::openapi::schema::{Schema, SchemaType, Type};
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Server};
 use utoipa::{Modify, OpenApi};
+
+use super::input_check::MAX_VALUE_CHARS;
 
 use super::{
     api_changes, api_holds, api_owners, api_projects, api_relations, api_repos, api_write,
@@ -44,7 +50,7 @@ use super::{
         backstage::entities,
         openapi_json,
     ),
-    modifiers(&BearerToken)
+    modifiers(&BearerToken, &SharedAnswers)
 )]
 pub struct ApiDoc;
 
@@ -61,12 +67,137 @@ impl Modify for BearerToken {
     }
 }
 
+/// What every route shares, declared once here rather than in each
+/// route's annotation: the text rule of every path and query parameter
+/// (`input_check.rs`), the refusals that come before a handler, and the
+/// server the paths are relative to.
+struct SharedAnswers;
+
+/// The text [`super::input_check`] takes: no control character (C0, DEL,
+/// C1), at most [`MAX_VALUE_CHARS`] characters.
+const TEXT_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+impl Modify for SharedAnswers {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        openapi.servers = Some(vec![Server::new("/")]);
+        for item in openapi.paths.paths.values_mut() {
+            if let Some(operation) = item.get.as_mut() {
+                share(operation, false);
+            }
+            if let Some(operation) = item.post.as_mut() {
+                share(operation, true);
+            }
+        }
+    }
+}
+
+/// One operation's shared parameters' rule, security and answers.
+fn share(operation: &mut Operation, writes: bool) {
+    for parameter in operation.parameters.iter_mut().flatten() {
+        if !matches!(
+            parameter.parameter_in,
+            ParameterIn::Path | ParameterIn::Query
+        ) {
+            continue;
+        }
+        if let Some(RefOr::T(Schema::Object(object))) = parameter.schema.as_mut() {
+            let text = match &object.schema_type {
+                SchemaType::Type(kind) => *kind == Type::String,
+                SchemaType::Array(kinds) => kinds.contains(&Type::String),
+                SchemaType::AnyValue => false,
+            };
+            if text && object.enum_values.is_none() {
+                object
+                    .pattern
+                    .get_or_insert_with(|| TEXT_PATTERN.to_owned());
+                object.max_length.get_or_insert(MAX_VALUE_CHARS);
+            }
+        }
+    }
+    let token = operation.security.iter().flatten().any(|requirement| {
+        serde_json::to_value(requirement).is_ok_and(|value| value.get("token").is_some())
+    });
+    let answers = &mut operation.responses.responses;
+    let mut add = |status: &str, answer: Response| {
+        answers.entry(status.to_owned()).or_insert(RefOr::T(answer));
+    };
+    add(
+        "400",
+        error("A bad parameter, or text no route takes in the query or path"),
+    );
+    add(
+        "503",
+        error("The database is unavailable (the detail is logged)"),
+    );
+    if token {
+        add("401", error("A wrong token (or, for a write, none)"));
+        add(
+            "429",
+            error("Too many wrong tokens from this client; see Retry-After"),
+        );
+    }
+    if writes {
+        add(
+            "413",
+            ResponseBuilder::new()
+                .description("A request body over 64 KiB (no route takes one)")
+                .build(),
+        );
+    }
+    if !token {
+        // Explicitly open: the route reads no token.
+        operation.security = Some(vec![SecurityRequirement::default()]);
+    }
+}
+
+/// An answer with the `{"error": "…"}` body.
+fn error(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorJson")))
+                .build(),
+        )
+        .build()
+}
+
 /// The document as served, built once: it depends only on the code.
 static DOCUMENT: LazyLock<String> = LazyLock::new(|| {
-    ApiDoc::openapi()
-        .to_pretty_json()
+    serde_json::to_value(ApiDoc::openapi())
+        .map(|mut document| {
+            allow_empty_values(&mut document);
+            document
+        })
+        .and_then(|document| serde_json::to_string_pretty(&document))
         .unwrap_or_else(|error| format!("{{\"error\": \"cannot encode the document: {error}\"}}"))
 });
+
+/// Every optional query parameter gets `allowEmptyValue: true`: an empty
+/// one (`?status=`, as an HTML form sends it) counts as not given
+/// (docs/contract.md#lists-and-pages). `utoipa` has no field for it.
+fn allow_empty_values(document: &mut serde_json::Value) {
+    let operations = document["paths"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|paths| paths.values_mut())
+        .filter_map(serde_json::Value::as_object_mut)
+        .flat_map(|item| item.values_mut());
+    for operation in operations {
+        let parameters = operation
+            .get_mut("parameters")
+            .and_then(serde_json::Value::as_array_mut)
+            .into_iter()
+            .flatten();
+        for parameter in parameters {
+            let optional = parameter["required"] != serde_json::Value::Bool(true);
+            if parameter["in"] == "query" && optional {
+                parameter["allowEmptyValue"] = serde_json::Value::Bool(true);
+            }
+        }
+    }
+}
 
 /// `GET /api/v1/openapi.json`: this document.
 #[utoipa::path(get, path = "/api/v1/openapi.json", operation_id = "get_openapi",

@@ -16,10 +16,12 @@ use crate::registry::{ProjectFilter, RepoFilter, Status, DEFAULT_LIMIT, MAX_LIMI
 #[into_params(parameter_in = Query)]
 pub struct RepoParams {
     /// Only repositories with this status.
+    #[param(value_type = Option<RepoStatus>, inline)]
     pub status: Option<String>,
     /// Case-insensitive part of `owner/name`.
     pub q: Option<String>,
     /// At most this many (1 to 1000, default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -49,6 +51,7 @@ pub struct ProjectParams {
     /// Case-insensitive part of the name or the description.
     pub q: Option<String>,
     /// At most this many (1 to 1000, default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -73,6 +76,7 @@ pub struct DeliveryParams {
     /// `owner/name`: only the deliveries about that repository.
     pub repo: Option<String>,
     /// At most this many (1 to 1000, default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -97,9 +101,27 @@ impl DeliveryParams {
 #[into_params(parameter_in = Query)]
 pub struct GraphParams {
     /// The project at the centre; without it, the whole registry.
+    #[param(pattern = "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", max_length = 63)]
     pub root: Option<String>,
     /// Steps each way from `root` (1 to 3, default 2).
+    #[param(value_type = Option<u8>, minimum = 1, maximum = 3)]
     pub depth: Option<String>,
+}
+
+// The values of `Status`, for the OpenAPI document; a unit test keeps
+// them equal.
+/// A repository's status.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum RepoStatus {
+    Pending,
+    Synced,
+    NoFile,
+    Invalid,
+    Conflict,
+    Error,
+    Removed,
 }
 
 /// Steps of a neighbourhood when the request gives none.
@@ -137,6 +159,7 @@ impl GraphParams {
 #[into_params(parameter_in = Query)]
 pub struct SystemParams {
     /// At most this many systems (1 to 1000, default 100).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 1000)]
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -192,6 +215,20 @@ mod tests {
 
     fn message(error: ApiError) -> String {
         error.to_string()
+    }
+
+    #[test]
+    fn the_documented_statuses_should_be_the_statuses() {
+        use utoipa::PartialSchema;
+        let schema = serde_json::to_value(RepoStatus::schema()).unwrap_or_default();
+        let documented: Vec<&str> = schema["enum"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .collect();
+        let statuses: Vec<&str> = Status::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(documented, statuses);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use axum::http::{header, HeaderName, HeaderValue, StatusCode};
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::Router;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ use super::state::AppState;
 use super::throttle_key::client_in;
 use super::{
     api_holds, api_owners, api_projects, api_relations, api_repos, api_write, assets, backstage,
-    delivery_log, error, health, metrics_route, openapi,
+    delivery_log, error, health, input_check, metrics_route, openapi,
 };
 use crate::intake::admission::{Admission, Sender};
 use crate::intake::{self, WebhookState};
@@ -75,6 +76,8 @@ pub fn router_with(state: AppState, extra: Router) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics_route::metrics))
+        // Every route's query and path text checked once, before its handler.
+        .route_layer(middleware::from_fn(input_check::check))
         .fallback(error::not_found)
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .with_state(state);
@@ -140,6 +143,7 @@ fn dashboard() -> Router<AppState> {
 pub fn changes(state: ChangesState) -> Router {
     Router::new()
         .route("/api/v1/changes", get(api_changes::feed))
+        .route_layer(middleware::from_fn(input_check::check))
         .with_state(state)
         .layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,

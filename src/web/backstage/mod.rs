@@ -33,7 +33,7 @@ const FORMAT: &str = "b2";
 
 /// `GET /api/v1/backstage/entities.yaml`.
 #[utoipa::path(get, path = "/api/v1/backstage/entities.yaml", operation_id = "get_backstage_entities",
-    tag = "registry",
+    tag = "registry", security((), ("token" = [])),
     params(("If-None-Match" = Option<String>, Header,
             description = "The `ETag` of the export a catalog already holds")),
     responses(

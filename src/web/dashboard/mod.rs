@@ -26,3 +26,5 @@ pub(super) mod repo;
 pub(super) mod signin;
 mod svg_canvas;
 pub(super) mod systems;
+
+pub(super) use error_page::PageError;

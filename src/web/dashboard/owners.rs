@@ -47,9 +47,9 @@ struct AccountView {
     dangling_count: String,
     teams: Vec<OwnerRow>,
     /// Teams (shown ones) that own no project.
-    idle_teams: String,
+    idle_teams: Option<String>,
     members: Vec<OwnerRow>,
-    idle_members: String,
+    idle_members: Option<String>,
 }
 
 /// An owner text that names nobody current.
@@ -234,8 +234,18 @@ fn account_view(
         dangling_count: thousands(dangling.len() as i64),
         dangling,
         teams,
-        idle_teams: thousands(idle_teams),
+        idle_teams: idle_sentence(idle_teams, "team", "teams", "no project"),
         members,
-        idle_members: thousands(idle_members),
+        idle_members: idle_sentence(idle_members, "member", "members", "no project by name"),
+    }
+}
+
+/// "3 other teams own no project.", "1 other team owns no project.", and
+/// nothing when none: a count of zero is not news.
+fn idle_sentence(count: i64, one: &str, many: &str, owned: &str) -> Option<String> {
+    match count {
+        0 => None,
+        1 => Some(format!("1 other {one} owns {owned}.")),
+        n => Some(format!("{} other {many} own {owned}.", thousands(n))),
     }
 }

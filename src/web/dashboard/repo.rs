@@ -119,10 +119,27 @@ impl EventView {
         };
         Self {
             at: TimeView::new(event.at, now),
+            message: without_kind(&event.kind, message),
             kind: event.kind,
-            message,
             count: event.count,
         }
+    }
+}
+
+/// A message that starts with its kind and a commit (`invalid 88020a5: …`,
+/// as reconciles record them) without the kind, which the timeline shows
+/// beside it: `invalid` `at 88020a5: …`, not `invalid invalid 88020a5: …`.
+fn without_kind(kind: &str, message: String) -> String {
+    let commit = message
+        .strip_prefix(kind)
+        .and_then(|rest| rest.strip_prefix(' '))
+        .filter(|rest| {
+            let sha: String = rest.chars().take_while(char::is_ascii_hexdigit).collect();
+            sha.len() >= 7 && rest[sha.len()..].starts_with(':')
+        });
+    match commit {
+        Some(rest) => format!("at {rest}"),
+        None => message,
     }
 }
 
@@ -367,6 +384,32 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn the_timeline_should_name_an_event_kind_once() {
+        let now = DateTime::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        let event = |kind: &str, message: &str| RepoEvent {
+            at: now,
+            kind: kind.to_owned(),
+            message: message.to_owned(),
+            count: 1,
+        };
+        let shown = |kind, message| EventView::new(event(kind, message), now, None).message;
+        assert_eq!(
+            shown("invalid", "invalid 88020a5: file: not YAML"),
+            "at 88020a5: file: not YAML"
+        );
+        assert_eq!(
+            shown("synced", "synced 1a2b3c4: unchanged"),
+            "at 1a2b3c4: unchanged"
+        );
+        // Words after the kind that are no commit stay as they are.
+        assert_eq!(
+            shown("error", "error reading the file"),
+            "error reading the file"
+        );
+        assert_eq!(shown("no_file", "no project.yaml"), "no project.yaml");
+    }
 
     #[test]
     fn retry_text_should_say_when_the_next_attempt_comes() {
