@@ -758,7 +758,6 @@ async fn a_jwt_for_another_app_should_be_refused_at_connect() {
 #[test]
 fn the_fake_should_check_the_jwt_signature_and_issuer() {
     use octocrab::jsonwebtoken::DecodingKey;
-    roster::github::app_jwt::install();
     let key =
         octocrab::EncodingKey::from_rsa_pem(fake_github::PRIVATE_KEY.as_bytes()).expect("key");
     let public = DecodingKey::from_rsa_pem(include_bytes!("fixtures/test-app-key.pub.pem"))

@@ -93,7 +93,6 @@ fn load_private_key(
 /// never disagree about what a key is.
 fn check_rsa_key(setting: &'static str, pem: &str) -> Result<(), ConfigError> {
     use octocrab::jsonwebtoken;
-    crate::github::app_jwt::install();
     let bad = |e: jsonwebtoken::errors::Error| {
         ConfigError::new(
             setting,

@@ -80,7 +80,6 @@ struct InstallationClient {
 
 impl Auth {
     pub fn new(settings: &GithubAppSettings, http: &Http) -> Result<Self, GithubError> {
-        super::app_jwt::install();
         let key =
             octocrab::EncodingKey::from_rsa_pem(settings.private_key.expose_secret().as_bytes())
                 .map_err(|e| GithubError::PrivateKey(e.to_string()))?;

@@ -5,7 +5,6 @@
 //! Start from [`GithubSource`]: it hands out the [`GithubLister`] and the
 //! [`GithubStorage`] the controller runs.
 
-pub mod app_jwt;
 pub mod auth;
 mod batch_read;
 mod binary_read;
