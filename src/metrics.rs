@@ -281,7 +281,8 @@ mod tests {
             registry.sub_registry_with_prefix("roster"),
         );
         let _metrics = Metrics::new(&mut registry);
-        let text = exposition(&registry);
+        // A line of its own, the first one too.
+        let text = format!("\n{}", exposition(&registry));
         for (name, kind) in [
             ("roster_queue_depth", "gauge"),
             ("roster_queue_adds", "counter"),

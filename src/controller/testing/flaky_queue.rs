@@ -100,7 +100,7 @@ where
 
     async fn renew(&self, claim: &Claim<K>) -> Result<bool, FlakyError> {
         match self.next() {
-            None => self.inner.renew(claim).await,
+            None => Ok(self.inner.renew(claim).await?),
             Some(Renewals::Hang) => std::future::pending().await,
             Some(Renewals::Lost) => Ok(false),
             Some(_) => Err(refused()),
@@ -111,7 +111,7 @@ where
     /// database renews them.
     async fn renew_many(&self, claims: &[Claim<K>]) -> Result<Vec<bool>, FlakyError> {
         match self.next() {
-            None => self.inner.renew_many(claims).await,
+            None => Ok(self.inner.renew_many(claims).await?),
             Some(Renewals::Hang) => std::future::pending().await,
             Some(Renewals::Lost) => Ok(vec![false; claims.len()]),
             Some(_) => Err(refused()),
