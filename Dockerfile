@@ -27,7 +27,7 @@ WORKDIR /build
 # The library's manifest (src/Cargo.toml) and the test kit's (a workspace
 # member, which cargo reads even when it builds only the binary) are copied
 # too, with an empty library in place of each one's sources.
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY src/Cargo.toml ./src/
 COPY tests/support/Cargo.toml ./tests/support/
 RUN echo 'fn main() {}' > src/main.rs \
@@ -56,8 +56,12 @@ COPY static ./static
 # ship the empty main. The build is the `dist` profile (release, with the
 # program and its crates optimised as one; see Cargo.toml), and --locked
 # refuses to drift from Cargo.lock.
+# The commit the image is built from, for `roster --version` and
+# `roster_build_info` (build.rs; the context has no .git):
+# `docker build --build-arg ROSTER_REVISION=$(git rev-parse HEAD) .`
+ARG ROSTER_REVISION=unknown
 RUN touch src/main.rs src/lib.rs \
-    && cargo build --profile dist --locked \
+    && ROSTER_REVISION="$ROSTER_REVISION" cargo build --profile dist --locked \
     && install -D -m 0755 target/dist/roster /out/roster
 
 # ---------------------------------------------------------------- runtime ----

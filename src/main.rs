@@ -13,6 +13,15 @@ use roster::config::{ConfigError, DatabaseArgs, DatabaseSettings, ServeArgs, Set
 use roster::db::embedded::EmbeddedPostgres;
 use roster::db::DbError;
 
+/// What `roster --version` prints after the name: the version and the
+/// commit the binary was built from (build.rs), as `roster_build_info` says.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("ROSTER_REVISION"),
+    ")"
+);
+
 /// How long the first connection to the database may take at start.
 const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long the database connections may take to close at exit.
@@ -21,7 +30,7 @@ const POOL_CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
 /// Keeps an organisation's project registry in sync with the project.yaml
 /// files in its GitHub repositories.
 #[derive(Debug, Parser)]
-#[command(name = "roster", version)]
+#[command(name = "roster", version = VERSION)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -84,6 +93,7 @@ impl Failure {
 }
 
 fn main() -> ExitCode {
+    roster::metrics::set_revision(env!("ROSTER_REVISION"));
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Check {

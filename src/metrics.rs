@@ -3,7 +3,7 @@
 //! its queue metrics into the same registry.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -48,6 +48,28 @@ pub fn webhook_event_label(event: &str) -> &'static str {
         .unwrap_or(OTHER_EVENT)
 }
 
+/// The commit this process was built from, as the binary knows it.
+static REVISION: OnceLock<&'static str> = OnceLock::new();
+
+/// Records the commit the binary was built from (its build script reads
+/// it), for `roster_build_info`; the first call wins. Without one, the
+/// revision is `unknown` (a test, or a build without `.git`).
+pub fn set_revision(revision: &'static str) {
+    let _ = REVISION.set(revision);
+}
+
+/// The commit `roster_build_info` names: what [`set_revision`] recorded,
+/// else `unknown`.
+pub fn revision() -> &'static str {
+    REVISION.get().copied().unwrap_or("unknown")
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: &'static str,
+    revision: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WebhookLabels {
     event: &'static str,
@@ -83,6 +105,8 @@ pub struct Metrics {
     rate_limit_sizes: Arc<Mutex<BTreeMap<InstallationId, i64>>>,
     repos: Family<RepoStatusLabels, Gauge>,
     holds: Gauge,
+    /// One series, always 1: its labels tell which build answers.
+    build: Family<BuildLabels, Gauge>,
 }
 
 impl Metrics {
@@ -96,7 +120,15 @@ impl Metrics {
             rate_limit_sizes: Arc::default(),
             repos: Family::default(),
             holds: Gauge::default(),
+            build: Family::default(),
         };
+        metrics
+            .build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+                revision: revision(),
+            })
+            .set(1);
         // Counters get their `_total` suffix from the encoder.
         register_metrics!(registry;
             "roster_webhooks", "Webhook deliveries received, by event and outcome" => metrics.webhooks;
@@ -105,6 +137,7 @@ impl Metrics {
                 "Requests left in the current GitHub rate-limit window, per installation" => metrics.rate_limit_remaining;
             "roster_repos", "Tracked repositories, by status" => metrics.repos;
             "roster_holds", "Active deletion-guard holds: removals waiting for an operator" => metrics.holds;
+            "roster_build_info", "Which build answers: its version and the commit it was built from (always 1)" => metrics.build;
         );
         metrics
     }
@@ -239,6 +272,51 @@ mod tests {
             "{text}"
         );
         assert!(text.contains(r#"roster_repos{status="error"} 0"#), "{text}");
+    }
+
+    #[test]
+    fn every_family_should_be_declared_before_its_first_series() {
+        let mut registry = Registry::default();
+        let _controller = crate::controller::ControllerMetrics::register(
+            registry.sub_registry_with_prefix("roster"),
+        );
+        let _metrics = Metrics::new(&mut registry);
+        // A line of its own, the first one too.
+        let text = format!("\n{}", exposition(&registry));
+        for (name, kind) in [
+            ("roster_queue_depth", "gauge"),
+            ("roster_queue_adds", "counter"),
+            ("roster_queue_retries", "counter"),
+            ("roster_reconcile_duration_seconds", "histogram"),
+            ("roster_webhooks", "counter"),
+            ("roster_github_requests", "counter"),
+            ("roster_github_rate_limit_remaining", "gauge"),
+            ("roster_repos", "gauge"),
+            ("roster_holds", "gauge"),
+            ("roster_build_info", "gauge"),
+        ] {
+            assert!(
+                text.contains(&format!("\n# HELP {name} ")),
+                "{name}:\n{text}"
+            );
+            assert!(
+                text.contains(&format!("\n# TYPE {name} {kind}\n")),
+                "{name}:\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn build_info_should_name_the_version_and_the_revision() {
+        let mut registry = Registry::default();
+        let _metrics = Metrics::new(&mut registry);
+        let text = exposition(&registry);
+        let line = format!(
+            "roster_build_info{{version=\"{}\",revision=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION"),
+            revision()
+        );
+        assert!(text.contains(&line), "{line}:\n{text}");
     }
 
     #[test]

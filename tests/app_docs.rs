@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 fn read(relative: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative);
@@ -15,7 +15,7 @@ fn read(relative: &str) -> String {
 
 /// `(permission, access)` pairs and events, as `app.yml` names them.
 fn manifest() -> (BTreeSet<(String, String)>, BTreeSet<String>) {
-    let app: Value = serde_yaml::from_str(&read("app.yml")).unwrap_or_else(|e| panic!("{e}"));
+    let app: Value = serde_yaml_ng::from_str(&read("app.yml")).unwrap_or_else(|e| panic!("{e}"));
     let permissions = app["default_permissions"]
         .as_mapping()
         .into_iter()

@@ -43,9 +43,9 @@ async fn export(app: &Router, if_none_match: Option<&str>) -> Answer {
 
 /// The export's documents, read by a YAML parser.
 fn documents(body: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(body)
+    serde_yaml_ng::Deserializer::from_str(body)
         .map(|document| {
-            let yaml = serde_yaml::Value::deserialize(document)
+            let yaml = serde_yaml_ng::Value::deserialize(document)
                 .unwrap_or_else(|e| panic!("not YAML ({e}): {body}"));
             serde_json::to_value(yaml).expect("YAML as JSON")
         })

@@ -213,3 +213,37 @@ fn serve_help_should_hide_every_secret_setting_the_environment_holds() {
     assert!(help.contains("ROSTER_NOTIFY_URLS"), "{help}");
     assert!(!help.contains("hunter2"), "a secret in --help: {help}");
 }
+
+#[test]
+fn version_should_name_the_version_and_the_commit_it_was_built_from() {
+    let output = Command::new(ROSTER)
+        .arg("--version")
+        .output()
+        .expect("roster --version runs");
+    assert!(output.status.success(), "{output:?}");
+    let line = String::from_utf8_lossy(&output.stdout);
+    let expected_start = format!("roster {} (revision ", env!("CARGO_PKG_VERSION"));
+    let revision = line
+        .trim()
+        .strip_prefix(&expected_start)
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line:?} does not start with {expected_start:?}"));
+    // The commit of this checkout (build.rs reads .git), or `unknown`.
+    assert!(
+        revision == "unknown"
+            || (revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit())),
+        "{line:?}"
+    );
+    // Built by this `cargo test` from this checkout: the commit git names
+    // (build.rs watches HEAD, so a new commit rebuilds the binary).
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output();
+    if let Ok(head) = head {
+        let head = String::from_utf8_lossy(&head.stdout);
+        if head.trim().len() == 40 && std::env::var_os("ROSTER_REVISION").is_none() {
+            assert_eq!(revision, head.trim(), "{line:?}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ use clap::Args;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use serde::Deserialize;
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 use roster::config::ServeArgs;
 use roster::controller::{ControllerConfig, ControllerMetrics};
@@ -63,7 +63,7 @@ fn yaml_files(dir: &Path) -> Vec<PathBuf> {
 /// Every non-empty document of a (possibly multi-document) YAML file.
 fn documents(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::Deserializer::from_str(&text)
+    serde_yaml_ng::Deserializer::from_str(&text)
         .map(|document| {
             Value::deserialize(document).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         })

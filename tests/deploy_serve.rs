@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_yaml::Value;
+use serde_yaml_ng::Value;
 
 use axum::http::StatusCode;
 use url::Url;
@@ -44,7 +44,7 @@ fn documents() -> Vec<Value> {
         .flat_map(|path| {
             let text =
                 std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            serde_yaml::Deserializer::from_str(&text)
+            serde_yaml_ng::Deserializer::from_str(&text)
                 .map(|d| {
                     Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
                 })

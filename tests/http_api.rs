@@ -585,7 +585,7 @@ async fn metrics_should_expose_every_spec_name() {
     assert_eq!(answer.status, StatusCode::OK);
     assert!(answer.headers[header::CONTENT_TYPE]
         .to_str()
-        .is_ok_and(|t| t.starts_with("application/openmetrics-text")));
+        .is_ok_and(|t| t.starts_with("text/plain; version=0.0.4")));
     for name in [
         "roster_queue_depth",
         "roster_queue_adds_total",
@@ -612,6 +612,150 @@ async fn metrics_should_expose_every_spec_name() {
         answer.body.contains("roster_repos{status=\"removed\"} 0"),
         "{}",
         answer.body
+    );
+}
+
+/// The router with every metric registered as the server does, and no
+/// series observed: what a scraper reads before any work.
+async fn fixture_before_any_work() -> Fixture {
+    let options = Options {
+        api_token: Some(TOKEN),
+        github_web_url: Some("https://github.com"),
+    };
+    router::fixture(options, |registry, _metrics| {
+        ControllerMetrics::register(registry.sub_registry_with_prefix("roster"));
+    })
+    .await
+}
+
+async fn get_accepting(app: &Router, uri: &str, accept: &str) -> Answer {
+    let request = Request::get(uri).header(header::ACCEPT, accept);
+    send(app, request.body(Body::empty()).expect("request")).await
+}
+
+#[tokio::test]
+async fn metrics_should_answer_openmetrics_only_to_a_scraper_that_asks_for_it() {
+    let f = fixture().await;
+    let plain = get_accepting(&f.app, "/metrics", "*/*").await;
+    assert_eq!(
+        plain.headers[header::CONTENT_TYPE],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    assert!(
+        plain.body.contains("# HELP roster_queue_adds_total ")
+            && plain
+                .body
+                .contains("# TYPE roster_queue_adds_total counter\n")
+            && !plain.body.contains("# EOF"),
+        "{}",
+        plain.body
+    );
+    let open = get_accepting(
+        &f.app,
+        "/metrics",
+        "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3",
+    )
+    .await;
+    assert!(open.headers[header::CONTENT_TYPE]
+        .to_str()
+        .is_ok_and(|t| t.starts_with("application/openmetrics-text")));
+    assert!(
+        open.body.contains("# TYPE roster_queue_adds counter\n") && open.body.ends_with("# EOF\n"),
+        "{}",
+        open.body
+    );
+}
+
+#[tokio::test]
+async fn metrics_should_declare_every_documented_family_before_any_work() {
+    let f = fixture_before_any_work().await;
+    let answer = get(&f.app, "/metrics").await;
+    for (name, kind) in [
+        ("roster_queue_depth", "gauge"),
+        ("roster_queue_adds_total", "counter"),
+        ("roster_queue_retries_total", "counter"),
+        ("roster_reconcile_duration_seconds", "histogram"),
+        ("roster_webhooks_total", "counter"),
+        ("roster_github_requests_total", "counter"),
+        ("roster_github_rate_limit_remaining", "gauge"),
+        ("roster_repos", "gauge"),
+        ("roster_holds", "gauge"),
+        ("roster_build_info", "gauge"),
+    ] {
+        let help = format!("# HELP {name} ");
+        let declared = format!("# TYPE {name} {kind}\n");
+        let (Some(help_at), Some(type_at)) = (answer.body.find(&help), answer.body.find(&declared))
+        else {
+            panic!("{name} is not declared:\n{}", answer.body);
+        };
+        // Declared before any of its samples.
+        let first_sample = answer.body.find(&format!("\n{name}")).unwrap_or(usize::MAX);
+        assert!(
+            help_at < first_sample && type_at < first_sample,
+            "{name}:\n{}",
+            answer.body
+        );
+    }
+    let build = format!(
+        "roster_build_info{{version=\"{}\",revision=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION"),
+        roster::metrics::revision()
+    );
+    assert!(answer.body.contains(&build), "{build}:\n{}", answer.body);
+}
+
+/// What `promtool check metrics` says of `exposition`: `None` when
+/// promtool is not installed (scripts/test installs it).
+fn promtool_complaints(exposition: &str) -> Option<String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take().expect("promtool's stdin");
+    stdin
+        .write_all(exposition.as_bytes())
+        .expect("write to promtool");
+    drop(stdin);
+    let output = child.wait_with_output().expect("promtool ran");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Some(if output.status.success() && said.trim().is_empty() {
+        String::new()
+    } else {
+        format!("{}: {said}", output.status)
+    })
+}
+
+#[tokio::test]
+async fn metrics_should_pass_promtool_before_any_work_and_after_some() {
+    let before = fixture_before_any_work().await;
+    let fresh = get(&before.app, "/metrics").await;
+    let Some(complaints) = promtool_complaints(&fresh.body) else {
+        eprintln!("note: promtool is not installed (scripts/test installs Debian's `prometheus`); skipping the promtool check");
+        return;
+    };
+    assert_eq!(complaints, "", "before any work:\n{}", fresh.body);
+    // After some work: a series in every labelled family, and repositories.
+    let after = fixture().await;
+    seed(&after.pool).await;
+    let worked = get(&after.app, "/metrics").await;
+    assert!(
+        worked.body.contains("roster_webhooks_total{"),
+        "{}",
+        worked.body
+    );
+    assert_eq!(
+        promtool_complaints(&worked.body).unwrap_or_default(),
+        "",
+        "after some work:\n{}",
+        worked.body
     );
 }
 

@@ -1,3 +1,7 @@
+//! The generic core (`src/controller/`) names no store: neither `sqlx`
+//! nor `crate::db`, so a queue's or a handler's own errors stay theirs
+//! and the core can be read, and tested, without a database.
+//!
 //! The modules of `src/` import each other without cycles: neither the
 //! top-level modules (`registry`, `github`, `web`, …) nor the files of one
 //! module group (`registry/*`, `intake/*`, …). A cycle makes two
@@ -324,6 +328,53 @@ fn the_files_of_a_module_group_should_not_import_each_other_in_a_cycle() {
         }
     }
     assert!(cycles.is_empty(), "import cycles: {cycles:#?}");
+}
+
+/// What the generic core may not name: the SQL crate and the module that
+/// holds the PostgreSQL code.
+const STORES: [&str; 2] = ["sqlx", "crate::db"];
+
+/// Each `(file, name)` where the code of `files` names one of [`STORES`],
+/// as a path (`sqlx::Error`, `crate::db::queue`) or a `use`.
+fn stores_named(files: &[PathBuf]) -> Vec<(String, &'static str)> {
+    let mut found = Vec::new();
+    for file in files {
+        let code = code(file);
+        for store in STORES {
+            let named = code.match_indices(store).any(|(at, _)| {
+                let before = code[..at].chars().last();
+                let after = code[at + store.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            if named {
+                found.push((file.display().to_string(), store));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_generic_core_should_name_no_sql() {
+    let files: Vec<PathBuf> = all_files()
+        .into_iter()
+        .filter(|f| top_of(f) == "controller")
+        .collect();
+    assert!(files.len() > 5, "the controller's files: {files:?}");
+    let named = stores_named(&files);
+    assert!(named.is_empty(), "the controller names a store: {named:#?}");
+}
+
+#[test]
+fn a_store_should_be_found_in_a_path_a_use_or_an_error() {
+    // The check itself: a file that names sqlx is caught (src/db does).
+    let db: Vec<PathBuf> = vec![PathBuf::from("db/queue.rs")];
+    assert!(
+        stores_named(&db).iter().any(|(_, store)| *store == "sqlx"),
+        "{:?}",
+        stores_named(&db)
+    );
 }
 
 #[test]

@@ -180,7 +180,7 @@ impl Validator {
     fn judge(&self, bytes: &[u8]) -> Option<Vec<String>> {
         let value: Value = match std::str::from_utf8(bytes)
             .map_err(|e| e.to_string())
-            .and_then(|t| serde_yaml::from_str::<Value>(t).map_err(|e| e.to_string()))
+            .and_then(|t| serde_yaml_ng::from_str::<Value>(t).map_err(|e| e.to_string()))
         {
             Ok(value) => value,
             Err(e) => return Some(vec![format!("not YAML: {e}")]),

@@ -88,7 +88,11 @@ fn load_private_key(
     Ok(SecretString::from(pem))
 }
 
+/// Signs a throwaway token with the key, as octocrab will sign the App's
+/// tokens: through octocrab's own JWT types, so the check and the use can
+/// never disagree about what a key is.
 fn check_rsa_key(setting: &'static str, pem: &str) -> Result<(), ConfigError> {
+    use octocrab::jsonwebtoken;
     let bad = |e: jsonwebtoken::errors::Error| {
         ConfigError::new(
             setting,

@@ -1,6 +1,6 @@
 //! The controller's own metrics (docs/operations.md#metrics), registered by whoever builds it.
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -10,11 +10,33 @@ use prometheus_client::registry::Registry;
 /// Registers each metric into a `prometheus_client` registry under its
 /// name and help, one line a metric, so that a registration reads as the
 /// list of series it makes. `Registry::register` is generic over the
-/// metric, which rules out a table walked by a loop.
+/// metric, which rules out a table walked by a loop. Each is [`Declared`]:
+/// its `# HELP` and `# TYPE` show before its first series.
 macro_rules! register_metrics {
     ($registry:expr; $($name:literal, $help:literal => $metric:expr;)+) => {
-        $($registry.register($name, $help, $metric.clone());)+
+        $($registry.register($name, $help, $crate::controller::metrics::Declared($metric.clone()));)+
     };
+}
+
+/// A metric whose family is declared (`# HELP`, `# TYPE`) from the start.
+/// `prometheus_client` leaves out a labelled family until its first series,
+/// so an `absent()` alert could not tell "never happened" from "not
+/// exported" (docs/operations.md#metrics).
+#[derive(Debug, Clone)]
+pub struct Declared<M>(pub M);
+
+impl<M: EncodeMetric> EncodeMetric for Declared<M> {
+    fn encode(&self, encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        self.0.metric_type()
+    }
+
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
 pub(crate) use register_metrics;
 

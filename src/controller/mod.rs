@@ -21,7 +21,7 @@ pub use config::{
 pub(crate) use metrics::register_metrics;
 pub use metrics::ControllerMetrics;
 pub use pace::ReadPace;
-pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue};
+pub use queue::{Claim, Enqueue, ItemStatus, ListingSchedule, Trigger, WorkQueue};
 pub use runner::Controller;
 pub use traits::{
     AppliedTogether, Failure, Found, Handler, Listed, Lister, NoState, Storage, Tracker,

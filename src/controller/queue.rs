@@ -20,17 +20,6 @@ use std::future::Future;
 use std::hash::Hash;
 use std::time::Duration;
 
-/// Why a queue operation failed; always the backing store, never the caller.
-#[derive(Debug, thiserror::Error)]
-pub enum QueueError {
-    /// The database that holds the queue failed the statement.
-    #[error("work queue database: {0}")]
-    Database(#[from] sqlx::Error),
-    /// The store could not be reached at all.
-    #[error("work queue unreachable: {0}")]
-    Unreachable(#[source] std::io::Error),
-}
-
 /// One key to enqueue, with an optional hint the lister already fetched.
 ///
 /// A hint lets a worker skip a read the lister already paid for. It is only
@@ -168,18 +157,22 @@ pub struct ItemStatus {
 /// [`super::conformance`].
 pub trait WorkQueue: Send + Sync + 'static {
     type Key: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static;
+    /// Why an operation failed: always the backing store, never the
+    /// caller. Each queue names its own, so the core knows nothing of
+    /// what a store is made of (a database, a process's memory).
+    type Error: std::error::Error + Send + Sync + 'static;
 
     /// Adds keys (upsert): waiting keys stay once, claimed keys run again later.
     fn enqueue(
         &self,
         items: Vec<Enqueue<Self::Key>>,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Claims one ready key for `worker`, or `None` when nothing is ready.
     fn claim(
         &self,
         worker: &str,
-    ) -> impl Future<Output = Result<Option<Claim<Self::Key>>, QueueError>> + Send;
+    ) -> impl Future<Output = Result<Option<Claim<Self::Key>>, Self::Error>> + Send;
 
     /// Claims up to `max` ready keys that need a read (no hint), in claim
     /// order, leaving keys whose read is in hand to other workers: what
@@ -189,7 +182,7 @@ pub trait WorkQueue: Send + Sync + 'static {
         &self,
         worker: &str,
         max: usize,
-    ) -> impl Future<Output = Result<Vec<Claim<Self::Key>>, QueueError>> + Send {
+    ) -> impl Future<Output = Result<Vec<Claim<Self::Key>>, Self::Error>> + Send {
         self.claim_many(worker, max)
     }
 
@@ -197,12 +190,14 @@ pub trait WorkQueue: Send + Sync + 'static {
     fn renew(
         &self,
         claim: &Claim<Self::Key>,
-    ) -> impl Future<Output = Result<bool, QueueError>> + Send;
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
     /// Ends a claim after success: forgets the key unless it was enqueued
     /// meanwhile, in which case it is ready again at once with attempts reset.
-    fn done(&self, claim: &Claim<Self::Key>)
-        -> impl Future<Output = Result<(), QueueError>> + Send;
+    fn done(
+        &self,
+        claim: &Claim<Self::Key>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Ends a claim after failure: attempts + 1, `error` kept, hidden for `delay`.
     fn fail(
@@ -210,13 +205,13 @@ pub trait WorkQueue: Send + Sync + 'static {
         claim: &Claim<Self::Key>,
         error: &str,
         delay: Duration,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Gives a claim back untouched (shutdown): ready again at once.
     fn release(
         &self,
         claim: &Claim<Self::Key>,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Ends a claim without counting an attempt: the work could not start
     /// yet (a rate limit's window), so attempts and error stay as they were
@@ -226,7 +221,7 @@ pub trait WorkQueue: Send + Sync + 'static {
         &self,
         claim: &Claim<Self::Key>,
         delay: Duration,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Claims up to `max` ready keys for `worker` at once: fewer, or none,
     /// when fewer are ready. Each claim is an ordinary claim, renewed and
@@ -237,7 +232,7 @@ pub trait WorkQueue: Send + Sync + 'static {
         &self,
         worker: &str,
         max: usize,
-    ) -> impl Future<Output = Result<Vec<Claim<Self::Key>>, QueueError>> + Send {
+    ) -> impl Future<Output = Result<Vec<Claim<Self::Key>>, Self::Error>> + Send {
         async move {
             let mut claims = Vec::new();
             while claims.len() < max {
@@ -258,7 +253,7 @@ pub trait WorkQueue: Send + Sync + 'static {
     fn renew_many(
         &self,
         claims: &[Claim<Self::Key>],
-    ) -> impl Future<Output = Result<Vec<bool>, QueueError>> + Send {
+    ) -> impl Future<Output = Result<Vec<bool>, Self::Error>> + Send {
         async move {
             let mut kept = Vec::with_capacity(claims.len());
             for claim in claims {
@@ -273,7 +268,7 @@ pub trait WorkQueue: Send + Sync + 'static {
     fn done_many(
         &self,
         claims: &[Claim<Self::Key>],
-    ) -> impl Future<Output = Result<(), QueueError>> + Send {
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async move {
             let mut first_error = None;
             for claim in claims {
@@ -290,31 +285,34 @@ pub trait WorkQueue: Send + Sync + 'static {
     fn changed(&self) -> impl Future<Output = ()> + Send;
 
     /// Number of keys waiting or claimed.
-    fn depth(&self) -> impl Future<Output = Result<u64, QueueError>> + Send;
+    fn depth(&self) -> impl Future<Output = Result<u64, Self::Error>> + Send;
 
     /// What the queue holds for `key`, `None` when it holds nothing.
     fn status(
         &self,
         key: &Self::Key,
-    ) -> impl Future<Output = Result<Option<ItemStatus>, QueueError>> + Send;
+    ) -> impl Future<Output = Result<Option<ItemStatus>, Self::Error>> + Send;
 }
 
 /// Decides which replica runs each periodic listing, so that one listing
 /// runs per period however many replicas there are.
-pub trait ListingSchedule: Send + Sync + 'static {
+///
+/// A queue's own: the listing's turn is kept where the keys are, and fails
+/// as the queue does.
+pub trait ListingSchedule: WorkQueue {
     /// Takes the listing if one is due (none started within `interval`, or
     /// one was requested); `true` means this caller must run it now.
     fn take_listing(
         &self,
         interval: Duration,
-    ) -> impl Future<Output = Result<bool, QueueError>> + Send;
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
 
     /// Asks for a listing as soon as possible, on whichever replica.
-    fn request_listing(&self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    fn request_listing(&self) -> impl Future<Output = Result<(), Self::Error>> + Send;
 
     /// Records that a listing completed everywhere without error, so people
     /// can see how fresh the last full picture is. Nothing by default.
-    fn listing_finished(&self) -> impl Future<Output = Result<(), QueueError>> + Send {
+    fn listing_finished(&self) -> impl Future<Output = Result<(), Self::Error>> + Send {
         async { Ok(()) }
     }
 

@@ -25,9 +25,7 @@ use sqlx::{PgConnection, PgPool};
 use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
-use crate::controller::queue::{
-    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue,
-};
+use crate::controller::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, Trigger, WorkQueue};
 use crate::db::one_statement;
 use crate::source::RepoId;
 
@@ -42,6 +40,15 @@ const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 const MAX_RECONNECT_WAIT: Duration = Duration::from_secs(30);
 /// Longest delay or interval sent to the database, far inside its range.
 const MAX_DELAY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+/// Why a [`PgQueue`] operation failed: the database that holds it, never
+/// the caller. The queue's own, so the controller's core names no store.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    /// The database failed the statement, or could not be reached.
+    #[error("work queue database: {0}")]
+    Database(#[from] sqlx::Error),
+}
 
 /// The durable work queue of repository ids.
 ///

@@ -19,7 +19,7 @@ pub enum RegistryError {
     ReadAgain,
     /// [`RegistryError::ReadAgain`], but the repository could not be queued.
     #[error("a push's partial read no longer applies, and it could not be read again: {0}")]
-    NotReadAgain(#[source] crate::controller::QueueError),
+    NotReadAgain(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The claim ended before the commit; another worker may hold the id now.
     #[error(
         "lease on repository {0} lost before the commit; nothing written \

@@ -19,7 +19,7 @@ where
         let again = Enqueue::because(key, Trigger::Push);
         match self.queue.enqueue(vec![again]).await {
             Ok(()) => Ok("read again"),
-            Err(error) => Err(Failure::new(RegistryError::NotReadAgain(error))),
+            Err(error) => Err(Failure::new(RegistryError::NotReadAgain(Box::new(error)))),
         }
     }
 

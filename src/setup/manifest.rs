@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn app_yml_should_read_as_a_full_yaml_parser_reads_it() {
-        let full: Value = serde_yaml::from_str(APP_YML).expect("app.yml is YAML");
+        let full: Value = serde_yaml_ng::from_str(APP_YML).expect("app.yml is YAML");
         assert_eq!(yaml_to_json(APP_YML).expect("read"), full);
     }
 

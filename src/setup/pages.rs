@@ -102,8 +102,8 @@ mod tests {
 
     #[test]
     fn the_setup_page_should_list_every_permission_and_event_app_yml_asks_for() {
-        let manifest: serde_yaml::Value =
-            serde_yaml::from_str(crate::setup::manifest::APP_YML).expect("app.yml parses");
+        let manifest: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(crate::setup::manifest::APP_YML).expect("app.yml parses");
         let page = SetupPage {
             token: "t".into(),
             org: String::new(),

@@ -17,6 +17,8 @@ use axum::extract::FromRequestParts;
 use axum::http::header::COOKIE;
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
+use chacha20poly1305::aead::rand_core::RngCore;
+use chacha20poly1305::aead::OsRng;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use secrecy::{ExposeSecret, SecretString};
@@ -37,6 +39,13 @@ pub const SESSION_SECONDS: i64 = 12 * 60 * 60;
 
 const VERSION: &str = "v1";
 
+/// 128 bits from the operating system's generator, as 32 hex digits.
+fn session_id() -> String {
+    let mut bytes = [0u8; 16];
+    OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
 /// The key that signs sessions, derived from the API token.
 pub struct SessionKey([u8; 32]);
 
@@ -52,9 +61,11 @@ impl SessionKey {
     /// cookie's value.
     pub fn issue(&self, now: DateTime<Utc>) -> String {
         let expires = now.timestamp() + SESSION_SECONDS;
-        // The id only tells sessions apart (and names the one to revoke);
-        // the MAC protects them, so a predictable id gives nothing away.
-        let nonce = format!("{:032x}", fastrand::u128(..));
+        // The id tells sessions apart and names the one to revoke; the MAC
+        // protects them, but an id is also what a sign-out revokes and what
+        // the CSRF token is made from, so it comes from the operating
+        // system's generator, never from a seedable one.
+        let nonce = session_id();
         let signature = hex::encode(self.sign_session(expires, &nonce));
         format!("{VERSION}.{expires}.{nonce}.{signature}")
     }
@@ -213,6 +224,28 @@ mod tests {
 
     fn key(token: &str) -> SessionKey {
         SessionKey::from_token(&SecretString::from(token))
+    }
+
+    #[test]
+    fn session_ids_should_not_repeat_when_a_seedable_generator_is_seeded_alike() {
+        // fastrand's generator is seedable and predictable: the same seed
+        // gives the same numbers, so an id drawn from it repeats here.
+        fastrand::seed(7);
+        let first = key("t").verify(&key("t").issue(now()), now());
+        fastrand::seed(7);
+        let second = key("t").verify(&key("t").issue(now()), now());
+        let (Some(first), Some(second)) = (first, second) else {
+            panic!("an issued session did not verify");
+        };
+        assert_ne!(first.id, second.id);
+        for id in [&first.id, &second.id] {
+            assert_eq!(id.len(), 32, "{id}");
+            assert!(
+                id.chars()
+                    .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+                "{id}"
+            );
+        }
     }
 
     #[test]

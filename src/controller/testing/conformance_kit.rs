@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::{sleep, Instant};
 
-use crate::controller::queue::{Claim, Enqueue, ListingSchedule, QueueError, Trigger, WorkQueue};
+use crate::controller::queue::{Claim, Enqueue, ListingSchedule, Trigger, WorkQueue};
 
 /// Opens handles on one backing store, for the checks below.
 pub trait QueueHarness: Send + Sync {
@@ -54,7 +54,7 @@ pub(crate) fn hinted<K: From<u32>>(n: u32, hint: &[u8]) -> Enqueue<K> {
     }
 }
 
-pub(crate) fn ok<T>(result: Result<T, QueueError>, what: &str) -> T {
+pub(crate) fn ok<T, E: Display>(result: Result<T, E>, what: &str) -> T {
     result.unwrap_or_else(|e| panic!("{what} failed: {e}"))
 }
 

@@ -8,9 +8,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::memory_queue::MemoryQueue;
-use crate::controller::queue::{
-    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, WorkQueue,
-};
+use crate::controller::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, WorkQueue};
+
+/// Why a [`FlakyQueue`] operation failed: the renewal script said so,
+/// as a store that cannot be reached would.
+#[derive(Debug, thiserror::Error)]
+pub enum FlakyError {
+    #[error("work queue unreachable: {0}")]
+    Unreachable(#[source] std::io::Error),
+}
+
+/// The memory queue underneath never fails.
+impl From<std::convert::Infallible> for FlakyError {
+    fn from(never: std::convert::Infallible) -> Self {
+        match never {}
+    }
+}
 
 /// What the next renewals do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,24 +88,19 @@ where
     K: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static,
 {
     type Key = K;
+    type Error = FlakyError;
 
-    fn enqueue(
-        &self,
-        items: Vec<Enqueue<K>>,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send {
-        self.inner.enqueue(items)
+    async fn enqueue(&self, items: Vec<Enqueue<K>>) -> Result<(), FlakyError> {
+        Ok(self.inner.enqueue(items).await?)
     }
 
-    fn claim(
-        &self,
-        worker: &str,
-    ) -> impl Future<Output = Result<Option<Claim<K>>, QueueError>> + Send {
-        self.inner.claim(worker)
+    async fn claim(&self, worker: &str) -> Result<Option<Claim<K>>, FlakyError> {
+        Ok(self.inner.claim(worker).await?)
     }
 
-    async fn renew(&self, claim: &Claim<K>) -> Result<bool, QueueError> {
+    async fn renew(&self, claim: &Claim<K>) -> Result<bool, FlakyError> {
         match self.next() {
-            None => self.inner.renew(claim).await,
+            None => Ok(self.inner.renew(claim).await?),
             Some(Renewals::Hang) => std::future::pending().await,
             Some(Renewals::Lost) => Ok(false),
             Some(_) => Err(refused()),
@@ -101,73 +109,58 @@ where
 
     /// One scripted answer for the whole batch: one round trip, as a
     /// database renews them.
-    async fn renew_many(&self, claims: &[Claim<K>]) -> Result<Vec<bool>, QueueError> {
+    async fn renew_many(&self, claims: &[Claim<K>]) -> Result<Vec<bool>, FlakyError> {
         match self.next() {
-            None => self.inner.renew_many(claims).await,
+            None => Ok(self.inner.renew_many(claims).await?),
             Some(Renewals::Hang) => std::future::pending().await,
             Some(Renewals::Lost) => Ok(vec![false; claims.len()]),
             Some(_) => Err(refused()),
         }
     }
 
-    fn done(&self, claim: &Claim<K>) -> impl Future<Output = Result<(), QueueError>> + Send {
-        self.inner.done(claim)
+    async fn done(&self, claim: &Claim<K>) -> Result<(), FlakyError> {
+        Ok(self.inner.done(claim).await?)
     }
 
-    fn fail(
-        &self,
-        claim: &Claim<K>,
-        error: &str,
-        delay: Duration,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send {
-        self.inner.fail(claim, error, delay)
+    async fn fail(&self, claim: &Claim<K>, error: &str, delay: Duration) -> Result<(), FlakyError> {
+        Ok(self.inner.fail(claim, error, delay).await?)
     }
 
-    fn release(&self, claim: &Claim<K>) -> impl Future<Output = Result<(), QueueError>> + Send {
-        self.inner.release(claim)
+    async fn release(&self, claim: &Claim<K>) -> Result<(), FlakyError> {
+        Ok(self.inner.release(claim).await?)
     }
 
-    fn defer(
-        &self,
-        claim: &Claim<K>,
-        delay: Duration,
-    ) -> impl Future<Output = Result<(), QueueError>> + Send {
-        self.inner.defer(claim, delay)
+    async fn defer(&self, claim: &Claim<K>, delay: Duration) -> Result<(), FlakyError> {
+        Ok(self.inner.defer(claim, delay).await?)
     }
 
     fn changed(&self) -> impl Future<Output = ()> + Send {
         self.inner.changed()
     }
 
-    fn depth(&self) -> impl Future<Output = Result<u64, QueueError>> + Send {
-        self.inner.depth()
+    async fn depth(&self) -> Result<u64, FlakyError> {
+        Ok(self.inner.depth().await?)
     }
 
-    fn status(
-        &self,
-        key: &K,
-    ) -> impl Future<Output = Result<Option<ItemStatus>, QueueError>> + Send {
-        self.inner.status(key)
+    async fn status(&self, key: &K) -> Result<Option<ItemStatus>, FlakyError> {
+        Ok(self.inner.status(key).await?)
     }
 }
 
 impl<K> ListingSchedule for FlakyQueue<K>
 where
-    K: Clone + Eq + Hash + Ord + Send + Sync + 'static,
+    K: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static,
 {
-    fn take_listing(
-        &self,
-        interval: Duration,
-    ) -> impl Future<Output = Result<bool, QueueError>> + Send {
-        self.inner.take_listing(interval)
+    async fn take_listing(&self, interval: Duration) -> Result<bool, FlakyError> {
+        Ok(self.inner.take_listing(interval).await?)
     }
 
-    fn request_listing(&self) -> impl Future<Output = Result<(), QueueError>> + Send {
-        self.inner.request_listing()
+    async fn request_listing(&self) -> Result<(), FlakyError> {
+        Ok(self.inner.request_listing().await?)
     }
 }
 
 /// What a store that cannot be reached answers.
-fn refused() -> QueueError {
-    QueueError::Unreachable(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
+fn refused() -> FlakyError {
+    FlakyError::Unreachable(std::io::Error::from(std::io::ErrorKind::ConnectionRefused))
 }

@@ -15,9 +15,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::controller::queue::{
-    Claim, Enqueue, ItemStatus, ListingSchedule, QueueError, Trigger, WorkQueue,
-};
+use crate::controller::queue::{Claim, Enqueue, ItemStatus, ListingSchedule, Trigger, WorkQueue};
 
 mod state;
 use state::{lane, merge_hint};
@@ -179,8 +177,10 @@ where
     K: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static,
 {
     type Key = K;
+    /// Memory does not fail.
+    type Error = std::convert::Infallible;
 
-    async fn enqueue(&self, items: Vec<Enqueue<K>>) -> Result<(), QueueError> {
+    async fn enqueue(&self, items: Vec<Enqueue<K>>) -> Result<(), std::convert::Infallible> {
         let now = Instant::now();
         {
             let mut state = self.state();
@@ -227,17 +227,21 @@ where
         Ok(())
     }
 
-    async fn claim(&self, _worker: &str) -> Result<Option<Claim<K>>, QueueError> {
+    async fn claim(&self, _worker: &str) -> Result<Option<Claim<K>>, std::convert::Infallible> {
         Ok(self.claim_one(false))
     }
 
-    async fn claim_reads(&self, _worker: &str, max: usize) -> Result<Vec<Claim<K>>, QueueError> {
+    async fn claim_reads(
+        &self,
+        _worker: &str,
+        max: usize,
+    ) -> Result<Vec<Claim<K>>, std::convert::Infallible> {
         Ok(std::iter::from_fn(|| self.claim_one(true))
             .take(max)
             .collect())
     }
 
-    async fn renew(&self, claim: &Claim<K>) -> Result<bool, QueueError> {
+    async fn renew(&self, claim: &Claim<K>) -> Result<bool, std::convert::Infallible> {
         let until = Instant::now() + self.shared.lease;
         let mut state = self.state();
         if !state.holds(&claim.key, &claim.token) {
@@ -251,7 +255,7 @@ where
         Ok(true)
     }
 
-    async fn done(&self, claim: &Claim<K>) -> Result<(), QueueError> {
+    async fn done(&self, claim: &Claim<K>) -> Result<(), std::convert::Infallible> {
         let now = Instant::now();
         let mut state = self.state();
         if !state.holds(&claim.key, &claim.token) {
@@ -274,7 +278,12 @@ where
         Ok(())
     }
 
-    async fn fail(&self, claim: &Claim<K>, error: &str, delay: Duration) -> Result<(), QueueError> {
+    async fn fail(
+        &self,
+        claim: &Claim<K>,
+        error: &str,
+        delay: Duration,
+    ) -> Result<(), std::convert::Infallible> {
         let not_before = Instant::now() + delay.min(MAX_DELAY);
         // A trigger that arrived during the attempt does not shorten the
         // delay: the key runs again anyway, and the delay may be a rate limit.
@@ -285,14 +294,18 @@ where
         Ok(())
     }
 
-    async fn release(&self, claim: &Claim<K>) -> Result<(), QueueError> {
+    async fn release(&self, claim: &Claim<K>) -> Result<(), std::convert::Infallible> {
         if self.give_back(claim, Instant::now(), |_| {}) {
             self.shared.changed.notify_waiters();
         }
         Ok(())
     }
 
-    async fn defer(&self, claim: &Claim<K>, delay: Duration) -> Result<(), QueueError> {
+    async fn defer(
+        &self,
+        claim: &Claim<K>,
+        delay: Duration,
+    ) -> Result<(), std::convert::Infallible> {
         // Like `fail`, without counting: a trigger during the claim does not
         // shorten the wait either.
         self.give_back(claim, Instant::now() + delay.min(MAX_DELAY), |_| {});
@@ -307,11 +320,11 @@ where
         notified
     }
 
-    async fn depth(&self) -> Result<u64, QueueError> {
+    async fn depth(&self) -> Result<u64, std::convert::Infallible> {
         Ok(self.state().items.len() as u64)
     }
 
-    async fn status(&self, key: &K) -> Result<Option<ItemStatus>, QueueError> {
+    async fn status(&self, key: &K) -> Result<Option<ItemStatus>, std::convert::Infallible> {
         let now = Instant::now();
         let state = self.state();
         Ok(state.items.get(key).map(|item| ItemStatus {
@@ -325,9 +338,9 @@ where
 
 impl<K> ListingSchedule for MemoryQueue<K>
 where
-    K: Clone + Eq + Hash + Ord + Send + Sync + 'static,
+    K: Clone + Eq + Hash + Ord + Debug + Display + Send + Sync + 'static,
 {
-    async fn take_listing(&self, interval: Duration) -> Result<bool, QueueError> {
+    async fn take_listing(&self, interval: Duration) -> Result<bool, std::convert::Infallible> {
         let now = Instant::now();
         let mut state = self.state();
         let due = state.listing_requested
@@ -341,7 +354,7 @@ where
         Ok(due)
     }
 
-    async fn request_listing(&self) -> Result<(), QueueError> {
+    async fn request_listing(&self) -> Result<(), std::convert::Infallible> {
         self.state().listing_requested = true;
         Ok(())
     }

@@ -52,6 +52,7 @@ impl PgQueue {
 
 impl WorkQueue for PgQueue {
     type Key = RepoId;
+    type Error = QueueError;
 
     async fn enqueue(&self, items: Vec<Enqueue<RepoId>>) -> Result<(), QueueError> {
         if items.is_empty() {
