@@ -971,7 +971,7 @@ fn the_connection_setting_should_be_documented_once_with_the_codes_default() {
     // of its own anywhere else.
     assert_eq!(guide.matches("ROSTER_DB_MAX_CONNECTIONS").count(), 2);
     let counted =
-        regex::Regex::new(r"(up to|at most) \d+[^.|]*connection|\d+ per replica").expect("regex");
+        regex::Regex::new(r"(up to|at most) \d+ (PostgreSQL |database )?connections|\d+ connections per replica|\d+ per replica").expect("regex");
     let found: Vec<&str> = counted.find_iter(&guide).map(|m| m.as_str()).collect();
     assert!(
         found.is_empty(),

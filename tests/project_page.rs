@@ -101,14 +101,19 @@ async fn a_project_page_should_show_its_relations_and_their_picture() {
 async fn a_missing_or_hostile_name_should_answer_a_404_page() {
     let f = shop().await;
     let long = "a".repeat(3000);
-    for uri in [
-        "/projects/no-such-project".to_owned(),
-        "/projects/a%00b".to_owned(),
-        "/projects/%3Cscript%3E".to_owned(),
-        format!("/projects/{long}"),
+    // A name no project has is a 404; text that cannot be a name at all (a
+    // control character, an over-long value) is refused as bad input.
+    for (uri, status) in [
+        (
+            "/projects/no-such-project".to_owned(),
+            StatusCode::NOT_FOUND,
+        ),
+        ("/projects/a%00b".to_owned(), StatusCode::BAD_REQUEST),
+        ("/projects/%3Cscript%3E".to_owned(), StatusCode::NOT_FOUND),
+        (format!("/projects/{long}"), StatusCode::BAD_REQUEST),
     ] {
         let page = get(&f.app, &uri).await;
-        assert_eq!(page.status, StatusCode::NOT_FOUND, "{uri}: {}", page.body);
+        assert_eq!(page.status, status, "{uri}: {}", page.body);
         assert!(
             page.header(header::CONTENT_TYPE).starts_with("text/html"),
             "{uri}"

@@ -210,7 +210,11 @@ async fn a_bad_graph_request_should_be_refused_clearly_and_change_nothing() {
             404,
             "root: no project no-such-project",
         ),
-        ("/api/v1/graph?root=a%00b", 400, "root: not a project name"),
+        (
+            "/api/v1/graph?root=a%00b",
+            400,
+            "root: holds the control character U+0000",
+        ),
         (
             "/api/v1/graph?root=%27%3B%20drop%20table%20entries%3B--",
             400,
