@@ -5,7 +5,6 @@
 //! to set. A GitHub deployment never gets one: there, an unset token keeps
 //! writes off.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use secrecy::{ExposeSecret, SecretString};
@@ -46,17 +45,7 @@ pub fn load_or_create(data_dir: &Path) -> Result<SecretString, TrialTokenError> 
         Err(source) => return Err(TrialTokenError::Read { path, source }),
     }
     let token = crate::setup::random_hex(32);
-    let write = |path: &Path| -> std::io::Result<()> {
-        std::fs::create_dir_all(data_dir)?;
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(path)?;
-        file.write_all(format!("{token}\n").as_bytes())?;
-        file.sync_all()
-    };
-    match write(&path) {
+    match crate::setup::create_private(data_dir, &path, &token) {
         Ok(()) => Ok(SecretString::from(token)),
         // Another process made it first: use theirs.
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => load_or_create(data_dir),

@@ -73,17 +73,7 @@ impl SecretKey {
             Err(source) => return Err(KeyError::Read { path, source }),
         }
         let key = Self::generate();
-        let write = |path: &Path| -> std::io::Result<()> {
-            std::fs::create_dir_all(data_dir)?;
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            let mut file = options.open(path)?;
-            file.write_all(format!("{}\n", key.to_hex()).as_bytes())?;
-            file.sync_all()
-        };
-        match write(&path) {
+        match create_private(data_dir, &path, &key.to_hex()) {
             Ok(()) => Ok(key),
             // Another process made it first: use theirs.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -92,6 +82,20 @@ impl SecretKey {
             Err(source) => Err(KeyError::Write { path, source }),
         }
     }
+}
+
+/// Writes `line` to `path` under `data_dir` (made when absent), readable by
+/// its owner only, and only if no file is there yet: a process that finds
+/// `AlreadyExists` reads the one another process made first.
+pub(crate) fn create_private(data_dir: &Path, path: &Path, line: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(data_dir)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    file.write_all(format!("{line}\n").as_bytes())?;
+    file.sync_all()
 }
 
 /// `n` random bytes as hex: setup tokens and state nonces.

@@ -19,6 +19,7 @@ mod seal;
 mod state;
 pub mod store;
 
+pub(crate) use key::create_private;
 pub use key::{random_hex, KeyError, SecretKey, KEY_FILE};
 pub use manifest::{manifest_json, PublicUrl};
 pub use routes::SetupState;
